@@ -1,0 +1,37 @@
+"""Where tandem keeps its state: the ``TANDEM_HOME`` layout (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def tandem_home() -> Path:
+    """Return the state root: ``$TANDEM_HOME``, else ``$XDG_STATE_HOME/tandem``."""
+    explicit = os.environ.get("TANDEM_HOME")
+    if explicit:
+        return Path(explicit).expanduser()
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "tandem"
+
+
+def sessions_dir(home: Path | None = None) -> Path:
+    """Folder of session journals, one sub-folder per cwd slug."""
+    return (home or tandem_home()) / "sessions"
+
+
+def workspaces_dir(home: Path | None = None) -> Path:
+    """Folder of workspace records and the workspace registry."""
+    return (home or tandem_home()) / "workspaces"
+
+
+def checkpoints_dir(home: Path | None = None) -> Path:
+    """Folder of the private checkpoint repositories."""
+    return (home or tandem_home()) / "checkpoints"
+
+
+def logs_dir(home: Path | None = None) -> Path:
+    """Folder of backend logs."""
+    return (home or tandem_home()) / "logs"

@@ -1,0 +1,132 @@
+"""The provider contract: one turn in, one stream of reports out.
+
+Every provider (native OpenAI-compatible, native Anthropic, ACP) implements
+`Provider.run`. It reports what happens through a `TurnSink`, which the turn
+engine implements by writing journal entries and publishing events; so the
+journal looks the same whatever the provider. A provider never writes to the
+journal itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+PermissionMode = Literal["ask", "auto-edit", "read-only"]
+ToolKind = Literal["read", "edit", "execute", "other"]
+Outcome = Literal["succeeded", "failed", "aborted"]
+PermissionAnswer = Literal["allow_once", "allow_session", "reject"]
+
+
+class ToolCallRef(BaseModel):
+    """A tool call inside an assistant message of the context."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One provider-neutral context message (what the projection produces).
+
+    ``role`` is ``user``, ``assistant`` or ``tool``. An assistant message may
+    carry tool calls; a tool message answers one call by ``call_id``.
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    text: str = ""
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+
+class TurnRequest(BaseModel):
+    """Everything a provider needs to run one turn."""
+
+    session_id: str
+    turn: int
+    root: Path
+    """Workspace root: tools resolve paths inside it; ACP agents start here."""
+    model: str = ""
+    system: str = ""
+    messages: list[Message]
+    """Context: the projection for chat, the isolated prompt for a directive."""
+    permission_mode: PermissionMode = "ask"
+    read_only: bool = False
+    """Capability ceiling (discussion): every write or execute is refused."""
+    isolated: bool = False
+    """A directive request: ACP opens a fresh session and stores no id."""
+    max_tokens: int = 8192
+
+
+class PermissionRequest(BaseModel):
+    """A question for the user about one tool call."""
+
+    call_id: str
+    tool: str
+    kind: ToolKind
+    title: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    """Token counts of a turn (summed over the agent loop)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class TurnResult(BaseModel):
+    """How a provider's turn ended. Cancellation ends it as ``aborted``."""
+
+    outcome: Outcome
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    ran_shell: bool = False
+    """A shell command ran: it may have written outside the root."""
+    wrote_outside: list[str] = Field(default_factory=list)
+    """Paths outside the root that an agent reported writing."""
+    acp_session_id: str | None = None
+    """Root chat only: the ACP conversation to continue next time."""
+
+
+class TurnSink(Protocol):
+    """What a provider reports to; the turn engine implements it."""
+
+    def text(self, delta: str) -> None:
+        """Stream a piece of assistant text."""
+
+    def reasoning(self, delta: str) -> None:
+        """Stream a piece of reasoning."""
+
+    def end_message(self) -> None:
+        """The current assistant message (text and reasoning) is complete."""
+
+    def tool_call(
+        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any]
+    ) -> None:
+        """The model asked for a tool."""
+
+    def tool_result(self, call_id: str, status: str, output: str) -> None:
+        """A tool finished: ``completed``, ``failed`` or ``refused``."""
+
+    def plan(self, entries: list[dict[str, Any]]) -> None:
+        """An agent's plan (ACP)."""
+
+    async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:
+        """Ask the user; returns the answer. Read-only mode never gets here."""
+
+
+class Provider(Protocol):
+    """A way to run turns: native HTTP APIs or an ACP agent."""
+
+    name: str
+
+    async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
+        """Run one turn to its end, reporting through SINK."""
+
+    async def close(self) -> None:
+        """Release connections and processes."""
