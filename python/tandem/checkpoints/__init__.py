@@ -1,1 +1,31 @@
-"""tandem.checkpoints."""
+"""tandem.checkpoints: snapshots of a workspace root, patches, restore.
+
+`Checkpointer` is the entry point; see docs/checkpoints.md.
+"""
+
+from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
+from tandem.checkpoints.models import (
+    Checkpoint,
+    FileChange,
+    Gap,
+    Patch,
+    PatchGap,
+    RestoreGap,
+    RestorePlan,
+    RestoreResult,
+)
+from tandem.checkpoints.restore import FileHook
+
+__all__ = [
+    "DEFAULT_SIZE_CAP",
+    "Checkpoint",
+    "Checkpointer",
+    "FileChange",
+    "FileHook",
+    "Gap",
+    "Patch",
+    "PatchGap",
+    "RestoreGap",
+    "RestorePlan",
+    "RestoreResult",
+]

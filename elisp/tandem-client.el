@@ -1,0 +1,498 @@
+;;; tandem-client.el --- Backend process and RPC for tandem  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; tandem's Emacs side talks to a Python backend (`tandem serve') over EPC:
+;; frames of six hexadecimal digits of byte length followed by an
+;; S-expression.  This file starts and stops the backend, authenticates with
+;; a per-backend token, sends requests (synchronous and asynchronous),
+;; answers the backend's calls into Emacs (event batches above all), and
+;; fetches large replies page by page.
+;;
+;; It is a small client of its own rather than epc.el: `epc:call-sync' waits
+;; in 150 ms slices through deferred.el (about 300 ms a call here), and
+;; docs/performance.md shows this one answering in well under a millisecond.
+;;
+;; Public API:
+;;   `tandem-start', `tandem-stop', `tandem-restart' -- the backend process.
+;;   `tandem-request'       -- call a method and wait for its value.
+;;   `tandem-request-async' -- call a method, continue in a callback.
+;;   `tandem-event-functions' -- hook run with each event from the backend.
+;;   `tandem-error'         -- the error every failed call signals.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'eieio)
+(require 'subr-x)
+
+(defgroup tandem nil
+  "Work with a coding agent on a project, from Emacs."
+  :group 'tools
+  :prefix "tandem-")
+
+(defcustom tandem-python nil
+  "Python interpreter that runs the tandem backend.
+When nil, use the `.venv' of the tandem checkout when there is one,
+else \"python3\" from `exec-path'."
+  :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter")))
+
+(defcustom tandem-backend-arguments '("-m" "tandem.cli" "serve")
+  "Arguments given to `tandem-python' to start the backend."
+  :type '(repeat string))
+
+(defcustom tandem-home nil
+  "State directory of the backend (TANDEM_HOME), or nil for its default.
+The default is $XDG_STATE_HOME/tandem, i.e. ~/.local/state/tandem."
+  :type '(choice (const :tag "Default" nil) directory))
+
+(defcustom tandem-request-timeout 30
+  "Seconds a synchronous request waits for its reply before failing."
+  :type 'number)
+
+(defcustom tandem-start-timeout 60
+  "Seconds to wait for a starting backend to announce its port."
+  :type 'number)
+
+(defcustom tandem-log-events t
+  "When non-nil, log every message to and from the backend.
+The log is the buffer `*tandem-events*'; it keeps the last
+`tandem-events-buffer-lines' lines."
+  :type 'boolean)
+
+(defcustom tandem-events-buffer-lines 2000
+  "Lines kept in the `*tandem-events*' buffer."
+  :type 'integer)
+
+(defvar tandem-event-functions nil
+  "Abnormal hook run with each event the backend publishes.
+Each function receives one plist (:session ID :seq N :kind KIND ...).")
+
+(defvar tandem-event-gap-functions nil
+  "Abnormal hook run when events of a session arrive out of sequence.
+Each function receives SESSION, the EXPECTED seq and the one that ARRIVED;
+a view refetches from the journal.")
+
+(defvar tandem-client-methods nil
+  "Alist of (NAME . FUNCTION): methods the backend may call in Emacs.
+FUNCTION receives the call's arguments and returns the reply value.")
+
+(define-error 'tandem-error "tandem")
+
+(defconst tandem--read-max (* 1024 1024)
+  "Bytes read from the backend at once while waiting for a reply.")
+
+(defconst tandem-client--root
+  (file-name-directory
+   (directory-file-name
+    (file-name-directory (or load-file-name buffer-file-name default-directory))))
+  "The tandem checkout this file was loaded from.")
+
+;;;; The connection
+
+(defclass tandem-connection ()
+  ((name :initarg :name :initform "tandem"
+         :documentation "A name for messages and buffer names.")
+   (process :initarg :process :initform nil
+            :documentation "The backend subprocess running `tandem serve'.")
+   (socket :initform nil
+           :documentation "The network process connected to the backend's port.")
+   (token :initarg :token
+          :documentation "The secret the backend expects in `hello'.")
+   (port :initform nil
+         :documentation "The backend's port on 127.0.0.1.")
+   (next-uid :initform 0
+             :documentation "Last uid given to a call from Emacs.")
+   (pending :initform (make-hash-table)
+            :documentation "Calls awaiting replies: uid -> (METHOD SUCCESS . ERROR).")
+   (inbox :initform nil
+          :documentation "Unibyte buffer collecting bytes not yet read as frames.")
+   (stderr :initform nil
+           :documentation "Buffer receiving the backend's stderr.")
+   (info :initform nil
+         :documentation "The backend's reply to `hello' (a plist).")
+   (last-seq :initform (make-hash-table :test #'equal)
+             :documentation "Per session: seq of the last event applied.")
+   (dead :initform nil
+         :documentation "Non-nil once the backend or its socket went away."))
+  "A live connection to one tandem backend.")
+
+(defvar tandem--connection nil
+  "The current `tandem-connection', or nil before the first start.")
+
+(cl-defgeneric tandem-connection-live-p (conn)
+  "Return non-nil when CONN can carry calls (mandatory).")
+
+(cl-defmethod tandem-connection-live-p ((conn tandem-connection))
+  "Return non-nil when CONN's socket is open and the backend runs."
+  (and (not (oref conn dead))
+       (process-live-p (oref conn process))
+       (oref conn socket)
+       (process-live-p (oref conn socket))))
+
+(cl-defgeneric tandem-connection-shutdown (conn)
+  "Stop CONN's backend and fail its pending calls (mandatory).")
+
+;;;; Errors
+
+;; Each error code (a string from the backend, e.g. "invalid") gets its
+;; own error symbol `tandem-CODE' whose parent is `tandem-error', so that
+;; callers can catch one kind, and the data stays (MESSAGE): the message
+;; Emacs shows is then just the backend's sentence.
+(defun tandem--error-symbol (code)
+  "Return the error symbol for CODE, defining it on first use."
+  (let ((sym (intern (format "tandem-%s" (or code "error")))))
+    (unless (get sym 'error-conditions)
+      (define-error sym "tandem" 'tandem-error)
+      (put sym 'tandem-code code))
+    sym))
+
+(defun tandem--signal (code message &optional _data)
+  "Signal a `tandem-error' of CODE with the readable MESSAGE."
+  (signal (tandem--error-symbol code) (list (format "%s" message))))
+
+(defun tandem-error-code (err)
+  "Return the code string of ERR, a caught `tandem-error' (e.g. \"invalid\")."
+  (get (car err) 'tandem-code))
+
+(defun tandem-error-message (err)
+  "Return the readable message of ERR, a caught `tandem-error'."
+  (cadr err))
+
+(defun tandem--error-from-reply (kind err)
+  "Turn an error reply ERR of KIND into (CODE MESSAGE DATA)."
+  (cond ((and (listp err) (plist-get err :message))
+         (list (plist-get err :code) (plist-get err :message) (plist-get err :data)))
+        ((eq kind 'epc-error) (list "protocol" (format "Protocol error: %s" err) nil))
+        (t (list "remote" (format "%s" err) nil))))
+
+;;;; Logging
+
+(defun tandem--log (direction message)
+  "Log MESSAGE going in DIRECTION (`->' or `<-') to `*tandem-events*'."
+  (when tandem-log-events
+    (with-current-buffer (get-buffer-create "*tandem-events*")
+      (let ((inhibit-read-only t)
+            (text (let ((print-length 12) (print-level 4))
+                    (prin1-to-string message))))
+        (goto-char (point-max))
+        (insert (format "%s %s %s\n" (format-time-string "%T.%3N") direction
+                        (if (> (length text) 300) (concat (substring text 0 300) "…") text)))
+        (when (> (count-lines (point-min) (point-max)) (* 2 tandem-events-buffer-lines))
+          (goto-char (point-max))
+          (forward-line (- tandem-events-buffer-lines))
+          (delete-region (point-min) (point)))
+        (setq buffer-read-only t)))))
+
+;;;; Encoding
+
+(defun tandem--plain (value)
+  "Return VALUE with text properties removed from every string in it."
+  (cond ((stringp value) (substring-no-properties value))
+        ((consp value) (cons (tandem--plain (car value)) (tandem--plain (cdr value))))
+        ((vectorp value) (vconcat (mapcar #'tandem--plain value)))
+        (t value)))
+
+(defun tandem--frame (message)
+  "Return MESSAGE as an EPC frame (a unibyte string)."
+  (let* ((print-escape-newlines nil) (print-length nil) (print-level nil)
+         (print-circle nil) (print-escape-nonascii nil) (print-escape-multibyte nil)
+         (float-output-format nil)
+         (payload (encode-coding-string (prin1-to-string message) 'utf-8 t)))
+    (when (> (length payload) #xffffff)
+      (tandem--signal "too-large" (format "Request of %d bytes is too large for one frame"
+                                          (length payload))))
+    (concat (format "%06x" (length payload)) payload)))
+
+(defun tandem--send (conn message)
+  "Send MESSAGE to CONN's backend."
+  (tandem--log '-> message)
+  (process-send-string (oref conn socket) (tandem--frame message)))
+
+;;;; Receiving
+
+(defun tandem--filter (conn)
+  "Return the process filter of CONN's socket."
+  (lambda (_proc string)
+    (let ((inbox (oref conn inbox)) (messages nil))
+      (with-current-buffer inbox
+        (goto-char (point-max))
+        (insert string)
+        (goto-char (point-min))
+        (while (and (>= (- (point-max) (point)) 6)
+                    (let ((len (string-to-number
+                                (buffer-substring-no-properties (point) (+ (point) 6)) 16)))
+                      (when (>= (- (point-max) (point) 6) len)
+                        (let ((payload (decode-coding-string
+                                        (buffer-substring-no-properties
+                                         (+ (point) 6) (+ (point) 6 len))
+                                        'utf-8 t)))
+                          (push payload messages)
+                          (goto-char (+ (point) 6 len))
+                          t)))))
+        (delete-region (point-min) (point)))
+      (dolist (payload (nreverse messages))
+        (let ((message (condition-case err (car (read-from-string payload))
+                         (error (tandem--log '<- (list 'unreadable err)) nil))))
+          (when message
+            (tandem--log '<- message)
+            (tandem--dispatch conn message)))))))
+
+(defun tandem--dispatch (conn message)
+  "Act on MESSAGE, one decoded frame from CONN."
+  (pcase message
+    (`(return ,uid . ,rest) (tandem--settle conn uid t (car rest)))
+    (`(,(and kind (or 'return-error 'epc-error)) ,uid . ,rest)
+     (tandem--settle conn uid nil (tandem--error-from-reply kind (car rest))))
+    (`(call ,uid ,method . ,rest) (tandem--answer-call conn uid method (car rest)))
+    (`(methods ,uid)
+     (tandem--send conn `(return ,uid ,(mapcar (lambda (m) (list (car m) "" "")) tandem-client-methods))))))
+
+(defun tandem--settle (conn uid ok value)
+  "Run the continuation of call UID on CONN: success with VALUE when OK."
+  (let ((entry (gethash uid (oref conn pending))))
+    (when entry
+      (remhash uid (oref conn pending))
+      (funcall (if ok (cadr entry) (cddr entry)) value))))
+
+(defun tandem--answer-call (conn uid method args)
+  "Answer the backend's call UID of METHOD with ARGS on CONN."
+  (let ((fn (alist-get method tandem-client-methods nil nil
+                       (lambda (a b) (string= (format "%s" a) (format "%s" b))))))
+    (condition-case err
+        (if (not fn)
+            (tandem--send conn `(epc-error ,uid ,(format "No such method in Emacs: %s" method)))
+          (tandem--send conn `(return ,uid ,(tandem--plain (apply fn args)))))
+      (error (tandem--send conn `(return-error ,uid ,(error-message-string err)))))))
+
+(defun tandem--on-events (events)
+  "Apply EVENTS, a batch from the backend: check sequence, run the hook."
+  (let ((conn tandem--connection))
+    (dolist (event events)
+      (let* ((session (plist-get event :session))
+             (seq (plist-get event :seq))
+             (last (and conn (gethash session (oref conn last-seq)))))
+        (when (and last seq (/= seq (1+ last)))
+          (run-hook-with-args 'tandem-event-gap-functions session (1+ last) seq))
+        (when (and conn seq) (puthash session seq (oref conn last-seq)))
+        (with-demoted-errors "tandem event handler: %S"
+          (run-hook-with-args 'tandem-event-functions event))))
+    nil))
+
+(setf (alist-get 'tandem--events tandem-client-methods) #'tandem--on-events)
+(setf (alist-get 'echo tandem-client-methods) (lambda (&rest args) args))
+
+;;;; Requests
+
+(defun tandem--ensure ()
+  "Return a live connection, starting the backend when there is none."
+  (if (and tandem--connection (tandem-connection-live-p tandem--connection))
+      tandem--connection
+    (tandem-start)))
+
+(defun tandem--call (conn method params success error)
+  "Send METHOD with PARAMS on CONN; run SUCCESS or ERROR with the reply.
+Return the call's uid.  Paged replies are joined before SUCCESS runs."
+  (let ((uid (cl-incf (oref conn next-uid))))
+    (puthash uid (cons method
+                       (cons (lambda (value)
+                               (if (and (consp value) (plist-get value :tandem-paged))
+                                   (tandem--fetch-pages conn value success error)
+                                 (funcall success value)))
+                             error))
+             (oref conn pending))
+    (tandem--send conn `(call ,uid ,(intern method)
+                              ,(if params (list (tandem--plain params)) nil)))
+    uid))
+
+(defun tandem--fetch-pages (conn marker success error)
+  "Fetch every page of MARKER on CONN, then run SUCCESS with the read value.
+ERROR runs instead if a page cannot be had."
+  (let ((handle (plist-get marker :tandem-paged))
+        (count (plist-get marker :pages))
+        (pages nil))
+    (cl-labels ((next (index)
+                  (if (= index count)
+                      (funcall success
+                               (car (read-from-string (apply #'concat (nreverse pages)))))
+                    (tandem--call conn "page" (list :handle handle :index index)
+                                  (lambda (text) (push text pages) (next (1+ index)))
+                                  error))))
+      (next 0))))
+
+(defun tandem-request-async (method params callback &optional errback)
+  "Call METHOD with PARAMS (a plist) in the backend; don't wait.
+CALLBACK receives the reply value.  ERRBACK, if non-nil, receives the
+error as (CODE MESSAGE DATA); without it the error is shown as a message.
+Return the call's uid."
+  (tandem--call (tandem--ensure) method params callback
+                (or errback
+                    (lambda (err)
+                      (message "tandem: %s failed: %s" method (nth 1 err))))))
+
+(defun tandem-request (method &optional params timeout cancel-on-input)
+  "Call METHOD with PARAMS (a plist) in the backend and return its value.
+Wait at most TIMEOUT seconds (default `tandem-request-timeout').  When
+CANCEL-ON-INPUT is non-nil, pending user input cancels the wait.  Failures
+of any kind -- an error reply, a timeout, a cancel, the backend dying --
+signal `tandem-error' with a readable message."
+  (let* ((conn (tandem--ensure))
+         (state nil) (value nil)
+         (uid (tandem--call conn method params
+                            (lambda (v) (setq state 'ok value v))
+                            (lambda (e) (setq state 'error value e))))
+         (deadline (+ (float-time) (or timeout tandem-request-timeout))))
+    (unwind-protect
+        (while (not state)
+          (cond ((or (oref conn dead) (not (process-live-p (oref conn process))))
+                 (setq state 'error
+                       value (list "backend-died"
+                                   (format "%s: the tandem backend died (%s)" method
+                                           (tandem--death-note conn))
+                                   nil)))
+                ((> (float-time) deadline)
+                 (setq state 'error
+                       value (list "timeout" (format "%s: no reply within %ss" method
+                                                     (or timeout tandem-request-timeout))
+                                   nil)))
+                ((and cancel-on-input (input-pending-p))
+                 (setq state 'error value (list "cancelled" (format "%s: cancelled" method) nil)))
+                (t (let ((read-process-output-max (max read-process-output-max tandem--read-max)))
+                     (accept-process-output nil 0.05)))))
+      (remhash uid (oref conn pending)))
+    (if (eq state 'ok)
+        value
+      (apply #'tandem--signal value))))
+
+;;;; Starting and stopping
+
+(defun tandem--python ()
+  "Return the interpreter that runs the backend."
+  (or tandem-python
+      (let ((venv (expand-file-name ".venv/bin/python" tandem-client--root)))
+        (and (file-executable-p venv) venv))
+      (executable-find "python3")
+      (user-error "tandem: no Python found; set `tandem-python'")))
+
+(defun tandem--death-note (conn)
+  "Return a short account of why CONN's backend is gone, from its stderr."
+  (let ((buf (oref conn stderr)))
+    (if (and (buffer-live-p buf) (> (buffer-size buf) 0))
+        (with-current-buffer buf
+          (let ((text (string-trim (buffer-substring-no-properties
+                                    (max (point-min) (- (point-max) 400)) (point-max)))))
+            (car (last (split-string text "\n")))))
+      (let ((proc (oref conn process)))
+        (if (processp proc)
+            (format "%s, exit status %s" (process-status proc) (process-exit-status proc))
+          "not started")))))
+
+(defun tandem--mark-dead (conn why)
+  "Mark CONN dead because of WHY and fail every pending call at once."
+  (unless (oref conn dead)
+    (oset conn dead t)
+    (let ((pending (oref conn pending)) (calls nil))
+      (maphash (lambda (uid entry) (push (cons uid entry) calls)) pending)
+      (clrhash pending)
+      (dolist (call calls)
+        (funcall (cddr (cdr call))
+                 (list "backend-died"
+                       (format "%s: the tandem backend died (%s)" (cadr call) why)
+                       nil))))))
+
+(defun tandem--sentinel (conn)
+  "Return a sentinel that marks CONN dead when its process goes."
+  (lambda (proc _event)
+    (unless (process-live-p proc)
+      (tandem--mark-dead conn (tandem--death-note conn)))))
+
+(defun tandem--start-process (conn)
+  "Start CONN's backend process and return the port it announces."
+  (let* ((port nil) (out "")
+         (stderr (generate-new-buffer " *tandem-stderr*"))
+         (process-environment
+          (append (list (concat "TANDEM_TOKEN=" (oref conn token))
+                        "PYTHONUNBUFFERED=1"
+                        (concat "PYTHONPATH=" (expand-file-name "python" tandem-client--root)))
+                  (and tandem-home (list (concat "TANDEM_HOME" "=" (expand-file-name tandem-home))))
+                  process-environment))
+         (proc (make-process
+                :name "tandem-backend" :noquery t
+                :command (cons (tandem--python) tandem-backend-arguments)
+                :connection-type 'pipe :coding 'utf-8
+                :stderr stderr
+                :filter (lambda (_p s)
+                          (unless port
+                            (setq out (concat out s))
+                            (when (string-match "\\`\\([0-9]+\\)\n" out)
+                              (setq port (string-to-number (match-string 1 out))))))
+                :sentinel (tandem--sentinel conn))))
+    (oset conn process proc)
+    (oset conn stderr stderr)
+    (let ((deadline (+ (float-time) tandem-start-timeout)))
+      (while (and (not port) (process-live-p proc) (< (float-time) deadline))
+        (accept-process-output proc 0.05 nil t)))
+    (unless port
+      (when (process-live-p proc) (delete-process proc))
+      (tandem--signal "start-failed"
+                      (format "tandem backend did not start: %s"
+                              (string-trim (concat out " " (tandem--death-note conn))))))
+    port))
+
+(defun tandem-start ()
+  "Start a tandem backend, connect and authenticate; return the connection.
+An earlier backend is stopped first."
+  (interactive)
+  (when tandem--connection (tandem-connection-shutdown tandem--connection))
+  (let* ((read-process-output-max (max read-process-output-max (* 1024 1024)))
+         (conn (tandem-connection
+                :token (secure-hash 'sha256 (format "%s%s%s" (random t) (float-time) (emacs-pid)))))
+         (port (tandem--start-process conn))
+         (inbox (generate-new-buffer " *tandem-inbox*")))
+    (with-current-buffer inbox (set-buffer-multibyte nil))
+    (oset conn inbox inbox)
+    (oset conn port port)
+    (oset conn socket
+          (make-network-process
+           :name "tandem-socket" :host "127.0.0.1" :service port :noquery t
+           :coding 'binary :filter (tandem--filter conn)
+           :sentinel (tandem--sentinel conn)))
+    (setq tandem--connection conn)
+    (oset conn info (tandem-request "hello" (list :token (oref conn token)
+                                                  :client (format "Emacs %s" emacs-version))))
+    (when (called-interactively-p 'interactive)
+      (message "tandem backend %s started (pid %s)"
+               (plist-get (oref conn info) :version) (plist-get (oref conn info) :pid)))
+    conn))
+
+(cl-defmethod tandem-connection-shutdown ((conn tandem-connection))
+  "Stop CONN's backend process and socket; fail its pending calls."
+  (tandem--mark-dead conn "stopped")
+  (dolist (proc (list (oref conn socket) (oref conn process)))
+    (when (processp proc) (delete-process proc)))
+  (dolist (buf (list (oref conn inbox) (oref conn stderr)))
+    (when (buffer-live-p buf) (kill-buffer buf))))
+
+(defun tandem-stop ()
+  "Stop the tandem backend; the next command starts a new one."
+  (interactive)
+  (when tandem--connection
+    (tandem-connection-shutdown tandem--connection)
+    (setq tandem--connection nil)))
+
+(defun tandem-restart ()
+  "Stop the tandem backend and start a new one."
+  (interactive)
+  (tandem-stop)
+  (tandem-start))
+
+(defun tandem-backend-pid ()
+  "Return the pid of the running backend, or nil."
+  (let ((conn tandem--connection))
+    (and conn (tandem-connection-live-p conn) (process-id (oref conn process)))))
+
+(provide 'tandem-client)
+;;; tandem-client.el ends here

@@ -1,0 +1,382 @@
+"""The checkpoint engine of one workspace root: snapshot, diff, plan, restore.
+
+Calls are synchronous (they run git); from asyncio code run them in a
+worker thread (``anyio.to_thread.run_sync``). Every operation holds the
+workspace lock, so two sessions on one root never interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tandem.checkpoints import diffing
+from tandem.checkpoints.capture import Capture, capture
+from tandem.checkpoints.git import Git, GitError, user_excludes_file
+from tandem.checkpoints.layout import CHAIN_REF, Layout
+from tandem.checkpoints.models import (
+    Checkpoint,
+    CheckpointRecord,
+    Completeness,
+    Gap,
+    Patch,
+    PatchGap,
+    RestoreGap,
+    RestorePlan,
+    RestoreResult,
+)
+from tandem.checkpoints.restore import FileHook, Op, apply, restore_ops, rollback
+from tandem.protocol.base import TandemError
+from tandem.store.fsutil import atomic_write
+
+DEFAULT_SIZE_CAP = 10 * 1024 * 1024
+"""Files larger than this (bytes) are recorded as gaps, not captured."""
+DEFAULT_MAX_DIFF_CHARS = 2_000_000
+"""Diff text longer than this is cut at a file boundary (``diff_truncated``)."""
+_ID = re.compile(r"^[0-9a-f]{40}$")
+_MAX_LABEL = 500
+
+
+class Checkpointer:
+    """Checkpoints of the workspace ROOT, stored under HOME (``TANDEM_HOME``)."""
+
+    def __init__(
+        self,
+        home: Path,
+        root: Path,
+        *,
+        size_cap: int = DEFAULT_SIZE_CAP,
+        max_diff_chars: int = DEFAULT_MAX_DIFF_CHARS,
+    ) -> None:
+        if not isinstance(size_cap, int) or isinstance(size_cap, bool) or size_cap < 0:
+            raise TandemError("invalid", f"size cap must be a non-negative integer: {size_cap!r}")
+        if not isinstance(max_diff_chars, int) or max_diff_chars < 1:
+            raise TandemError("invalid", f"max_diff_chars must be positive: {max_diff_chars!r}")
+        root_path = Path(os.fspath(root)).expanduser()
+        if not root_path.is_absolute():
+            raise TandemError("invalid", f"workspace root must be absolute: {root}")
+        try:
+            root_path = root_path.resolve(strict=True)
+        except OSError as e:
+            raise TandemError("not-found", f"workspace root does not exist: {root}") from e
+        if not root_path.is_dir():
+            raise TandemError("invalid", f"workspace root is not a directory: {root}")
+        home_path = Path(os.fspath(home)).expanduser().resolve()
+        self.root = root_path
+        self.size_cap = size_cap
+        self.max_diff_chars = max_diff_chars
+        self.layout = Layout(home_path, root_path)
+        self.git = Git(self.layout.git_dir, user_excludes_file())
+        # Never capture our own store when it lives inside the root.
+        self._excludes: list[str] = []
+        if self.layout.dir.is_relative_to(root_path) or root_path == self.layout.dir:
+            rel = self.layout.dir.relative_to(root_path).as_posix()
+            self._excludes.append(f"/{rel}/")
+        with self.layout.locked():
+            self.layout.ensure(self.git)
+
+    # -- checkpoints ---------------------------------------------------------
+
+    def snapshot(self, label: str) -> Checkpoint:
+        """Capture the root now and keep it as a checkpoint named LABEL."""
+        label = _check_label(label)
+        with self.layout.locked():
+            self._recover_locked()
+            return self._snapshot_locked(label)
+
+    def get(self, checkpoint_id: str) -> Checkpoint:
+        """The checkpoint CHECKPOINT_ID of this workspace (``not-found`` if none)."""
+        if not isinstance(checkpoint_id, str) or not _ID.match(checkpoint_id):
+            raise TandemError("invalid", f"not a checkpoint id: {checkpoint_id!r}")
+        proc = self.git.run(["cat-file", "commit", checkpoint_id], check=False)
+        if proc.returncode != 0:
+            raise TandemError("not-found", f"no checkpoint {checkpoint_id} for {self.root}")
+        head, _, message = proc.stdout.decode("utf-8", "replace").partition("\n\n")
+        tree = head.split("\n", 1)[0].removeprefix("tree ")
+        try:
+            record = CheckpointRecord.model_validate_json(message)
+        except ValidationError as e:
+            raise TandemError("invalid", f"{checkpoint_id} is not a tandem checkpoint") from e
+        if record.root != str(self.root):
+            raise TandemError("invalid", f"checkpoint {checkpoint_id} belongs to {record.root}")
+        return Checkpoint(
+            id=checkpoint_id, tree=tree, **record.model_dump(exclude={"tandem_checkpoint"})
+        )
+
+    def history(self, limit: int = 50) -> list[Checkpoint]:
+        """The most recent kept checkpoints, newest first."""
+        if not isinstance(limit, int) or limit < 1:
+            raise TandemError("invalid", f"limit must be a positive integer: {limit!r}")
+        proc = self.git.run(["rev-list", f"--max-count={limit}", CHAIN_REF, "--"], check=False)
+        if proc.returncode != 0:
+            return []
+        return [self.get(line) for line in proc.stdout.decode().split()]
+
+    def paths(self, checkpoint: Checkpoint | str) -> list[str]:
+        """Every file path CHECKPOINT captured, sorted (gaps are not among them)."""
+        cp = self._resolve(checkpoint)
+        out = self.git.run(["ls-tree", "-r", "-z", "--name-only", "--full-tree", cp.tree]).stdout
+        return sorted(os.fsdecode(p) for p in out.split(b"\0") if p)
+
+    # -- patches -------------------------------------------------------------
+
+    def diff(
+        self,
+        start: Checkpoint | str,
+        to: Checkpoint | str | None = None,
+        *,
+        ran_shell: bool = False,
+        wrote_outside: Iterable[str] = (),
+    ) -> Patch:
+        """The patch from START to TO (a later checkpoint, or the root now when None).
+
+        RAN_SHELL and WROTE_OUTSIDE come from the turn (a shell command ran;
+        an agent reported writes outside the root); they make the patch
+        ``incomplete`` because those changes are not in it.
+        """
+        outside = [str(p) for p in wrote_outside]
+        begin = self._resolve(start)
+        with self.layout.locked():
+            self._recover_locked()
+            if to is None:
+                now = self._capture_locked()
+                end_id, end_tree, end_gaps = None, now.tree, now.gaps
+            else:
+                end = self._resolve(to)
+                end_id, end_tree, end_gaps = end.id, end.tree, end.gaps
+            return self._patch(begin, end_id, end_tree, end_gaps, ran_shell, outside)
+
+    def _patch(
+        self,
+        begin: Checkpoint,
+        end_id: str | None,
+        end_tree: str,
+        end_gaps: list[Gap],
+        ran_shell: bool,
+        outside: list[str],
+    ) -> Patch:
+        all_gaps = begin.gaps + end_gaps
+        changes = [
+            c
+            for c in diffing.raw_changes(self.git, begin.tree, end_tree, renames=True)
+            if not diffing.covered(c.path, all_gaps)
+            and not (c.old_path and diffing.covered(c.old_path, all_gaps))
+        ]
+        counts = diffing.numstat(self.git, begin.tree, end_tree) if changes else {}
+        paths = None
+        if all_gaps:
+            paths = sorted({c.path for c in changes} | {c.old_path for c in changes if c.old_path})
+        text, cut = diffing.diff_text(
+            self.git, begin.tree, end_tree, paths if changes else [], self.max_diff_chars
+        )
+        gaps = diffing.gap_changes(begin.gaps, end_gaps)
+        if ran_shell:
+            gaps.append(
+                PatchGap(
+                    kind="ran-shell",
+                    detail="a shell command ran; it may have written outside the root",
+                )
+            )
+        gaps += [
+            PatchGap(kind="wrote-outside", path=p, detail="written outside the workspace root")
+            for p in outside
+        ]
+        files = diffing.file_changes(changes, counts)
+        completeness: Completeness = "captured" if files else "no-changes"
+        if gaps:
+            completeness = "incomplete"
+        return Patch(
+            from_id=begin.id,
+            to_id=end_id,
+            from_tree=begin.tree,
+            to_tree=end_tree,
+            files=files,
+            diff=text,
+            diff_truncated=cut,
+            completeness=completeness,
+            gaps=gaps,
+        )
+
+    # -- restore -------------------------------------------------------------
+
+    def plan_restore(
+        self, checkpoint: Checkpoint | str, expected_after: Checkpoint | str | None = None
+    ) -> RestorePlan:
+        """What restoring CHECKPOINT would do now.
+
+        EXPECTED_AFTER is the latest state tandem knows it left (the capture
+        at the end of the newest turn); files whose current state differs
+        from it were changed by something else and are listed in
+        ``changed_externally``.
+        """
+        target = self._resolve(checkpoint)
+        known = self._resolve(expected_after) if expected_after is not None else None
+        with self.layout.locked():
+            self._recover_locked()
+            now = self._capture_locked()
+            changes = diffing.raw_changes(self.git, now.tree, target.tree, renames=False)
+            ops = restore_ops(self.root, changes, target.gaps, now.gaps)
+            external: list[str] = []
+            if known is not None:
+                moved = diffing.raw_changes(self.git, known.tree, now.tree, renames=False)
+                external = sorted(
+                    {c.path for c in moved}
+                    | {g.path for g in diffing.gap_changes(known.gaps, now.gaps) if g.path}
+                )
+            touched = sorted(op.path for op in ops.deletes + ops.writes)
+            text, cut = diffing.diff_text(
+                self.git, now.tree, target.tree, touched, self.max_diff_chars, renames=False
+            )
+            return RestorePlan(
+                checkpoint_id=target.id,
+                current_tree=now.tree,
+                to_restore=sorted(op.path for op in ops.writes),
+                to_delete=sorted(op.path for op in ops.deletes),
+                changed_externally=external,
+                gaps=_merge_gaps(ops.gaps, _current_gap_notes(now, target)),
+                diff=text,
+                diff_truncated=cut,
+            )
+
+    def restore(
+        self,
+        checkpoint: Checkpoint | str,
+        *,
+        expected_current: str | None = None,
+        before_file: FileHook | None = None,
+    ) -> RestoreResult:
+        """Bring the root back to CHECKPOINT, all or nothing.
+
+        First the current state is kept as a backup checkpoint; then files
+        are restored and files created since are deleted. If anything fails
+        midway every touched file is put back and the error is raised
+        (``restore-failed``). EXPECTED_CURRENT is `RestorePlan.current_tree`:
+        when given and the root changed since the plan, nothing is done
+        (``conflict``). BEFORE_FILE is called with each path before it is
+        touched (the fault-injection seam of the tests).
+        """
+        target = self._resolve(checkpoint)
+        if expected_current is not None and not _ID.match(str(expected_current)):
+            raise TandemError("invalid", f"not a tree id: {expected_current!r}")
+        with self.layout.locked():
+            self._recover_locked()
+            backup = self._snapshot_locked(f"before restore to {target.id[:12]}")
+            if expected_current is not None and backup.tree != expected_current:
+                raise TandemError(
+                    "conflict",
+                    "the workspace changed since the restore was planned; plan it again",
+                    {"backup": backup.id},
+                )
+            changes = diffing.raw_changes(self.git, backup.tree, target.tree, renames=False)
+            ops = restore_ops(self.root, changes, target.gaps, backup.gaps)
+            record = {"backup": backup.id, "target": target.id}
+            atomic_write(self.layout.pending, json.dumps(record).encode() + b"\n")
+            try:
+                apply(self.git, self.root, ops, before_file)
+            except BaseException as e:
+                self.layout.pending.unlink()
+                if isinstance(e, TandemError) and e.code == "restore-failed":
+                    raise
+                if not isinstance(e, Exception):
+                    raise
+                raise TandemError(
+                    "restore-failed",
+                    f"restore failed and was rolled back: {e}",
+                    {"backup": backup.id},
+                ) from e
+            self.layout.pending.unlink()
+            return RestoreResult(
+                checkpoint_id=target.id,
+                backup=backup,
+                restored=sorted(op.path for op in ops.writes),
+                deleted=sorted(op.path for op in ops.deletes),
+                gaps=ops.gaps,
+            )
+
+    def recover(self) -> bool:
+        """Roll back a restore that a crash interrupted; True when there was one."""
+        with self.layout.locked():
+            return self._recover_locked()
+
+    # -- internals -----------------------------------------------------------
+
+    def _recover_locked(self) -> bool:
+        if not self.layout.pending.exists():
+            return False
+        try:
+            record = json.loads(self.layout.pending.read_text())
+            backup, target = self.get(record["backup"]), self.get(record["target"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise TandemError(
+                "restore-failed",
+                f"an interrupted restore left an unreadable record: {self.layout.pending}",
+            ) from e
+        changes = diffing.raw_changes(self.git, backup.tree, target.tree, renames=False)
+        ops = restore_ops(self.root, changes, target.gaps, backup.gaps)
+        every: list[Op] = ops.deletes + ops.writes
+        rollback(self.git, self.root, every, [])
+        self.layout.pending.unlink()
+        return True
+
+    def _capture_locked(self) -> Capture:
+        try:
+            return capture(self.git, self.layout, self.size_cap, self._excludes)
+        except GitError:
+            raise
+        except OSError as e:
+            raise TandemError("checkpoint-failed", f"cannot capture {self.root}: {e}") from e
+
+    def _snapshot_locked(self, label: str) -> Checkpoint:
+        now = self._capture_locked()
+        record = CheckpointRecord(
+            label=label, created=datetime.now(UTC), root=str(self.root), gaps=now.gaps
+        )
+        parent = self.git.run(["rev-parse", "-q", "--verify", CHAIN_REF], check=False)
+        old = parent.stdout.decode().strip()
+        args = ["commit-tree", now.tree] + (["-p", old] if old else [])
+        message = record.model_dump_json().encode()
+        commit = self.git.out(args, input=message)
+        self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
+        return Checkpoint(
+            id=commit, tree=now.tree, **record.model_dump(exclude={"tandem_checkpoint"})
+        )
+
+    def _resolve(self, checkpoint: Checkpoint | str) -> Checkpoint:
+        if isinstance(checkpoint, Checkpoint):
+            checkpoint = checkpoint.id
+        return self.get(checkpoint)
+
+
+def _check_label(label: str) -> str:
+    if not isinstance(label, str):
+        raise TandemError("invalid", f"checkpoint label must be a string: {label!r}")
+    if "\0" in label or len(label) > _MAX_LABEL:
+        raise TandemError(
+            "invalid", f"checkpoint label must be under {_MAX_LABEL} characters, no NUL"
+        )
+    return label
+
+
+def _merge_gaps(first: list[RestoreGap], more: list[RestoreGap]) -> list[RestoreGap]:
+    seen = {g.path for g in first}
+    return sorted(first + [g for g in more if g.path not in seen], key=lambda g: g.path)
+
+
+def _current_gap_notes(now: Capture, target: Checkpoint) -> list[RestoreGap]:
+    """Paths uncaptured now and absent from the checkpoint: left in place."""
+    known = {g.path for g in target.gaps}
+    return [
+        RestoreGap(
+            path=g.path,
+            kind="gap-now",
+            detail=f"{g.reason} now; not captured, so not deleted or backed up",
+        )
+        for g in now.gaps
+        if g.path not in known
+    ]

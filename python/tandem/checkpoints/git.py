@@ -1,0 +1,164 @@
+"""Run git against the private checkpoint repository, never the user's.
+
+Every call gets an environment built from scratch for git: the caller's
+``GIT_*`` variables are dropped (an Emacs started inside a repository may
+export ``GIT_DIR``), the user's global and system configuration are not read
+(a global ``core.autocrlf``, ``core.fsmonitor`` or a clean filter must not
+change what a snapshot stores), and ``GIT_DIR``/``GIT_WORK_TREE``/
+``GIT_INDEX_FILE`` point at the private repository, the region being
+captured and its private index. Messages are in the C locale because a few
+warnings are parsed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tandem.protocol.base import TandemError
+
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "tandem",
+    "GIT_AUTHOR_EMAIL": "tandem@localhost",
+    "GIT_COMMITTER_NAME": "tandem",
+    "GIT_COMMITTER_EMAIL": "tandem@localhost",
+}
+
+
+class GitError(TandemError):
+    """A git command failed: ``code`` is ``checkpoint-failed``; DATA has stderr."""
+
+    def __init__(self, args: list[str], returncode: int, stderr: str) -> None:
+        message = f"git {' '.join(args[:2])} failed ({returncode}): {stderr.strip()[:500]}"
+        super().__init__("checkpoint-failed", message, {"stderr": stderr})
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def find_git() -> str:
+    """Return the git executable, or raise ``unavailable`` when there is none."""
+    exe = shutil.which("git")
+    if exe is None:
+        raise TandemError("unavailable", "checkpoints need git, and git is not on PATH")
+    return exe
+
+
+def user_excludes_file() -> str | None:
+    """The user's global ``core.excludesFile`` (read with their own config), if set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        proc = subprocess.run(
+            [find_git(), "config", "--global", "--path", "--get", "core.excludesFile"],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    value = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    return value or None
+
+
+class Git:
+    """A git runner bound to one private repository (``git_dir``)."""
+
+    def __init__(self, git_dir: Path, excludes_file: str | None = None) -> None:
+        self.git_dir = git_dir
+        self.exe = find_git()
+        base = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        base.update(_IDENTITY)
+        base.update(
+            {
+                "GIT_DIR": str(git_dir),
+                "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_CONFIG_GLOBAL": os.devnull,
+                "GIT_TERMINAL_PROMPT": "0",
+                "GIT_OPTIONAL_LOCKS": "0",
+                # A path named "*.c" or ":(top)" is a path, never a pattern.
+                "GIT_LITERAL_PATHSPECS": "1",
+                "LC_ALL": "C",
+                "LANGUAGE": "C",
+            }
+        )
+        self._env = base
+        # The user's own ignore file still applies, as it would for them.
+        self._prefix = [self.exe]
+        if excludes_file:
+            self._prefix += ["-c", f"core.excludesFile={excludes_file}"]
+
+    def env(self, work_tree: Path | None = None, index: Path | None = None) -> dict[str, str]:
+        """The environment for one call, with the region's work tree and index."""
+        env = dict(self._env)
+        if work_tree is not None:
+            env["GIT_WORK_TREE"] = str(work_tree)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        return env
+
+    def run(
+        self,
+        args: list[str],
+        *,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+        input: bytes | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run ``git ARGS``; raise `GitError` on a non-zero exit when CHECK."""
+        cwd = work_tree if work_tree is not None else self.git_dir
+        proc = subprocess.run(
+            self._prefix + args,
+            input=input,
+            capture_output=True,
+            env=self.env(work_tree, index),
+            cwd=cwd,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        return proc
+
+    def out(self, args: list[str], **kwargs: object) -> str:
+        """Run ``git ARGS`` and return its stdout, stripped."""
+        proc = self.run(args, **kwargs)  # type: ignore[arg-type]
+        return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+    def blobs(self, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Yield ``(sha, content)`` for each blob, through one ``cat-file --batch``."""
+        wanted = list(shas)
+        if not wanted:
+            return
+        proc = subprocess.Popen(
+            self._prefix + ["cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env(),
+            cwd=self.git_dir,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            # Feeding every name first is safe: git answers in order and
+            # our reader drains stdout as we go, but a long list could fill
+            # the pipe both ways; so write one, read one.
+            for sha in wanted:
+                proc.stdin.write(sha.encode() + b"\n")
+                proc.stdin.flush()
+                header = proc.stdout.readline().decode().split()
+                if len(header) != 3 or header[1] != "blob":
+                    raise TandemError(
+                        "checkpoint-failed", f"object {sha} is missing from the checkpoint store"
+                    )
+                size = int(header[2])
+                data = proc.stdout.read(size)
+                proc.stdout.read(1)
+                yield sha, data
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+            if proc.stderr is not None:
+                proc.stderr.close()
+            proc.wait()

@@ -1,0 +1,103 @@
+"""Where a workspace's checkpoints live, and the lock that serialises them.
+
+``$TANDEM_HOME/checkpoints/<workspace-key>/`` holds:
+
+* ``repo/`` — the private git directory (objects, one ref ``refs/tandem/chain``);
+* ``index/<region>`` — one private index per region (the root, and each
+  nested repository captured as its own region); it keeps stat data so an
+  unchanged tree is not re-hashed;
+* ``workspace.json`` — which root this is, for people reading the folder;
+* ``restore.json`` — present only while a restore is in progress;
+* ``lock`` — a ``flock`` that serialises snapshots and restores.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tandem.checkpoints.git import Git
+from tandem.paths import checkpoints_dir
+from tandem.store.fsutil import atomic_write
+
+CHAIN_REF = "refs/tandem/chain"
+"""The one ref of the private repository: every kept checkpoint is reachable from it."""
+
+# Our own attributes win over every .gitattributes in the work tree: a
+# snapshot stores bytes exactly (no eol conversion, no clean filter).
+_ATTRIBUTES = "* -text !eol -filter -ident !working-tree-encoding\n"
+
+_CONFIG = [
+    ("core.bare", "false"),
+    ("core.filemode", "true"),
+    ("core.symlinks", "true"),
+    ("core.ignorecase", "false"),
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("core.quotepath", "false"),
+    ("core.logallrefupdates", "false"),
+    ("gc.auto", "0"),
+]
+
+
+def workspace_key(root: Path) -> str:
+    """A stable folder name for ROOT: its basename (for people) and a hash."""
+    text = os.fsencode(str(root))
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", root.name)[:40].strip("-.") or "root"
+    return f"{name}-{digest}"
+
+
+class Layout:
+    """The folders and files of one workspace's checkpoint store."""
+
+    def __init__(self, home: Path, root: Path) -> None:
+        self.root = root
+        self.dir = checkpoints_dir(home) / workspace_key(root)
+        self.git_dir = self.dir / "repo"
+        self.index_dir = self.dir / "index"
+        self.pending = self.dir / "restore.json"
+        self.lock_file = self.dir / "lock"
+
+    def index_for(self, region: str) -> Path:
+        """The private index of REGION (``""`` is the root)."""
+        if not region:
+            return self.index_dir / "root"
+        digest = hashlib.sha256(os.fsencode(region)).hexdigest()[:20]
+        return self.index_dir / f"nested-{digest}"
+
+    def ensure(self, git: Git) -> None:
+        """Create the store on first use (idempotent, safe to race)."""
+        if (self.git_dir / "HEAD").exists() and (self.git_dir / "info" / "attributes").exists():
+            return
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.git_dir / "HEAD").exists():
+            self.git_dir.mkdir(parents=True, exist_ok=True)
+            git.run(["init", "-q", "--bare", str(self.git_dir)])
+            for key, value in _CONFIG:
+                git.run(["config", key, value])
+            # Hooks are never run by plumbing; drop the samples anyway.
+            for sample in (self.git_dir / "hooks").glob("*.sample"):
+                sample.unlink()
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        atomic_write(info / "attributes", _ATTRIBUTES.encode())
+        record = {"root": str(self.root), "key": self.dir.name}
+        atomic_write(self.dir / "workspace.json", json.dumps(record).encode() + b"\n")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the workspace's lock (across processes and threads)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)

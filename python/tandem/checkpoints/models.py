@@ -1,0 +1,159 @@
+"""Records of the checkpoint engine: checkpoints, patches, restore plans.
+
+These are the shapes the turn engine, Rewind and Emacs see. A checkpoint's
+own record is stored as the JSON message of its commit in the private
+repository (`CheckpointRecord`), so the record and the snapshot it describes
+are written by one atomic ref update.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GapReason = Literal["too-large", "unreadable"]
+Completeness = Literal["no-changes", "captured", "incomplete"]
+ChangeStatus = Literal["created", "modified", "deleted", "renamed"]
+PatchGapKind = Literal["skipped-file-changed", "ran-shell", "wrote-outside"]
+RestoreGapKind = Literal["gap-at-checkpoint", "gap-now", "not-captured-now"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Gap(_Model):
+    """A path a snapshot could not capture, named instead of silently skipped.
+
+    ``path`` is relative to the workspace root (POSIX separators); a
+    directory gap ends with ``/`` and covers everything under it. ``size``
+    and ``mtime_ns`` fingerprint the path so a later diff can tell whether
+    the uncaptured thing changed.
+    """
+
+    path: str
+    reason: GapReason
+    size: int | None = None
+    mtime_ns: int | None = None
+
+    def covers(self, path: str) -> bool:
+        """True when PATH is this gap or lies under this directory gap."""
+        if self.path.endswith("/"):
+            return path.startswith(self.path) or path + "/" == self.path
+        return path == self.path
+
+
+class CheckpointRecord(_Model):
+    """What the commit message of a checkpoint holds (JSON)."""
+
+    tandem_checkpoint: Literal[1] = 1
+    label: str
+    created: datetime
+    root: str
+    gaps: list[Gap] = Field(default_factory=list)
+
+
+class Checkpoint(_Model):
+    """A snapshot of a workspace root: ``id`` is its commit in the private repo."""
+
+    id: str
+    tree: str
+    label: str
+    created: datetime
+    root: str
+    gaps: list[Gap] = Field(default_factory=list)
+
+
+class FileChange(_Model):
+    """One file's change between two states.
+
+    ``old_mode``/``new_mode`` are git modes (``100644``, ``100755``,
+    ``120000`` for a symbolic link); None on the side where the file does not
+    exist. ``additions``/``deletions`` are line counts (None when binary).
+    """
+
+    path: str
+    status: ChangeStatus
+    old_path: str | None = None
+    binary: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
+    mode_changed: bool = False
+    additions: int | None = None
+    deletions: int | None = None
+    similarity: int | None = None
+
+
+class PatchGap(_Model):
+    """Why a patch may not show everything that changed."""
+
+    kind: PatchGapKind
+    path: str | None = None
+    detail: str = ""
+
+
+class Patch(_Model):
+    """The difference between a checkpoint and a later state.
+
+    ``diff`` is unified diff text in git's format (for Emacs ``diff-mode``);
+    binary files appear as ``Binary files … differ``. ``completeness`` is
+    ``no-changes`` (complete observation, nothing changed), ``captured``
+    (every change is in ``files``) or ``incomplete`` (``gaps`` names what
+    may be missing).
+    """
+
+    from_id: str
+    to_id: str | None
+    from_tree: str
+    to_tree: str
+    files: list[FileChange] = Field(default_factory=list)
+    diff: str = ""
+    diff_truncated: bool = False
+    completeness: Completeness
+    gaps: list[PatchGap] = Field(default_factory=list)
+
+
+class RestoreGap(_Model):
+    """A path a restore will not touch, and why."""
+
+    path: str
+    kind: RestoreGapKind
+    detail: str = ""
+
+
+class RestorePlan(_Model):
+    """What restoring a checkpoint would do, for the user to confirm.
+
+    ``current_tree`` is the working tree as observed when the plan was made:
+    `Checkpointer.restore` refuses when the tree moved on since, so what the
+    user confirmed is what happens. ``changed_externally`` lists files whose
+    current state differs from the last state tandem knew (``expected_after``):
+    someone other than tandem changed them, and the restore would overwrite
+    or delete them.
+    """
+
+    checkpoint_id: str
+    current_tree: str
+    to_restore: list[str] = Field(default_factory=list)
+    to_delete: list[str] = Field(default_factory=list)
+    changed_externally: list[str] = Field(default_factory=list)
+    gaps: list[RestoreGap] = Field(default_factory=list)
+    diff: str = ""
+    diff_truncated: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """True when the restore would change nothing."""
+        return not self.to_restore and not self.to_delete
+
+
+class RestoreResult(_Model):
+    """What a completed restore did; ``backup`` holds the state it replaced."""
+
+    checkpoint_id: str
+    backup: Checkpoint
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    gaps: list[RestoreGap] = Field(default_factory=list)

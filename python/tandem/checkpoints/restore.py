@@ -1,0 +1,250 @@
+"""Restore a captured tree onto the root, as one transaction.
+
+`restore_ops` turns "current capture → checkpoint" into file operations,
+leaving alone every path it could not back up or restore exactly (gaps, and
+files on disk that the current capture did not include). `apply` performs
+them and, if any operation fails, puts every file it touched back as it was
+in the backup capture before re-raising. A `pending` record on disk names
+the backup while the restore runs, so a crash midway is rolled back by the
+next operation on the workspace (see `Checkpointer.recover`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tandem.checkpoints.diffing import RawChange, covered
+from tandem.checkpoints.git import Git
+from tandem.checkpoints.models import Gap, RestoreGap
+from tandem.protocol.base import TandemError
+
+FileHook = Callable[[str], None]
+"""Called with each path just before the restore touches it (fault-injection seam)."""
+
+_ABSENT = "000000"
+
+
+def _read_umask() -> int:
+    """The process umask, read without changing it (os.umask would, briefly)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+_UMASK = _read_umask()
+
+
+@dataclass(frozen=True)
+class Op:
+    """Bring PATH to the checkpoint's state: a blob and mode, or absent."""
+
+    path: str
+    sha: str | None
+    mode: str | None
+    backup_sha: str | None
+    backup_mode: str | None
+
+
+@dataclass
+class Ops:
+    """The operations of one restore, and the paths it leaves alone."""
+
+    deletes: list[Op] = field(default_factory=list)
+    writes: list[Op] = field(default_factory=list)
+    gaps: list[RestoreGap] = field(default_factory=list)
+
+
+def restore_ops(
+    root: Path, changes: list[RawChange], target_gaps: list[Gap], current_gaps: list[Gap]
+) -> Ops:
+    """Operations taking the current capture to the target (CHANGES: current → target)."""
+    ops = Ops()
+    for g in target_gaps:
+        ops.gaps.append(
+            RestoreGap(
+                path=g.path,
+                kind="gap-at-checkpoint",
+                detail=f"{g.reason} when the checkpoint was taken; left as it is now",
+            )
+        )
+    for c in changes:
+        if covered(c.path, target_gaps):
+            continue
+        if covered(c.path, current_gaps):
+            ops.gaps.append(
+                RestoreGap(
+                    path=c.path,
+                    kind="gap-now",
+                    detail="cannot be backed up now (too large or unreadable); not restored",
+                )
+            )
+            continue
+        old_sha = None if c.old_mode == _ABSENT else c.old_sha
+        old_mode = None if c.old_mode == _ABSENT else c.old_mode
+        if c.new_mode == _ABSENT:
+            ops.deletes.append(Op(c.path, None, None, old_sha, old_mode))
+            continue
+        if old_sha is None and _is_uncaptured_file(root / c.path):
+            # On disk but not in the current capture (ignored now?): no backup.
+            ops.gaps.append(
+                RestoreGap(
+                    path=c.path,
+                    kind="not-captured-now",
+                    detail="exists but is not captured now (ignored?); not overwritten",
+                )
+            )
+            continue
+        ops.writes.append(Op(c.path, c.new_sha, c.new_mode, old_sha, old_mode))
+    ops.gaps.sort(key=lambda g: g.path)
+    return ops
+
+
+def _is_uncaptured_file(full: Path) -> bool:
+    """True when something other than a directory is at FULL.
+
+    A directory in the way is fine when the deletions empty it; when they do
+    not (it holds ignored files), writing fails and the restore rolls back.
+    """
+    try:
+        return not stat.S_ISDIR(os.lstat(full).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+class _Journal:
+    """What `apply` did so far, so a failure can undo exactly that."""
+
+    def __init__(self) -> None:
+        self.touched: list[Op] = []
+        self.made_dirs: list[Path] = []
+
+
+def apply(git: Git, root: Path, ops: Ops, hook: FileHook | None) -> None:
+    """Perform OPS; on any failure roll back what was done, then re-raise."""
+    journal = _Journal()
+    try:
+        for op in ops.deletes:
+            if hook is not None:
+                hook(op.path)
+            journal.touched.append(op)
+            _delete(root, op.path)
+        blobs = dict(git.blobs(sorted({op.sha for op in ops.writes if op.sha})))
+        for op in ops.writes:
+            if hook is not None:
+                hook(op.path)
+            journal.touched.append(op)
+            assert op.sha is not None and op.mode is not None
+            _write(root, op.path, blobs[op.sha], op.mode, journal.made_dirs)
+    except BaseException:
+        rollback(git, root, journal.touched, journal.made_dirs)
+        raise
+
+
+def rollback(git: Git, root: Path, touched: list[Op], made_dirs: list[Path]) -> None:
+    """Put every path of TOUCHED back to its backup state; remove MADE_DIRS if empty."""
+    failures: list[str] = []
+    backups = dict(git.blobs(sorted({op.backup_sha for op in touched if op.backup_sha})))
+    for op in reversed(touched):
+        try:
+            if op.backup_sha is None or op.backup_mode is None:
+                _delete(root, op.path)
+            else:
+                _write(root, op.path, backups[op.backup_sha], op.backup_mode, [])
+        except OSError as e:
+            failures.append(f"{op.path}: {e}")
+    for d in reversed(made_dirs):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+    if failures:
+        raise TandemError(
+            "restore-failed",
+            "restore failed and rollback could not put back: " + "; ".join(failures[:10]),
+            {"paths": failures},
+        )
+
+
+def _safe(root: Path, rel: str) -> Path:
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
+        raise TandemError("invalid", f"refusing to restore unsafe path {rel!r}")
+    return root.joinpath(*parts)
+
+
+def _delete(root: Path, rel: str) -> None:
+    full = _safe(root, rel)
+    try:
+        if stat.S_ISDIR(os.lstat(full).st_mode):
+            return  # no file here; a directory is left to the operations under it
+        os.unlink(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # already absent (a parent is gone or is a file now)
+    # Remove directories our deletion emptied (git does not keep empty ones).
+    parent = full.parent
+    while parent != root:
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent
+
+
+def _write(root: Path, rel: str, data: bytes, mode: str, made_dirs: list[Path]) -> None:
+    full = _safe(root, rel)
+    _make_parents(root, full.parent, made_dirs)
+    tmp = full.with_name(f".{full.name}.tandem-{secrets.token_hex(4)}")
+    try:
+        if mode == "120000":
+            os.symlink(os.fsdecode(data), tmp)
+        else:
+            perms = _perms(full, executable=mode == "100755")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, perms)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, full)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _perms(full: Path, *, executable: bool) -> int:
+    """Keep the file's current permission bits; set or clear only the x bits."""
+    try:
+        st = os.lstat(full)
+        base = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o666 & ~_UMASK
+    except FileNotFoundError:
+        base = 0o666 & ~_UMASK
+    if executable:
+        return base | ((base & 0o444) >> 2)
+    return base & ~0o111
+
+
+def _make_parents(root: Path, parent: Path, made_dirs: list[Path]) -> None:
+    missing: list[Path] = []
+    d = parent
+    while d != root and not os.path.lexists(d):
+        missing.append(d)
+        d = d.parent
+    for d in reversed(missing):
+        d.mkdir()
+        made_dirs.append(d)

@@ -1,0 +1,37 @@
+"""One `Checkpointer` per workspace root per backend process."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from tandem.checkpoints.checkpointer import Checkpointer
+
+
+class CheckpointService:
+    """The app's registry of checkpointers, keyed by resolved root."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._lock = threading.Lock()
+        self._by_root: dict[Path, Checkpointer] = {}
+
+    def for_root(self, root: Path | str) -> Checkpointer:
+        """The checkpointer of ROOT (validated and created on first use)."""
+        key = Path(root).expanduser()
+        if key.is_absolute():
+            key = key.resolve()
+            with self._lock:
+                known = self._by_root.get(key)
+            if known is not None:
+                return known
+        fresh = Checkpointer(self.home, Path(root))
+        with self._lock:
+            return self._by_root.setdefault(fresh.root, fresh)
+
+
+def checkpoints(app: Any) -> CheckpointService:
+    """The `CheckpointService` of APP (an `tandem.app.App`)."""
+    service: CheckpointService = app.service("checkpoints", lambda a: CheckpointService(a.home))
+    return service

@@ -1,0 +1,75 @@
+"""The ``tandem`` command: ``serve`` for Emacs, and commands for terminals and scripts.
+
+Imports stay lazy: ``tandem serve`` must print its port before anything can
+warn, and ``tandem --help`` should be instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Domains that add sub-commands: each module has ``register(subparsers)``.
+DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from tandem.server.main import main as serve_main
+
+    return serve_main(port=args.port, watch_stdin=not args.no_stdin_watch)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from tandem.doctor import run_cli
+
+    return run_cli(json_output=args.json)
+
+
+def build_parser(domains: bool = True) -> argparse.ArgumentParser:
+    """Return the parser of every sub-command (only the core ones unless DOMAINS)."""
+    from tandem import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tandem", description="Work with a coding agent on a project, from Emacs."
+    )
+    parser.add_argument("--version", action="version", version=f"tandem {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = sub.add_parser("serve", help="run the EPC backend (Emacs starts this)")
+    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any)")
+    serve.add_argument(
+        "--no-stdin-watch", action="store_true", help="keep running when stdin closes"
+    )
+    serve.set_defaults(func=_serve)
+    doctor = sub.add_parser("doctor", help="say what tandem found and what is missing")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+    doctor.set_defaults(func=_doctor)
+    for name in DOMAIN_CLIS if domains else ():
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name and (name == e.name or name.startswith(e.name + ".")):
+                continue  # that domain has no commands yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ARGV; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `serve` must not import domain code before its log is set up.
+    parser = build_parser(domains=argv[:1] != ["serve"])
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

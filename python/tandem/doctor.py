@@ -1,0 +1,119 @@
+"""``tandem doctor``: what tandem found on this machine and what is missing.
+
+It never prints a key: for each provider it says only whether one is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from typing import Any
+
+from pydantic import BaseModel
+
+from tandem.paths import tandem_home
+from tandem.protocol.base import MethodSpec
+from tandem.protocol.core import NoParams
+
+PACKAGES = ("epc", "sexpdata", "pydantic", "anyio", "httpx", "httpx-sse", "agent-client-protocol")
+KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+ACP_COMMANDS = ("claude-agent-acp", "claude-code-acp", "codex-acp", "gemini")
+
+
+class Check(BaseModel):
+    """One line of the report."""
+
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+
+def _package(name: str) -> Check:
+    try:
+        return Check(name=f"python package {name}", ok=True, detail=metadata.version(name))
+    except metadata.PackageNotFoundError:
+        return Check(name=f"python package {name}", ok=False, detail="not installed")
+
+
+def _emacs() -> list[Check]:
+    emacs = shutil.which("emacs")
+    if not emacs:
+        return [Check(name="emacs", ok=False, detail="not on PATH (apt-get install emacs-nox)")]
+    out = subprocess.run(
+        [emacs, "--batch", "--no-init-file", "--eval",
+         "(progn (princ emacs-version) (princ \" \")"
+         " (princ (if (locate-library \"epc\") \"epc\" \"-\")))"],
+        capture_output=True, text=True, timeout=30,
+    )
+    version, _, epc = out.stdout.strip().partition(" ")
+    return [
+        Check(name="emacs", ok=out.returncode == 0, detail=f"{version} at {emacs}"),
+        Check(name="epc.el (benchmark anchor only)", ok=epc == "epc", required=False,
+              detail="found" if epc == "epc" else "missing (apt-get install elpa-epc)"),
+    ]
+
+
+def _state_dir() -> Check:
+    home = tandem_home()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home):
+            pass
+        return Check(name="state directory", ok=True, detail=f"{home} (writable)")
+    except OSError as e:
+        return Check(name="state directory", ok=False, detail=f"{home}: {e.strerror}")
+
+
+def checks() -> list[Check]:
+    """Run every check and return the results in report order."""
+    result = [Check(name="python", ok=sys.version_info >= (3, 11), detail=sys.version.split()[0])]
+    result += [_package(p) for p in PACKAGES]
+    result += _emacs()
+    result.append(_state_dir())
+    for provider, var in KEY_VARS.items():
+        result.append(Check(name=f"provider {provider}", ok=bool(os.environ.get(var)),
+                            required=False,
+                            detail=f"{var} is set" if os.environ.get(var) else f"{var} not set"))
+    for cmd in ACP_COMMANDS:
+        path = shutil.which(cmd)
+        result.append(Check(name=f"ACP agent {cmd}", ok=bool(path), required=False,
+                            detail=path or "not on PATH"))
+    return result
+
+
+def report(items: list[Check]) -> str:
+    """Format ITEMS as aligned text lines."""
+    width = max(len(c.name) for c in items)
+    lines = []
+    for c in items:
+        mark = "ok" if c.ok else ("MISSING" if c.required else "-")
+        lines.append(f"{mark:8} {c.name:{width}}  {c.detail}")
+    return "\n".join(lines)
+
+
+def run_cli(json_output: bool = False) -> int:
+    """Print the report; exit status 1 when something required is missing."""
+    items = checks()
+    if json_output:
+        print(json.dumps([c.model_dump() for c in items]))
+    else:
+        print(report(items))
+    return 0 if all(c.ok for c in items if c.required) else 1
+
+
+async def doctor_method(app: Any, p: NoParams) -> dict[str, Any]:
+    """The same report for ``M-x tandem-doctor``."""
+    import anyio.to_thread
+
+    items = await anyio.to_thread.run_sync(checks)
+    return {"text": report(items), "ok": all(c.ok for c in items if c.required),
+            "checks": [c.model_dump() for c in items]}
+
+
+METHODS = [MethodSpec("doctor", NoParams, doctor_method, "Report what tandem found and lacks.")]

@@ -1,0 +1,74 @@
+"""Params and replies of the core methods: hello, ping, page and diagnostics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from tandem.protocol.base import Params, Reply
+
+
+class HelloParams(Params):
+    """First call of every connection."""
+
+    token: str = Field(min_length=1)
+    client: str = ""
+    """Free text naming the client (Emacs version), for the log."""
+
+
+class HelloReply(Reply):
+    """What the backend tells a newly authenticated client."""
+
+    version: str
+    pid: int
+    home: str
+    python: str
+    methods: list[str]
+
+
+class NoParams(Params):
+    """A method that takes no arguments."""
+
+
+class PageParams(Params):
+    """Fetch one page of a large reply (see docs/protocol.md, Paging)."""
+
+    handle: str = Field(min_length=1)
+    index: int = Field(ge=0)
+
+
+class EchoParams(Params):
+    """Diagnostics: return VALUE as it arrived."""
+
+    value: Any = None
+
+
+class BigParams(Params):
+    """Diagnostics: a reply of SIZE characters (to test paging)."""
+
+    size: int = Field(default=0, ge=0, le=64 * 1024 * 1024)
+    items: int = Field(default=0, ge=0, le=1_000_000)
+    """When non-zero, return a list of ITEMS small plists instead of a string."""
+
+
+class EmitParams(Params):
+    """Diagnostics: publish COUNT delta events of TEXT for SESSION."""
+
+    session: str = Field(min_length=1)
+    count: int = Field(ge=1, le=1_000_000)
+    text: str = "x"
+    kind: str = "delta"
+
+
+class SleepParams(Params):
+    """Diagnostics: wait SECONDS before answering (to test timeouts and cancel)."""
+
+    seconds: float = Field(ge=0, le=600)
+
+
+class CallEmacsParams(Params):
+    """Diagnostics: call METHOD in Emacs with ARGS and return its answer."""
+
+    method: str = Field(min_length=1)
+    args: list[Any] = Field(default_factory=list)

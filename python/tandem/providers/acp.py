@@ -1,0 +1,513 @@
+"""The ACP provider: runs turns through an external agent process.
+
+One provider owns one agent process (spawned on first use in the workspace
+root, initialized once) and, for the session's root chat, one long-lived ACP
+session. A root chat continues an earlier ACP conversation through
+``session/resume`` or ``session/load`` when the agent offers them, else a new
+ACP session is seeded from the projection; `AcpProvider.last_session` says
+which (the journal's ``acp_session`` entry). An isolated (directive) request
+always opens a fresh ``session/new``, never loads or resumes, and its id is
+never returned.
+
+tandem advertises no ``fs/*`` or terminal capability: the agent reads, writes
+and runs commands itself, after asking permission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, cast
+
+from acp.client.connection import ClientSideConnection
+from acp.connection import StreamEvent
+from acp.schema import (
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeResponse,
+    PermissionOption,
+    PromptResponse,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
+from tandem.protocol.base import TandemError
+from tandem.providers.acp_process import AgentProcess, agent_environment
+from tandem.providers.acp_prompt import first_prompt, followup_prompt, has_history
+from tandem.providers.acp_turn import AcpTurn
+from tandem.providers.base import TurnRequest, TurnResult, TurnSink, Usage
+
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT = 60.0
+"""Seconds for ``initialize`` and for opening an ACP session (Claude Code: 2–5 s)."""
+CANCEL_GRACE = 10.0
+"""Seconds the agent gets to end a cancelled prompt before tandem stops waiting."""
+
+SessionHow = Literal["new", "load", "resume", "seeded"]
+WireObserver = Callable[[str, dict[str, Any]], None]
+
+
+class AcpAgentConfig(BaseModel):
+    """One configured agent (settings ``acp_agents``, Emacs ``tandem-acp-agents``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("command")
+    @classmethod
+    def _words(cls, value: list[str]) -> list[str]:
+        if any(not word for word in value):
+            raise ValueError("command words must be non-empty strings")
+        return value
+
+
+class AcpSessionInfo(BaseModel):
+    """How the root chat's ACP conversation was established during a turn."""
+
+    acp_session_id: str
+    how: SessionHow
+
+
+class _Client:
+    """The ACP client side: routes agent callbacks to the turn they belong to."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, AcpTurn] = {}
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        turn = self.turns.get(session_id)
+        if turn is not None:
+            turn.on_update(update)
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        turn = self.turns.get(session_id)
+        if turn is None:
+            # No turn to ask for: nobody can answer, so nothing is allowed.
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return await turn.on_permission(tool_call, options)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, RequestError):
+        data = exc.data
+        detail = ""
+        if isinstance(data, dict):
+            detail = str(data.get("details") or data.get("message") or "")
+        elif data:
+            detail = str(data)
+        return f"{exc}" + (f": {detail}" if detail and detail not in str(exc) else "")
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _exception(future: asyncio.Future[Any]) -> BaseException | None:
+    return None if future.cancelled() else future.exception()
+
+
+def _uncancel() -> None:
+    """A cancelled turn ends as a result, not an exception: clear the request."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+class _AgentDied(Exception):
+    """The agent process exited while tandem waited for it."""
+
+
+class AcpProvider:
+    """A `Provider` backed by an ACP agent process (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        command: list[str],
+        env: dict[str, str],
+        *,
+        root_session_id: str | None = None,
+        on_wire: WireObserver | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise TandemError("invalid", "an ACP agent needs a name")
+        try:
+            config = AcpAgentConfig(command=command, env=env)
+        except ValueError as exc:
+            raise TandemError("invalid", f"ACP agent {name!r}: {exc}") from None
+        self.name = name
+        self.command = config.command
+        self.env = config.env
+        self.on_wire = on_wire
+        self.last_session: AcpSessionInfo | None = None
+        """Set by a root-chat turn that opened, resumed or loaded its ACP session."""
+        self.agent_info: InitializeResponse | None = None
+        self._resume_id = root_session_id
+        self._root_id: str | None = None
+        self._process: AgentProcess | None = None
+        self._conn: ClientSideConnection | None = None
+        self._client = _Client()
+        self._start_lock = asyncio.Lock()
+        self._root_lock = asyncio.Lock()
+        self._turns: set[AcpTurn] = set()
+        self._cancel_requested = asyncio.Event()
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, name: str, config: AcpAgentConfig, **kwargs: Any) -> AcpProvider:
+        """A provider for the configured agent NAME."""
+        return cls(name, list(config.command), dict(config.env), **kwargs)
+
+    @property
+    def pid(self) -> int | None:
+        """The agent process id while it runs."""
+        return self._process.pid if self._process and self._process.alive else None
+
+    @property
+    def root_session_id(self) -> str | None:
+        """The root chat's ACP session id (live, or to be continued)."""
+        return self._root_id or self._resume_id
+
+    def reset_root_session(self, acp_session_id: str | None = None) -> None:
+        """Continue the root chat from ACP_SESSION_ID next time, or (None) start
+        a new seeded session: after a rewind or compaction the agent's own
+        conversation no longer matches the projection."""
+        self._root_id = None
+        self._resume_id = acp_session_id
+
+    # -- process ------------------------------------------------------------
+
+    async def _ensure_started(
+        self, request: TurnRequest
+    ) -> tuple[ClientSideConnection, AgentProcess]:
+        async with self._start_lock:
+            if self._closed:
+                raise TandemError("closed", f"ACP agent {self.name} was closed")
+            if self._process is not None and self._conn is not None and self._process.alive:
+                return self._conn, self._process
+            await self._drop_process()
+            env = agent_environment(self.env)
+            try:
+                process = await AgentProcess.start(self.command, env, request.root)
+            except OSError as exc:
+                raise _StartError(
+                    f"cannot start ACP agent {self.name} ({self.command[0]}): {exc}"
+                ) from None
+            observers = [self._observe] if self.on_wire else None
+            conn = connect_to_agent(
+                cast(Client, self._client), process.stdin, process.stdout, observers=observers
+            )
+            self._process, self._conn = process, conn
+            try:
+                info = await self._guard(
+                    conn.initialize(
+                        protocol_version=PROTOCOL_VERSION,
+                        client_capabilities=ClientCapabilities(
+                            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                            terminal=False,
+                        ),
+                        client_info=Implementation(name="tandem", title="tandem", version="0.1.0"),
+                    ),
+                    process,
+                    STARTUP_TIMEOUT,
+                )
+            except BaseException:
+                await self._drop_process()
+                raise
+            if info.protocol_version != PROTOCOL_VERSION:
+                await self._drop_process()
+                raise _StartError(
+                    f"ACP agent {self.name} speaks protocol {info.protocol_version},"
+                    f" tandem speaks {PROTOCOL_VERSION}"
+                )
+            self.agent_info = info
+            return conn, process
+
+    def _observe(self, event: StreamEvent) -> None:
+        if self.on_wire is not None:
+            self.on_wire(event.direction.value, event.message)
+
+    async def _guard(self, call: Any, process: AgentProcess, timeout: float | None) -> Any:
+        """Await CALL, failing early when the agent dies or TIMEOUT passes."""
+        task = asyncio.ensure_future(call)
+        try:
+            done, _ = await asyncio.wait(
+                {task, process.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:
+            task.cancel()
+            raise
+        if task in done:
+            if isinstance(_exception(task), ConnectionError):
+                report = await process.exit_report()
+                if report is not None:
+                    raise _AgentDied(report)
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        if process.exited in done:
+            raise _AgentDied(await process.exit_report() or process.describe_exit())
+        raise TimeoutError(f"ACP agent {self.name} did not answer within {timeout:.0f} s")
+
+    async def _drop_process(self) -> None:
+        conn, process = self._conn, self._process
+        self._conn = self._process = None
+        if self._root_id is not None:
+            # The live conversation dies with the process: resume it next time.
+            self._resume_id, self._root_id = self._root_id, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+        if process is not None:
+            await process.stop()
+
+    async def close(self) -> None:
+        """Stop the agent process and every process it started."""
+        self._closed = True
+        for turn in list(self._turns):
+            turn.cancel()
+        async with self._start_lock:
+            await self._drop_process()
+
+    # -- sessions -------------------------------------------------------------
+
+    async def _new_session(
+        self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
+    ) -> str:
+        response = await self._guard(
+            conn.new_session(cwd=str(request.root), mcp_servers=[]), process, STARTUP_TIMEOUT
+        )
+        return str(response.session_id)
+
+    async def _continue_session(
+        self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest, acp_id: str
+    ) -> SessionHow | None:
+        """Reattach ACP_ID by resume or load, if offered; None when neither worked."""
+        caps = self.agent_info.agent_capabilities if self.agent_info else None
+        session_caps = caps.session_capabilities if caps else None
+        attempts: list[tuple[SessionHow, Any]] = []
+        if session_caps is not None and session_caps.resume is not None:
+            attempts.append(
+                ("resume", lambda: conn.resume_session(session_id=acp_id, cwd=str(request.root)))
+            )
+        if caps is not None and caps.load_session:
+            attempts.append(
+                (
+                    "load",
+                    lambda: conn.load_session(
+                        session_id=acp_id, cwd=str(request.root), mcp_servers=[]
+                    ),
+                )
+            )
+        for how, call in attempts:
+            try:
+                await self._guard(call(), process, STARTUP_TIMEOUT)
+            except RequestError as exc:
+                log.info("ACP %s of %s failed: %s", how, acp_id, _error_text(exc))
+                continue
+            return how
+        return None
+
+    async def _root_session(
+        self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
+    ) -> tuple[str, str]:
+        """The root chat's ACP session id and the prompt text to send to it."""
+        async with self._root_lock:
+            if self._root_id is not None:
+                return self._root_id, followup_prompt(request)
+            how: SessionHow | None = None
+            acp_id = self._resume_id
+            if acp_id is not None:
+                how = await self._continue_session(conn, process, request, acp_id)
+            if how is None or acp_id is None:
+                acp_id = await self._new_session(conn, process, request)
+                how = "seeded" if has_history(request) else "new"
+                text = first_prompt(request)
+            else:
+                text = followup_prompt(request)
+            self._root_id, self._resume_id = acp_id, None
+            self.last_session = AcpSessionInfo(acp_session_id=acp_id, how=how)
+            return acp_id, text
+
+    async def _close_isolated(
+        self, conn: ClientSideConnection, process: AgentProcess, acp_id: str
+    ) -> None:
+        """Release an isolated session's resources in the agent, when it can."""
+        caps = self.agent_info.agent_capabilities if self.agent_info else None
+        if (
+            caps is None
+            or caps.session_capabilities is None
+            or caps.session_capabilities.close is None
+        ):
+            return
+        with contextlib.suppress(Exception):
+            await self._guard(conn.close_session(session_id=acp_id), process, 10.0)
+
+    # -- turns -----------------------------------------------------------------
+
+    async def cancel(self) -> None:
+        """Cancel every turn in flight (same as cancelling the task running `run`)."""
+        for turn in list(self._turns):
+            turn.cancel()
+        self._cancel_requested.set()
+
+    async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
+        """Run one turn through the agent; always ends with a result, never hangs
+        on a dead agent. Cancellation (of the calling task, or `cancel`) sends
+        ``session/cancel`` and ends the turn as aborted."""
+        self.last_session = None
+        if not request.root.is_absolute() or not request.root.is_dir():
+            raise TandemError(
+                "invalid", f"workspace root {request.root} is not an existing absolute directory"
+            )
+        followup_prompt(request)  # validates the messages before anything starts
+        self._cancel_requested.clear()
+        try:
+            conn, process = await self._ensure_started(request)
+            if request.isolated:
+                acp_id, text = (
+                    await self._new_session(conn, process, request),
+                    first_prompt(request),
+                )
+            else:
+                acp_id, text = await self._root_session(conn, process, request)
+        except asyncio.CancelledError:
+            _uncancel()
+            return TurnResult(outcome="aborted", error="cancelled while the agent was starting")
+        except (_StartError, _AgentDied, TimeoutError, RequestError, ConnectionError) as exc:
+            if not isinstance(exc, _StartError):
+                await self._forget_dead_process()
+            return TurnResult(
+                outcome="failed",
+                error=_error_text(exc) if isinstance(exc, RequestError) else str(exc),
+            )
+        turn = AcpTurn(request, sink)
+        self._client.turns[acp_id] = turn
+        self._turns.add(turn)
+        try:
+            result = await self._prompt(conn, process, turn, acp_id, text)
+        finally:
+            turn.finish()
+            self._client.turns.pop(acp_id, None)
+            self._turns.discard(turn)
+        if request.isolated:
+            if process.alive:
+                await self._close_isolated(conn, process, acp_id)
+        else:
+            result.acp_session_id = self.root_session_id
+        return result
+
+    async def _prompt(
+        self,
+        conn: ClientSideConnection,
+        process: AgentProcess,
+        turn: AcpTurn,
+        acp_id: str,
+        text: str,
+    ) -> TurnResult:
+        prompt = asyncio.ensure_future(conn.prompt(session_id=acp_id, prompt=[text_block(text)]))
+        cancel_wait = asyncio.ensure_future(self._cancel_requested.wait())
+        waits: set[asyncio.Future[Any]] = {prompt, process.exited, cancel_wait}
+        try:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            _uncancel()
+            done = set()
+        finally:
+            cancel_wait.cancel()
+        if prompt in done and not isinstance(_exception(prompt), ConnectionError):
+            return self._result(turn, prompt)
+        if prompt in done or process.exited in done:
+            # The agent died (its output closed first, or its exit was seen first).
+            prompt.cancel()
+            report = await process.exit_report()
+            await self._forget_dead_process()
+            error = report or "the agent closed its output; it was stopped"
+            result = TurnResult(outcome="failed", error=error)
+            self._fill(turn, result)
+            return result
+        return await self._abort(conn, process, turn, acp_id, prompt)
+
+    async def _abort(
+        self,
+        conn: ClientSideConnection,
+        process: AgentProcess,
+        turn: AcpTurn,
+        acp_id: str,
+        prompt: asyncio.Future[PromptResponse],
+    ) -> TurnResult:
+        turn.cancel()
+        with contextlib.suppress(Exception):
+            await conn.cancel(session_id=acp_id)
+        ends: set[asyncio.Future[Any]] = {prompt, process.exited}
+        with contextlib.suppress(BaseException):
+            # A second cancel must not leave the turn without its result.
+            await asyncio.wait(ends, timeout=CANCEL_GRACE)
+        if not prompt.done():
+            # The agent ignored the cancel: stop waiting; its session is suspect.
+            prompt.cancel()
+            log.warning(
+                "ACP agent %s did not end a cancelled prompt in %.0f s", self.name, CANCEL_GRACE
+            )
+        result = TurnResult(outcome="aborted", error="cancelled")
+        if prompt.done() and not prompt.cancelled() and prompt.exception() is None:
+            result.usage = self._usage(prompt.result())
+        self._fill(turn, result)
+        return result
+
+    def _result(self, turn: AcpTurn, prompt: asyncio.Future[PromptResponse]) -> TurnResult:
+        exc = prompt.exception()
+        if exc is not None:
+            result = TurnResult(outcome="failed", error=_error_text(exc))
+        else:
+            response = prompt.result()
+            stop = response.stop_reason
+            if stop == "end_turn":
+                result = TurnResult(outcome="succeeded")
+            elif stop == "cancelled":
+                result = TurnResult(outcome="aborted", error="cancelled by the agent")
+            else:
+                result = TurnResult(outcome="failed", error=f"the agent stopped: {stop}")
+            result.usage = self._usage(response)
+        self._fill(turn, result)
+        return result
+
+    def _fill(self, turn: AcpTurn, result: TurnResult) -> None:
+        result.ran_shell = turn.ran_shell()
+        result.wrote_outside = turn.wrote_outside(turn.request.root)
+
+    @staticmethod
+    def _usage(response: PromptResponse) -> Usage:
+        if response.usage is None:
+            return Usage()
+        return Usage(
+            input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
+        )
+
+    async def _forget_dead_process(self) -> None:
+        """After the agent died: drop it (the root chat's id stays, for a resume)."""
+        async with self._start_lock:
+            await self._drop_process()
+
+
+class _StartError(Exception):
+    """The agent could not be started or spoke an unknown protocol."""

@@ -1,0 +1,341 @@
+"""One ACP prompt turn: maps the agent's session updates and permission
+requests onto `TurnSink` calls, and collects what the turn result reports.
+
+ACP's Claude adapter announces a tool call before its input is known (the
+input arrives in a later ``tool_call_update``), so a call is reported to the
+sink once its input is known, its permission is asked, it reports progress,
+or the turn ends, whichever comes first. The journal gets one complete
+``tool_call`` entry per call, always before its result or permission question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    AllowedOutcome,
+    ContentToolCallContent,
+    DeniedOutcome,
+    FileEditToolCallContent,
+    PermissionOption,
+    RequestPermissionResponse,
+    TerminalToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+)
+
+from tandem.providers.base import (
+    PermissionAnswer,
+    PermissionRequest,
+    ToolKind,
+    TurnRequest,
+    TurnSink,
+)
+
+log = logging.getLogger(__name__)
+
+OUTPUT_LIMIT = 100_000
+"""Characters of one tool result kept (the rest is summarised)."""
+
+_KINDS: dict[str, ToolKind] = {
+    "read": "read",
+    "search": "read",
+    "edit": "edit",
+    "delete": "edit",
+    "move": "edit",
+    "execute": "execute",
+}
+_PATH_KEYS = ("file_path", "path", "notebook_path")
+
+
+def tandem_kind(acp_kind: str | None) -> ToolKind:
+    """tandem's capability class of an ACP tool kind."""
+    return _KINDS.get(acp_kind or "", "other")
+
+
+def choose_option(options: list[PermissionOption], answer: PermissionAnswer) -> str | None:
+    """The agent's option id that carries ANSWER, or None when it offers none.
+
+    ``allow_session`` prefers the agent's ``allow_always`` (Claude Code scopes
+    it to the session); ``allow_once`` falls back to ``allow_always`` only when
+    the agent offers nothing narrower, since the user did allow the call.
+    """
+    preferences = {
+        "allow_once": ("allow_once", "allow_always"),
+        "allow_session": ("allow_always", "allow_once"),
+        "reject": ("reject_once", "reject_always"),
+    }[answer]
+    for kind in preferences:
+        for option in options:
+            if option.kind == kind:
+                return option.option_id
+    return None
+
+
+def _text_of(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [_text_of(v) for v in value]
+        return "\n".join(p for p in parts if p)
+    if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return str(value["text"])
+        if "content" in value:
+            return _text_of(value["content"])
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _content_text(update: ToolCallStart | ToolCallUpdate) -> str:
+    parts: list[str] = []
+    for item in update.content or []:
+        if isinstance(item, ContentToolCallContent) and isinstance(item.content, TextContentBlock):
+            parts.append(item.content.text)
+        elif isinstance(item, FileEditToolCallContent):
+            parts.append(f"edited {item.path}")
+        elif isinstance(item, TerminalToolCallContent):
+            parts.append(f"terminal {item.terminal_id}")
+    return "\n".join(parts)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= OUTPUT_LIMIT:
+        return text
+    return text[:OUTPUT_LIMIT] + f"\n[… {len(text) - OUTPUT_LIMIT} characters omitted]"
+
+
+@dataclass
+class _Call:
+    """What is known of one tool call."""
+
+    call_id: str
+    name: str
+    kind: ToolKind
+    title: str
+    input: dict[str, Any] = field(default_factory=dict)
+    paths: set[str] = field(default_factory=set)
+    reported: bool = False
+    finished: bool = False
+    refused: bool = False
+
+
+class AcpTurn:
+    """The state of one ``session/prompt`` while it runs."""
+
+    def __init__(self, request: TurnRequest, sink: TurnSink) -> None:
+        self.request = request
+        self.sink = sink
+        self.calls: dict[str, _Call] = {}
+        self._message_open = False
+        self._message_id: str | None = None
+        self._asks: set[asyncio.Task[PermissionAnswer]] = set()
+        self.cancelled = False
+        self.permission_requests = 0
+        self.auto_rejected = 0
+
+    # -- session/update ------------------------------------------------
+
+    def on_update(self, update: Any) -> None:
+        """Report one ``session/update`` payload to the sink."""
+        if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
+            self._chunk(update)
+        elif isinstance(update, ToolCallStart):
+            self._tool_start(update)
+        elif isinstance(update, ToolCallProgress):
+            self._tool_progress(update)
+        elif isinstance(update, AgentPlanUpdate):
+            self.sink.plan([e.model_dump(mode="json", exclude_none=True) for e in update.entries])
+        # user_message_chunk (history replay), mode, command and usage updates
+        # carry nothing the journal records: the usage totals come with the
+        # prompt response.
+
+    def _chunk(self, update: AgentMessageChunk | AgentThoughtChunk) -> None:
+        if not isinstance(update.content, TextContentBlock) or not update.content.text:
+            return
+        if update.message_id and self._message_id and update.message_id != self._message_id:
+            self.end_message()
+        self._message_id = update.message_id or self._message_id
+        self._message_open = True
+        if isinstance(update, AgentMessageChunk):
+            self.sink.text(update.content.text)
+        else:
+            self.sink.reasoning(update.content.text)
+
+    def end_message(self) -> None:
+        """Close the assistant message being streamed, if any."""
+        if self._message_open:
+            self._message_open = False
+            self.sink.end_message()
+
+    def _tool_start(self, update: ToolCallStart) -> None:
+        self.end_message()
+        call = self.calls.get(update.tool_call_id)
+        if call is None:
+            call = _Call(
+                call_id=update.tool_call_id,
+                name=self._tool_name(update),
+                kind=tandem_kind(update.kind),
+                title=update.title,
+            )
+            self.calls[call.call_id] = call
+        self._learn(call, update)
+        if call.input:
+            self._report(call)
+        self._maybe_finish(call, update)
+
+    def _tool_progress(self, update: ToolCallUpdate) -> None:
+        call = self.calls.get(update.tool_call_id)
+        if call is None:
+            # An update for a call never announced: treat it as its start.
+            self.end_message()
+            call = _Call(
+                call_id=update.tool_call_id,
+                name=self._tool_name(update),
+                kind=tandem_kind(update.kind),
+                title=update.title or update.tool_call_id,
+            )
+            self.calls[call.call_id] = call
+        self._learn(call, update)
+        if call.input or update.status is not None:
+            self._report(call)
+        self._maybe_finish(call, update)
+
+    @staticmethod
+    def _tool_name(update: ToolCallStart | ToolCallUpdate) -> str:
+        meta = update.field_meta or {}
+        claude = meta.get("claudeCode") if isinstance(meta, dict) else None
+        if isinstance(claude, dict) and isinstance(claude.get("toolName"), str):
+            return str(claude["toolName"])
+        return update.title or update.kind or "tool"
+
+    def _learn(self, call: _Call, update: ToolCallStart | ToolCallUpdate) -> None:
+        if update.title and not call.reported:
+            call.title = update.title
+        if update.kind and not call.reported:
+            call.kind = tandem_kind(update.kind)
+        name = self._tool_name(update)
+        if name and not call.reported and update.field_meta:
+            call.name = name
+        if isinstance(update.raw_input, dict) and update.raw_input and not call.reported:
+            call.input = dict(update.raw_input)
+        for location in update.locations or []:
+            call.paths.add(location.path)
+        for key in _PATH_KEYS:
+            value = call.input.get(key)
+            if isinstance(value, str) and value:
+                call.paths.add(value)
+
+    def _report(self, call: _Call) -> None:
+        if not call.reported:
+            call.reported = True
+            self.sink.tool_call(call.call_id, call.name, call.kind, call.title, call.input)
+
+    def _maybe_finish(self, call: _Call, update: ToolCallStart | ToolCallUpdate) -> None:
+        if call.finished or update.status not in ("completed", "failed"):
+            return
+        call.finished = True
+        output = _content_text(update) or _text_of(update.raw_output)
+        status = "refused" if call.refused else str(update.status)
+        self.sink.tool_result(call.call_id, status, _clip(output))
+
+    def finish(self) -> None:
+        """End of the turn: close the message, report calls still open."""
+        self.end_message()
+        for call in self.calls.values():
+            self._report(call)
+            if not call.finished:
+                call.finished = True
+                status = "refused" if call.refused else "failed"
+                self.sink.tool_result(call.call_id, status, "no result: the turn ended first")
+
+    # -- session/request_permission -------------------------------------
+
+    async def on_permission(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        """Answer a permission request: by policy, or by asking the user."""
+        self.permission_requests += 1
+        self._tool_progress(tool_call.model_copy(update={"status": None}))
+        call = self.calls[tool_call.tool_call_id]
+        self._report(call)
+        if self.cancelled:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        answer = await self._decide(call)
+        if answer is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        option = choose_option(options, answer)
+        if answer == "reject":
+            call.refused = True
+        if option is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option)
+        )
+
+    async def _decide(self, call: _Call) -> PermissionAnswer | None:
+        request = self.request
+        if request.read_only or request.permission_mode == "read-only":
+            self.auto_rejected += 1
+            return "reject"
+        if request.permission_mode == "auto-edit" and call.kind == "edit":
+            return "allow_once"
+        ask = asyncio.ensure_future(
+            self.sink.ask_permission(
+                PermissionRequest(
+                    call_id=call.call_id,
+                    tool=call.name,
+                    kind=call.kind,
+                    title=call.title,
+                    input=call.input,
+                )
+            )
+        )
+        self._asks.add(ask)
+        try:
+            return await ask
+        except asyncio.CancelledError:
+            if self.cancelled:
+                return None
+            raise
+        finally:
+            self._asks.discard(ask)
+
+    def cancel(self) -> None:
+        """The turn is being cancelled: withdraw open permission questions."""
+        self.cancelled = True
+        for ask in list(self._asks):
+            ask.cancel()
+
+    # -- what the turn result reports -------------------------------------
+
+    def ran_shell(self) -> bool:
+        """Whether an execute-class tool ran (it may have written anywhere)."""
+        return any(
+            c.kind == "execute" and c.finished and not c.refused for c in self.calls.values()
+        )
+
+    def wrote_outside(self, root: Path) -> list[str]:
+        """Paths outside ROOT that edit-class tools reported touching."""
+        base = root.resolve()
+        outside: set[str] = set()
+        for call in self.calls.values():
+            if call.kind != "edit" or not call.finished or call.refused:
+                continue
+            for raw in call.paths:
+                path = Path(raw) if Path(raw).is_absolute() else base / raw
+                resolved = path.resolve()
+                if resolved != base and base not in resolved.parents:
+                    outside.add(str(resolved))
+        return sorted(outside)

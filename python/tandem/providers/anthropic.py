@@ -1,0 +1,214 @@
+"""Native provider over the Anthropic Messages API (``POST /v1/messages``, SSE)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from httpx_sse import ServerSentEvent
+
+from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
+from tandem.providers.credentials import Credentials
+from tandem.providers.native import ProviderError, StepResult, Wire
+from tandem.tools.base import Tool
+from tandem.tools.executor import ToolOutcome
+
+API_VERSION = "2023-06-01"
+
+
+def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        # The API wants user and assistant to alternate: merge neighbours.
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if m.role == "user":
+            if m.text:
+                add("user", [{"type": "text", "text": m.text}])
+        elif m.role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
+            blocks += [
+                {"type": "tool_use", "id": t.id, "name": t.name, "input": t.input}
+                for t in m.tool_calls
+            ]
+            if blocks:
+                add("assistant", blocks)
+        else:
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": m.call_id,
+                        "content": m.text,
+                        "is_error": m.is_error,
+                    }
+                ],
+            )
+    return out
+
+
+class AnthropicWire(Wire):
+    """Request and stream format of the Anthropic Messages API."""
+
+    def __init__(self, credentials: Credentials, thinking_budget: int = 0) -> None:
+        super().__init__(credentials)
+        if thinking_budget < 0:
+            raise ValueError("thinking_budget must be >= 0")
+        self.thinking_budget = thinking_budget
+
+    def url(self) -> str:
+        """``{base}/v1/messages``."""
+        return f"{self.credentials.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        """``x-api-key`` and ``anthropic-version``."""
+        return {
+            "x-api-key": self.credentials.key(),
+            "anthropic-version": API_VERSION,
+            "accept": "text/event-stream",
+        }
+
+    def initial_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """Context messages as content blocks; tool results go in user messages."""
+        return _to_wire(messages)
+
+    def body(
+        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> dict[str, Any]:
+        """Model, system, messages, tools, ``stream: true`` (and thinking if configured)."""
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": messages,
+            "stream": True,
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.schema()}
+                for t in tools
+            ]
+        if self.thinking_budget and self.thinking_budget < request.max_tokens:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        return body
+
+    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink) -> StepResult:
+        """Handle ``message_start`` … ``message_stop``; thinking blocks keep their signature."""
+        step = StepResult()
+        blocks: dict[int, dict[str, Any]] = {}
+        partial: dict[int, list[str]] = {}
+        finished = False
+        async for sse in events:
+            if not sse.data:
+                continue
+            try:
+                ev = json.loads(sse.data)
+            except ValueError as exc:
+                raise ProviderError(f"malformed stream event: {sse.data[:200]}") from exc
+            kind = ev.get("type", sse.event)
+            if kind == "message_start":
+                usage = (ev.get("message") or {}).get("usage") or {}
+                step.usage.input_tokens += int(usage.get("input_tokens") or 0)
+                step.usage.input_tokens += int(usage.get("cache_read_input_tokens") or 0)
+                step.usage.input_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+            elif kind == "content_block_start":
+                idx = int(ev.get("index", len(blocks)))
+                blocks[idx] = dict(ev.get("content_block") or {})
+                partial[idx] = []
+            elif kind == "content_block_delta":
+                self._delta(ev, blocks, partial, sink, step)
+            elif kind == "message_delta":
+                step.stop_reason = (ev.get("delta") or {}).get("stop_reason") or step.stop_reason
+                step.usage.output_tokens = int((ev.get("usage") or {}).get("output_tokens") or 0)
+            elif kind == "message_stop":
+                finished = True
+                break
+            elif kind == "error":
+                err = ev.get("error") or {}
+                raise ProviderError(
+                    f"{err.get('type', 'error')}: {err.get('message', sse.data[:200])}"
+                )
+        if not finished:
+            raise ProviderError("stream broken: it ended before message_stop")
+        content: list[dict[str, Any]] = []
+        for idx in sorted(blocks):
+            block = blocks[idx]
+            if block.get("type") == "tool_use":
+                raw = "".join(partial[idx])
+                try:
+                    args = json.loads(raw) if raw.strip() else dict(block.get("input") or {})
+                except ValueError:
+                    args = {"_raw": raw}
+                block["input"] = args
+                step.tool_calls.append(
+                    ToolCallRef(id=block["id"], name=block["name"], input=args)
+                    if isinstance(args, dict)
+                    else ToolCallRef(id=block["id"], name=block["name"], input={"_raw": args})
+                )
+            elif block.get("type") == "text" and not block.get("text"):
+                continue
+            elif block.get("type") == "thinking" and not block.get("signature"):
+                continue  # the API refuses an unsigned thinking block sent back
+            content.append(block)
+        step.assistant = {"role": "assistant", "content": content}
+        return step
+
+    @staticmethod
+    def _delta(
+        ev: dict[str, Any],
+        blocks: dict[int, dict[str, Any]],
+        partial: dict[int, list[str]],
+        sink: TurnSink,
+        step: StepResult,
+    ) -> None:
+        idx = int(ev.get("index", 0))
+        delta = ev.get("delta") or {}
+        block = blocks.setdefault(idx, {"type": "text", "text": ""})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            piece = str(delta.get("text", ""))
+            block["text"] = block.get("text", "") + piece
+            step.text += piece
+            sink.text(piece)
+        elif kind == "thinking_delta":
+            piece = str(delta.get("thinking", ""))
+            block["thinking"] = block.get("thinking", "") + piece
+            step.reasoning += piece
+            sink.reasoning(piece)
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + str(delta.get("signature", ""))
+        elif kind == "input_json_delta":
+            partial.setdefault(idx, []).append(str(delta.get("partial_json", "")))
+
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+        """One user message with a ``tool_result`` block per call."""
+        return [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": o.call_id,
+                        "content": o.output,
+                        "is_error": o.is_error,
+                    }
+                    for o in outcomes
+                ],
+            }
+        ]
+
+    def error_message(self, status: int, body: str) -> str:
+        """``error.message`` of the Anthropic error envelope (or the raw body)."""
+        try:
+            err = json.loads(body).get("error") or {}
+            return f"{err.get('type', 'error')}: {err.get('message', '')}".strip()
+        except (ValueError, AttributeError):
+            return body.strip()[:500] or f"status {status}"

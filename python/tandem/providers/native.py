@@ -1,0 +1,397 @@
+"""The native agent loop shared by the OpenAI-compatible and Anthropic providers.
+
+One turn: send the context → stream the answer into the sink → run the tool
+calls it asks for (asking permission as the mode says) → send the results →
+loop, until the model answers without tool calls. Each HTTP request is retried
+a bounded number of times on 429 (honouring ``retry-after``), 5xx and
+connection failures, but only while nothing of it reached the sink; a stream
+that breaks after output began fails the turn with the provider's message.
+Cancellation ends the turn as ``aborted``.
+
+The wire formats live in `tandem.providers.openai` and
+`tandem.providers.anthropic` as `Wire` implementations.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from tandem.providers.base import (
+    Message,
+    ToolCallRef,
+    TurnRequest,
+    TurnResult,
+    TurnSink,
+    Usage,
+)
+from tandem.providers.credentials import Credentials
+from tandem.tools.base import Tool, ToolContext
+from tandem.tools.executor import ToolExecutor, ToolOutcome
+from tandem.tools.permissions import SessionGrants
+
+DEFAULT_SYSTEM = (
+    "You are a coding agent working in the project at {root}. Use the tools to read, "
+    "search and change files there (paths are relative to that folder) and to run shell "
+    "commands. Make the smallest change that does what the user asks, then say briefly "
+    "what you did."
+)
+
+
+class ProviderError(Exception):
+    """A request failed; MESSAGE is the provider's own explanation."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@dataclass
+class StepResult:
+    """One model response of the loop, parsed from the stream."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCallRef] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    assistant: dict[str, Any] = field(default_factory=dict)
+    """The response as a wire-format assistant message, to send back next step."""
+
+
+class Wire(ABC):
+    """One HTTP API's request and stream format."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+
+    @abstractmethod
+    def url(self) -> str:
+        """The streaming endpoint."""
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]:
+        """Request headers (authentication included)."""
+
+    @abstractmethod
+    def initial_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """The provider-neutral context in wire format."""
+
+    @abstractmethod
+    def body(
+        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> dict[str, Any]:
+        """The JSON body of one streaming request."""
+
+    @abstractmethod
+    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink) -> StepResult:
+        """Consume the SSE stream, streaming text and reasoning into SINK."""
+
+    @abstractmethod
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+        """Wire messages carrying the tool results back to the model."""
+
+    @abstractmethod
+    def error_message(self, status: int, body: str) -> str:
+        """The provider's message out of an error response BODY."""
+
+
+def complete_tool_pairs(messages: list[Message]) -> list[Message]:
+    """MESSAGES with every tool call answered and every tool result called.
+
+    Both APIs reject a context where a tool call has no result (a turn
+    interrupted mid-tool) or a result answers no call; we add a placeholder
+    result or drop the orphan, instead of failing every later turn.
+    """
+    out: list[Message] = []
+    pending: list[ToolCallRef] = []
+    called: set[str] = set()
+
+    def flush() -> None:
+        for ref in pending:
+            out.append(
+                Message(
+                    role="tool",
+                    call_id=ref.id,
+                    name=ref.name,
+                    text="(no result: the turn was interrupted)",
+                    is_error=True,
+                )
+            )
+        pending.clear()
+
+    for msg in messages:
+        if msg.role == "tool":
+            if msg.call_id in called:
+                out.append(msg)
+                called.discard(msg.call_id)
+                pending[:] = [p for p in pending if p.id != msg.call_id]
+            continue
+        flush()
+        out.append(msg)
+        if msg.role == "assistant":
+            pending.extend(msg.tool_calls)
+            called.update(t.id for t in msg.tool_calls)
+    flush()
+    return out
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class _Watch:
+    """A sink wrapper that notes whether any output reached the real sink."""
+
+    def __init__(self, sink: TurnSink) -> None:
+        self.sink = sink
+        self.started = False
+        self.text = False
+
+    def text_delta(self, delta: str) -> None:
+        self.started = self.text = True
+        self.sink.text(delta)
+
+    def reasoning_delta(self, delta: str) -> None:
+        self.started = self.text = True
+        self.sink.reasoning(delta)
+
+
+class _SinkView:
+    """What a `Wire` parser sees: text and reasoning only, counted by `_Watch`."""
+
+    def __init__(self, watch: _Watch) -> None:
+        self._watch = watch
+
+    def text(self, delta: str) -> None:
+        if delta:
+            self._watch.text_delta(delta)
+
+    def reasoning(self, delta: str) -> None:
+        if delta:
+            self._watch.reasoning_delta(delta)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._watch.sink, name)
+
+
+@dataclass
+class LoopLimits:
+    """Bounds of the loop: retries, waits, steps, timeouts, tool limits."""
+
+    max_retries: int = 3
+    backoff: float = 0.5
+    """First retry delay for 5xx and connection errors; doubles each time."""
+    max_retry_wait: float = 60.0
+    """A ``retry-after`` longer than this fails the turn instead of waiting."""
+    max_steps: int = 50
+    connect_timeout: float = 15.0
+    read_timeout: float = 300.0
+    """Longest silence allowed inside a stream."""
+    shell_timeout: float = 120.0
+    output_cap: int = 64 * 1024
+
+
+class NativeProvider:
+    """A `Provider` running tandem's own agent loop over one `Wire`."""
+
+    def __init__(
+        self,
+        name: str,
+        wire: Wire,
+        *,
+        limits: LoopLimits | None = None,
+        grants: SessionGrants | None = None,
+        tools: list[Tool] | None = None,
+        default_model: str = "",
+    ) -> None:
+        self.name = name
+        self.default_model = default_model
+        self.wire = wire
+        self.limits = limits or LoopLimits()
+        self.grants = grants
+        self.tools = tools
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            lim = self.limits
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(lim.read_timeout, connect=lim.connect_timeout),
+                trust_env=False,
+            )
+        return self._client
+
+    async def close(self) -> None:
+        """Close the HTTP connections."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
+        """Run one turn of the agent loop; see the module docstring."""
+        if not request.model:
+            if not self.default_model:
+                return TurnResult(outcome="failed", error=f"{self.name}: no model given")
+            request = request.model_copy(update={"model": self.default_model})
+        if not request.root.is_dir():
+            return TurnResult(outcome="failed", error=f"workspace root {request.root} is missing")
+        ctx = ToolContext(
+            root=request.root,
+            shell_timeout=self.limits.shell_timeout,
+            output_cap=self.limits.output_cap,
+        )
+        executor = ToolExecutor(request, sink, ctx, self.tools, self.grants, self._scrub)
+        system = request.system or DEFAULT_SYSTEM.format(root=request.root)
+        wire_messages = self.wire.initial_messages(complete_tool_pairs(request.messages))
+        usage = Usage()
+        watch = _Watch(sink)
+        current: list[str] = []
+
+        def result(outcome: str, error: str | None = None) -> TurnResult:
+            return TurnResult.model_validate(
+                {
+                    "outcome": outcome,
+                    "error": self._scrub(error) if error else None,
+                    "usage": usage,
+                    "ran_shell": bool(ctx.ran_shell),
+                }
+            )
+
+        try:
+            for _ in range(self.limits.max_steps):
+                watch.text = False
+                step = await self._step_with_retries(
+                    request, system, wire_messages, executor.specs(), watch
+                )
+                usage.input_tokens += step.usage.input_tokens
+                usage.output_tokens += step.usage.output_tokens
+                if watch.text:
+                    sink.end_message()
+                    watch.text = False
+                wire_messages.append(step.assistant)
+                if not step.tool_calls:
+                    return result("succeeded")
+                outcomes = []
+                for call in step.tool_calls:
+                    current[:] = [call.id]
+                    outcomes.append(await executor.run(call.id, call.name, call.input))
+                    current.clear()
+                wire_messages.extend(self.wire.tool_results(outcomes))
+            return result("failed", f"stopped after {self.limits.max_steps} model requests")
+        except ProviderError as exc:
+            if watch.text:
+                sink.end_message()
+            return result("failed", exc.message)
+        except anyio.get_cancelled_exc_class():
+            # Keep what was shown, close the open tool call, and end as aborted.
+            if watch.text:
+                sink.end_message()
+            for call_id in current:
+                sink.tool_result(call_id, "failed", "cancelled")
+            return result("aborted", "cancelled")
+
+    def _scrub(self, text: str) -> str:
+        key = self.wire.credentials.key()
+        return text.replace(key, "***") if key else text
+
+    async def _step_with_retries(
+        self,
+        request: TurnRequest,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[Tool],
+        watch: _Watch,
+    ) -> StepResult:
+        attempt = 0
+        while True:
+            watch.started = False
+            try:
+                return await self._step(request, system, messages, tools, watch)
+            except ProviderError as exc:
+                if not exc.retryable or watch.started or attempt >= self.limits.max_retries:
+                    if exc.retryable and attempt and not watch.started:
+                        exc.message += f" (after {attempt + 1} attempts)"
+                    raise
+                wait = exc.retry_after
+                if wait is None:
+                    wait = self.limits.backoff * (2**attempt)
+                if wait > self.limits.max_retry_wait:
+                    exc.message += f" (retry-after {wait:g} s is longer than we wait)"
+                    raise
+                attempt += 1
+                await anyio.sleep(wait)
+
+    async def _step(
+        self,
+        request: TurnRequest,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[Tool],
+        watch: _Watch,
+    ) -> StepResult:
+        body = self.wire.body(request, system, messages, tools)
+        try:
+            async with self._http().stream(
+                "POST", self.wire.url(), json=body, headers=self.wire.headers()
+            ) as resp:
+                if resp.status_code >= 400:
+                    raw = (await resp.aread()).decode("utf-8", "replace")
+                    status = resp.status_code
+                    raise ProviderError(
+                        f"HTTP {status}: {self.wire.error_message(status, raw)}",
+                        status=status,
+                        retryable=status in (408, 409, 429) or status >= 500,
+                        retry_after=parse_retry_after(resp.headers),
+                    )
+                ctype = resp.headers.get("content-type", "")
+                if "text/event-stream" not in ctype:
+                    raw = (await resp.aread()).decode("utf-8", "replace")[:300]
+                    raise ProviderError(f"expected an event stream, got {ctype!r}: {raw}")
+                view: Any = _SinkView(watch)
+                return await self.wire.parse(EventSource(resp).aiter_sse(), view)
+        except httpx.TimeoutException as exc:
+            raise ProviderError(
+                f"{self.name}: request timed out ({type(exc).__name__})", retryable=True
+            ) from exc
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            what = "stream broken" if watch.started else "connection failed"
+            raise ProviderError(f"{what}: {exc}", retryable=True) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"{self.name}: {exc}") from exc

@@ -1,0 +1,190 @@
+"""Native provider over an OpenAI-compatible chat completions API (SSE).
+
+Works with any base URL that speaks ``POST {base}/chat/completions``: OpenAI,
+a local llama.cpp or vLLM server, OpenRouter. Reasoning arrives as
+``delta.reasoning_content`` (DeepSeek, vLLM, llama.cpp) or ``delta.reasoning``
+(OpenRouter); both are streamed as reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from httpx_sse import ServerSentEvent
+
+from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
+from tandem.providers.native import ProviderError, StepResult, Wire
+from tandem.tools.base import Tool
+from tandem.tools.executor import ToolOutcome
+
+
+def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "user":
+            out.append({"role": "user", "content": m.text})
+        elif m.role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            if m.tool_calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": t.id,
+                        "type": "function",
+                        "function": {"name": t.name, "arguments": json.dumps(t.input)},
+                    }
+                    for t in m.tool_calls
+                ]
+            elif not m.text:
+                continue
+            out.append(msg)
+        else:
+            out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
+    return out
+
+
+class OpenAIWire(Wire):
+    """Request and stream format of OpenAI-compatible chat completions."""
+
+    def url(self) -> str:
+        """``{base}/chat/completions`` (the base includes ``/v1``)."""
+        return f"{self.credentials.base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        """``Authorization: Bearer`` when there is a key (local servers may need none)."""
+        key = self.credentials.key()
+        headers = {"accept": "text/event-stream"}
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    def initial_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """Context messages; tool results become ``role: tool`` messages."""
+        return _to_wire(messages)
+
+    def body(
+        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
+    ) -> dict[str, Any]:
+        """Model, messages (system first), tools, ``stream: true`` with usage."""
+        msgs = ([{"role": "system", "content": system}] if system else []) + messages
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": msgs,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI's own API renamed the limit for newer models; compatible servers
+        # (llama.cpp, vLLM, OpenRouter) still read max_tokens.
+        host = urlsplit(self.credentials.base_url).hostname or ""
+        limit_key = "max_completion_tokens" if host.endswith("openai.com") else "max_tokens"
+        body[limit_key] = request.max_tokens
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.schema(),
+                    },
+                }
+                for t in tools
+            ]
+        return body
+
+    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink) -> StepResult:
+        """Handle ``chat.completion.chunk`` events up to ``[DONE]``."""
+        step = StepResult()
+        calls: dict[int, dict[str, Any]] = {}
+        done = False
+        async for sse in events:
+            data = sse.data.strip()
+            if not data:
+                continue
+            if data == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError as exc:
+                raise ProviderError(f"malformed stream chunk: {data[:200]}") from exc
+            if chunk.get("error"):
+                err = chunk["error"]
+                msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                raise ProviderError(f"stream error: {msg}")
+            usage = chunk.get("usage")
+            if isinstance(usage, dict):
+                step.usage.input_tokens = int(usage.get("prompt_tokens") or 0)
+                step.usage.output_tokens = int(usage.get("completion_tokens") or 0)
+            for choice in chunk.get("choices") or []:
+                self._choice(choice, calls, sink, step)
+        if not done and step.stop_reason is None:
+            raise ProviderError("stream broken: it ended before a finish_reason or [DONE]")
+        for n, index in enumerate(sorted(calls)):
+            call = calls[index]
+            raw = "".join(call["arguments"])
+            try:
+                args = json.loads(raw) if raw.strip() else {}
+            except ValueError:
+                args = {"_raw": raw}
+            if not isinstance(args, dict):
+                args = {"_raw": args}
+            step.tool_calls.append(
+                ToolCallRef(id=call["id"] or f"call_{n}", name=call["name"], input=args)
+            )
+        assistant: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+        if step.tool_calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": t.id,
+                    "type": "function",
+                    "function": {"name": t.name, "arguments": json.dumps(t.input)},
+                }
+                for t in step.tool_calls
+            ]
+        step.assistant = assistant
+        return step
+
+    @staticmethod
+    def _choice(
+        choice: dict[str, Any], calls: dict[int, dict[str, Any]], sink: TurnSink, step: StepResult
+    ) -> None:
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if content:
+            step.text += content
+            sink.text(content)
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(thought, str) and thought:
+            step.reasoning += thought
+            sink.reasoning(thought)
+        for frag in delta.get("tool_calls") or []:
+            index = int(frag.get("index", len(calls)))
+            call = calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+            if frag.get("id"):
+                call["id"] = frag["id"]
+            fn = frag.get("function") or {}
+            if fn.get("name"):
+                call["name"] += fn["name"]
+            if fn.get("arguments"):
+                call["arguments"].append(fn["arguments"])
+        if choice.get("finish_reason"):
+            step.stop_reason = choice["finish_reason"]
+
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+        """One ``role: tool`` message per call."""
+        return [{"role": "tool", "tool_call_id": o.call_id, "content": o.output} for o in outcomes]
+
+    def error_message(self, status: int, body: str) -> str:
+        """``error.message`` of the OpenAI error envelope (or the raw body)."""
+        try:
+            err = json.loads(body).get("error")
+            if isinstance(err, dict):
+                return str(err.get("message") or err)
+            if err:
+                return str(err)
+        except (ValueError, AttributeError):
+            pass
+        return body.strip()[:500] or f"status {status}"

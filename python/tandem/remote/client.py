@@ -1,0 +1,247 @@
+"""An async client of one OpenHands agent-server (its REST API over httpx).
+
+Endpoints used (openhands-agent-server 1.58): ``GET /api/file/home``,
+``POST /api/file/upload?path=`` (multipart field ``file``),
+``GET /api/file/download?path=``, ``POST /api/conversations``. Every one of
+them checks ``X-Session-API-Key`` when the server has session keys.
+
+The session API key lives only in this object's memory: it is not part of
+its repr, of any error message, or of anything written to disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import httpx
+from pydantic import SecretStr
+
+from tandem.protocol.base import TandemError
+from tandem.remote.errors import RemoteError, error_from_response, error_from_transport
+from tandem.remote.models import ConversationCreated, LlmSettings, UploadResult
+from tandem.remote.paths import is_absolute
+
+KEY_HEADER = "X-Session-API-Key"
+Progress = Callable[[int, int], None]
+"""Called with (bytes done, bytes total) while a file streams."""
+
+
+def normalize_base_url(url: str) -> str:
+    """URL as a base URL: http(s), a host, no credentials, query or fragment, no trailing ``/``."""
+    if not isinstance(url, str) or not url.strip():
+        raise TandemError("invalid", "the agent-server URL is empty")
+    try:
+        parsed = httpx.URL(url.strip())
+    except httpx.InvalidURL as e:
+        raise TandemError("invalid", f"not a URL: {url!r} ({e})") from e
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise TandemError("invalid", f"the agent-server URL must be http(s)://HOST…: {url!r}")
+    if parsed.userinfo:
+        # Credentials in a URL end up in logs and records; keys go in the header.
+        raise TandemError("invalid", "put the session API key in auth-source, not in the URL")
+    if parsed.query or parsed.fragment:
+        raise TandemError("invalid", f"the agent-server URL may not have a query: {url!r}")
+    return str(parsed.copy_with(path=parsed.path.rstrip("/") or "")).rstrip("/")
+
+
+class _CountingReader:
+    """A file wrapper that reports bytes read; httpx streams multipart from it."""
+
+    def __init__(self, f: IO[bytes], total: int, progress: Progress | None) -> None:
+        self._f = f
+        self._total = total
+        self._progress = progress
+        self.sent = 0
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        pos = self._f.seek(offset, whence)
+        if pos == 0:
+            self.sent = 0
+        return pos
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self._f.read(n)
+        self.sent += len(chunk)
+        if self._progress is not None and chunk:
+            self._progress(self.sent, self._total)
+        return chunk
+
+
+class AgentServerClient:
+    """REST client of the agent-server at BASE_URL, authenticating with API_KEY if given."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | SecretStr | None = None,
+        *,
+        timeout: float = 60.0,
+    ) -> None:
+        self.base_url = normalize_base_url(base_url)
+        if isinstance(api_key, SecretStr):
+            api_key = api_key.get_secret_value()
+        if api_key is not None and (not api_key or any(ord(c) < 32 for c in api_key)):
+            raise TandemError("invalid", "the session API key is empty or has control characters")
+        headers = {KEY_HEADER: api_key} if api_key else {}
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout)
+        )
+        self.has_key = bool(api_key)
+        # Homes are cached per host and credential: a caller must never join
+        # a lookup made with another key (a 401 would reach the right key's
+        # caller, or a home the wrong key's caller). Only a digest is kept.
+        digest = hashlib.sha256(api_key.encode()).hexdigest()[:16] if api_key else "none"
+        self.cache_key = f"{self.base_url} key:{digest}"
+
+    def __repr__(self) -> str:
+        return f"AgentServerClient({self.base_url!r}, key={'set' if self.has_key else 'none'})"
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AgentServerClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _request(
+        self,
+        context: str,
+        method: str,
+        path: str,
+        http: httpx.AsyncClient | None = None,
+        **kw: Any,
+    ) -> httpx.Response:
+        try:
+            response = await (http or self._http).request(method, path, **kw)
+        except httpx.HTTPError as e:
+            raise error_from_transport(context, self.base_url, e) from None
+        if response.status_code >= 400:
+            raise error_from_response(context, response)
+        return response
+
+    async def home(self) -> str:
+        """The server user's home directory, as ``GET /api/file/home`` reports it.
+
+        The lookup uses a connection of its own, so it outlives this client
+        if other callers share it (see ``HomeCache``).
+        """
+        context = f"Home lookup on {self.base_url}"
+        # Its own connection: this lookup may be shared by callers whose own
+        # clients close (or are cancelled) before it completes.
+        async with httpx.AsyncClient(
+            base_url=self.base_url, headers=self._http.headers, timeout=self._http.timeout
+        ) as http:
+            response = await self._request(context, "GET", "/api/file/home", http)
+        try:
+            home = response.json().get("home")
+        except (ValueError, AttributeError):
+            home = None
+        if not isinstance(home, str):
+            raise RemoteError("remote-invalid", f"{context}: the reply has no 'home' string")
+        return home
+
+    async def upload(
+        self, local: Path, remote_path: str, progress: Progress | None = None
+    ) -> UploadResult:
+        """Stream the local file LOCAL to the absolute server path REMOTE_PATH.
+
+        Errors name the file and carry the server's message.
+        """
+        local = Path(local)
+        context = f"Upload of {local} to {remote_path} failed"
+        if not is_absolute(remote_path):
+            raise TandemError("invalid", f"{context}: destination must be absolute")
+        try:
+            f = open(local, "rb")  # noqa: SIM115 - closed below, after the request
+        except OSError as e:
+            raise TandemError("invalid", f"{context}: {e.strerror or e}") from e
+        with f:
+            total = os.fstat(f.fileno()).st_size
+            if not os.path.isfile(local):
+                raise TandemError("invalid", f"{context}: not a regular file")
+            reader = _CountingReader(f, total, progress)
+            files = {"file": (local.name, reader, "application/octet-stream")}
+            response = await self._request(
+                context, "POST", "/api/file/upload", params={"path": remote_path}, files=files
+            )
+        size = response.json().get("file_size", reader.sent)
+        return UploadResult(file=str(local), path=remote_path, size=int(size))
+
+    async def download(self, remote_path: str) -> bytes:
+        """The bytes of the server file REMOTE_PATH (absolute)."""
+        context = f"Download of {remote_path} failed"
+        if not is_absolute(remote_path):
+            raise TandemError("invalid", f"{context}: the path must be absolute")
+        response = await self._request(
+            context, "GET", "/api/file/download", params={"path": remote_path}
+        )
+        return response.content
+
+    async def download_to(self, remote_path: str, dest: Path) -> int:
+        """Save the server file REMOTE_PATH at DEST (write-temp, fsync, rename); return size."""
+        data = await self.download(remote_path)
+        dest = Path(dest)
+        if not dest.parent.is_dir():
+            raise TandemError("invalid", f"no such local folder: {dest.parent}")
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return len(data)
+
+    async def create_conversation(
+        self, working_dir: str, llm: LlmSettings, initial_message: str | None = None
+    ) -> ConversationCreated:
+        """Start a conversation whose workspace is the absolute WORKING_DIR.
+
+        Callers resolve WORKING_DIR first (``WorkingDirResolver``); a relative
+        one would land wherever the server process happens to run.
+        """
+        context = f"Creating a conversation in {working_dir} failed"
+        if not is_absolute(working_dir):
+            raise TandemError("invalid", f"{context}: resolve the working dir first")
+        body: dict[str, Any] = {
+            "agent_settings": {"llm": llm.wire()},
+            "workspace": {"working_dir": working_dir},
+        }
+        if initial_message:
+            body["initial_message"] = {
+                "role": "user",
+                "content": [{"type": "text", "text": initial_message}],
+            }
+        response = await self._request(context, "POST", "/api/conversations", json=body)
+        reply = response.json()
+        try:
+            return ConversationCreated(
+                id=str(reply["id"]),
+                working_dir=str(reply["workspace"]["working_dir"]),
+                execution_status=reply.get("execution_status"),
+            )
+        except (KeyError, TypeError) as e:
+            raise RemoteError("remote-invalid", f"{context}: unexpected reply ({e})") from e

@@ -1,0 +1,144 @@
+"""The remote domain's per-process state and operations, used by ``api.py``.
+
+One ``RemoteService`` per backend holds the home cache, so every caller in
+the process shares it. Clients are made per operation: the session API key
+comes with each call (from Emacs auth-source or the environment) and is
+dropped when the operation ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from tandem.protocol.base import TandemError
+from tandem.remote.client import AgentServerClient, Progress, normalize_base_url
+from tandem.remote.errors import RemoteError
+from tandem.remote.home_cache import HomeCache
+from tandem.remote.models import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
+from tandem.remote.paths import build_upload_path, upload_name
+from tandem.remote.resolver import WorkingDirResolver
+from tandem.remote.targets import load_target, remove_target, save_target
+
+
+class RemoteService:
+    """Remote operations over a shared per-host home cache; HOME is the state root."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.cache = HomeCache()
+
+    def client(self, url: str, api_key: SecretStr | str | None) -> AgentServerClient:
+        """A client of the server at URL (close it, or use ``async with``)."""
+        return AgentServerClient(url, api_key)
+
+    async def resolve(self, url: str, api_key: SecretStr | None, working_dir: str | None) -> str:
+        """WORKING_DIR resolved on the server at URL."""
+        async with self.client(url, api_key) as c:
+            return await WorkingDirResolver(c, self.cache).resolve(working_dir)
+
+    async def home_of(self, url: str, api_key: SecretStr | None) -> str:
+        """The (cached) home of the server at URL."""
+        async with self.client(url, api_key) as c:
+            return await WorkingDirResolver(c, self.cache).home()
+
+    async def upload(
+        self,
+        url: str,
+        api_key: SecretStr | None,
+        working_dir: str | None,
+        files: list[Path],
+        progress: Progress | None = None,
+    ) -> tuple[str, list[UploadResult]]:
+        """Upload FILES into WORKING_DIR (resolved) on URL; return it and the results.
+
+        Every file is tried; if any fails, one RemoteError names each failed
+        file with the server's message and carries the successes in its data.
+        """
+        if not files:
+            raise TandemError("invalid", "no files to upload")
+        names: dict[str, Path] = {}
+        for f in files:
+            name = upload_name(str(f))
+            if name in names:
+                raise TandemError("invalid", f"{f} and {names[name]} would both upload as {name!r}")
+            names[name] = f
+        async with self.client(url, api_key) as c:
+            resolved = await WorkingDirResolver(c, self.cache).resolve(working_dir)
+            done: list[UploadResult] = []
+            failed: list[tuple[Path, TandemError]] = []
+            for f in files:
+                try:
+                    dest = build_upload_path(str(f), resolved)
+                    done.append(await c.upload(f, dest, progress))
+                except TandemError as e:
+                    failed.append((f, e))
+        if failed:
+            first = failed[0][1]
+            message = "; ".join(e.message for _, e in failed)
+            status = first.status if isinstance(first, RemoteError) else None
+            err = RemoteError(first.code, message, status)
+            err.data = {
+                "status": status,
+                "failed": [str(f) for f, _ in failed],
+                "uploaded": [r.model_dump() for r in done],
+            }
+            raise err
+        return resolved, done
+
+    async def create_conversation(
+        self,
+        url: str,
+        api_key: SecretStr | None,
+        working_dir: str | None,
+        llm: LlmSettings,
+        initial_message: str | None = None,
+    ) -> ConversationCreated:
+        """Start a conversation on URL in WORKING_DIR, resolved like uploads are."""
+        async with self.client(url, api_key) as c:
+            resolved = await WorkingDirResolver(c, self.cache).resolve(working_dir)
+            return await c.create_conversation(resolved, llm, initial_message)
+
+    async def probe(self, hosts: list[tuple[str, str, SecretStr | None]]) -> list[dict[str, Any]]:
+        """For each (name, url, key): its home, or the error that kept us from it."""
+
+        async def one(name: str, url: str, key: SecretStr | None) -> dict[str, Any]:
+            try:
+                base = normalize_base_url(url)
+                return {
+                    "name": name,
+                    "url": base,
+                    "home": await self.home_of(base, key),
+                    "error": None,
+                }
+            except TandemError as e:
+                return {"name": name, "url": url, "home": None, "error": e.message}
+
+        return list(await asyncio.gather(*(one(*h) for h in hosts)))
+
+    async def attach(
+        self, session: str, host: str, url: str, api_key: SecretStr | None, working_dir: str
+    ) -> RemoteTarget:
+        """Make HOST (at URL) SESSION's execution target, resolving WORKING_DIR now."""
+        base = normalize_base_url(url)
+        resolved = await self.resolve(base, api_key, working_dir)
+        target = RemoteTarget(
+            session=session,
+            host=host,
+            url=base,
+            working_dir=working_dir,
+            resolved_working_dir=resolved,
+        )
+        save_target(self.home, target)
+        return target
+
+    def target(self, session: str) -> RemoteTarget | None:
+        """SESSION's remote target, or None."""
+        return load_target(self.home, session)
+
+    def detach(self, session: str) -> bool:
+        """Forget SESSION's remote target; True if it had one."""
+        return remove_target(self.home, session)

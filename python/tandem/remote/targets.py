@@ -1,0 +1,77 @@
+"""Per-session remote targets on disk: ``$TANDEM_HOME/remote/targets/<session>.json``.
+
+One small JSON file per session, replaced atomically (write-temp, fsync,
+rename). A target records host name, URL and working dir, never a key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tandem.protocol.base import TandemError
+from tandem.remote.models import RemoteTarget
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def targets_dir(home: Path) -> Path:
+    """Folder of the target files under the state root HOME."""
+    return home / "remote" / "targets"
+
+
+def _file(home: Path, session: str) -> Path:
+    if not isinstance(session, str) or not _SESSION_ID.match(session) or ".." in session:
+        raise TandemError("invalid", f"not a session id: {session!r}")
+    return targets_dir(home) / f"{session}.json"
+
+
+def save_target(home: Path, target: RemoteTarget) -> Path:
+    """Write TARGET for its session, replacing any earlier one; return the file."""
+    path = _file(home, target.session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(target.model_dump_json() + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def load_target(home: Path, session: str) -> RemoteTarget | None:
+    """The target of SESSION, or None when it has none; a damaged file is an error."""
+    path = _file(home, session)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return RemoteTarget.model_validate_json(text)
+    except ValidationError as e:
+        raise TandemError(
+            "corrupt", f"the remote target file {path} is damaged; remove it to detach ({e})"
+        ) from e
+
+
+def remove_target(home: Path, session: str) -> bool:
+    """Detach SESSION from its remote target; True if it had one."""
+    path = _file(home, session)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True

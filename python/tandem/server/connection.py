@@ -1,0 +1,244 @@
+"""One EPC connection: reads frames, runs calls as tasks, writes under one lock.
+
+The defects of python-epc 0.0.5 this avoids (tests in tests/python/server):
+every frame goes out through `_write` under one `asyncio.Lock`, so concurrent
+large replies never interleave; each call runs in its own task, so a handler
+can await a call back into Emacs while the reader keeps reading its reply;
+replies over `MAX_FRAME` are paged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import logging
+import re
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from pydantic import ValidationError
+
+from tandem.protocol.base import MethodSpec, TandemError
+from tandem.server import framing, sexp
+from tandem.server.paging import PageStore
+
+log = logging.getLogger("tandem.server")
+
+CURRENT: ContextVar[Connection] = ContextVar("tandem_connection")
+"""The connection whose call is being handled (for calls back into Emacs)."""
+
+_UID = re.compile(r"\s*\(\s*[a-z-]+\s+(\d+)")
+
+
+class RemoteError(Exception):
+    """Emacs answered one of our calls with an error."""
+
+
+class ConnectionClosed(Exception):
+    """The connection ended while a call into Emacs was waiting."""
+
+
+def _sym(name: str) -> sexp.Symbol:
+    return sexp.Symbol(name)
+
+
+def error_value(code: str, message: str, data: Any = None) -> dict[str, Any]:
+    """The ERR part of a ``return-error`` frame (docs/protocol.md, Errors)."""
+    return {"code": code, "message": message, "data": data}
+
+
+def describe_validation(e: ValidationError) -> str:
+    """A one-line readable account of what was wrong with the params."""
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(p).replace("_", "-") for p in err["loc"]) or "params"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class Connection:
+    """An authenticated-on-first-call EPC peer (normally Emacs)."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        methods: dict[str, MethodSpec],
+        app: Any,
+        token: str,
+        on_auth: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.methods = methods
+        self.app = app
+        self.token = token
+        self.on_auth = on_auth
+        self.authed = False
+        self.closed = asyncio.Event()
+        self.pages = PageStore()
+        self._write_lock = asyncio.Lock()
+        self._uids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- writing ---------------------------------------------------------
+
+    async def _write(self, payload: bytes) -> None:
+        async with self._write_lock:
+            self.writer.write(framing.frame_bytes(payload))
+            await self.writer.drain()
+
+    async def _send(self, message: list[Any]) -> None:
+        await self._write(framing.encode_payload(message))
+
+    async def call(self, method: str, *args: Any, timeout: float | None = 30.0) -> Any:
+        """Call METHOD in Emacs with ARGS and return its value."""
+        if self.closed.is_set():
+            raise ConnectionClosed("connection closed")
+        uid = next(self._uids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[uid] = fut
+        try:
+            await self._send([_sym("call"), uid, _sym(method), list(args)])
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            self._pending.pop(uid, None)
+
+    # -- reading ---------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Read and dispatch frames until the peer goes away."""
+        try:
+            while True:
+                try:
+                    msg = await framing.read_frame(self.reader)
+                except framing.BadMessage as e:
+                    await self._bad_message(e)
+                    continue
+                if msg is None:
+                    break
+                if not await self._dispatch(msg):
+                    break
+        except (framing.FrameError, ConnectionError) as e:
+            log.warning("connection lost: %s", e)
+        finally:
+            await self.close()
+
+    async def _bad_message(self, e: framing.BadMessage) -> None:
+        log.warning("%s", e)
+        m = _UID.match(e.text)
+        if m:
+            await self._send([_sym("epc-error"), int(m.group(1)), str(e)])
+
+    async def _dispatch(self, msg: Any) -> bool:
+        """Handle one message; False closes the connection."""
+        if not isinstance(msg, list) or len(msg) < 2 or not isinstance(msg[1], int):
+            log.warning("ignoring malformed message %.200r", msg)
+            return True
+        kind, uid = msg[0], msg[1]
+        if kind == "call":
+            return await self._on_call(uid, msg[2:])
+        if kind == "methods":
+            await self._send([_sym("return"), uid, self._method_list()])
+            return True
+        if kind in ("return", "return-error", "epc-error"):
+            fut = self._pending.get(uid)
+            if fut is not None and not fut.done():
+                if kind == "return":
+                    fut.set_result(msg[2] if len(msg) > 2 else None)
+                else:
+                    fut.set_exception(RemoteError(str(msg[2] if len(msg) > 2 else kind)))
+            return True
+        await self._send([_sym("epc-error"), uid, f"unknown message kind {kind}"])
+        return True
+
+    def _method_list(self) -> list[Any]:
+        return [[_sym(name), "", spec.doc] for name, spec in sorted(self.methods.items())]
+
+    async def _on_call(self, uid: int, rest: list[Any]) -> bool:
+        name = str(rest[0]) if rest else ""
+        args = rest[1] if len(rest) > 1 else None
+        if not self.authed:
+            ok = (
+                name == "hello"
+                and isinstance(args, list)
+                and len(args) == 1
+                and isinstance(args[0], dict)
+                and isinstance(args[0].get("token"), str)
+                and hmac.compare_digest(args[0]["token"], self.token)
+            )
+            if not ok:
+                why = "first call must be hello" if name != "hello" else "wrong or missing token"
+                await self._reply_error(uid, "auth", f"Not authenticated: {why}")
+                return False
+            self.authed = True
+            if self.on_auth:
+                self.on_auth(self)
+        task = asyncio.create_task(self._run_call(uid, name, args))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _run_call(self, uid: int, name: str, args: Any) -> None:
+        CURRENT.set(self)
+        try:
+            value = await self._invoke(name, args)
+            try:
+                payload = framing.encode_payload([_sym("return"), uid, value])
+            except sexp.SexpError as e:
+                log.exception("unserialisable reply to %s", name)
+                await self._reply_error(uid, "internal", f"{name}: reply not serialisable: {e}")
+                return
+            if len(payload) > framing.MAX_FRAME:
+                marker = self.pages.hold(sexp.dumps(value))
+                payload = framing.encode_payload([_sym("return"), uid, marker])
+            await self._write(payload)
+        except TandemError as e:
+            await self._reply_error(uid, e.code, e.message, e.data)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the server survives every handler failure
+            log.exception("method %s failed", name)
+            await self._reply_error(uid, "internal", f"{name}: {type(e).__name__}: {e}")
+
+    async def _invoke(self, name: str, args: Any) -> Any:
+        spec = self.methods.get(name)
+        if spec is None:
+            raise TandemError("no-such-method", f"No such method: {name}")
+        # No arguments, or one empty plist (printed as nil or ()), mean {}.
+        if args is None or args == [] or args == [None] or args == [[]]:
+            raw: Any = {}
+        elif isinstance(args, list) and len(args) == 1 and isinstance(args[0], dict):
+            raw = args[0]
+        else:
+            raise TandemError("invalid", f"{name}: arguments must be one plist, got {args!r:.200}")
+        try:
+            params = spec.params.model_validate(raw)
+        except ValidationError as e:
+            raise TandemError("invalid", f"{name}: {describe_validation(e)}") from e
+        return await spec.handler(self.app, params)
+
+    async def _reply_error(self, uid: int, code: str, message: str, data: Any = None) -> None:
+        try:
+            await self._send([_sym("return-error"), uid, error_value(code, message, data)])
+        except sexp.SexpError:
+            await self._send([_sym("return-error"), uid, error_value(code, message)])
+
+    async def close(self) -> None:
+        """Close the socket and fail every call into Emacs still waiting."""
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionClosed("connection closed"))
+        for task in list(self._tasks):
+            task.cancel()
+        try:
+            self.writer.close()
+            await self.writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass

@@ -1,0 +1,100 @@
+"""Core methods every backend answers: hello, ping, page and diagnostics.
+
+The diagnostics (``debug/…``) exist so that tests and ``make bench`` exercise
+the transport through the real server: echo, large replies, event floods,
+slow calls and calls back into Emacs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+from tandem import __version__
+from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.core import (
+    BigParams,
+    CallEmacsParams,
+    EchoParams,
+    EmitParams,
+    HelloParams,
+    HelloReply,
+    NoParams,
+    PageParams,
+    SleepParams,
+)
+from tandem.server.connection import CURRENT
+
+
+async def hello(app: Any, p: HelloParams) -> HelloReply:
+    """Authenticate (the connection checked the token) and describe the backend."""
+    conn = CURRENT.get()
+    return HelloReply(
+        version=__version__,
+        pid=os.getpid(),
+        home=str(app.home),
+        python=sys.version.split()[0],
+        methods=sorted(conn.methods),
+    )
+
+
+async def ping(app: Any, p: NoParams) -> str:
+    """Answer ``pong``: the cheapest round trip."""
+    return "pong"
+
+
+async def page(app: Any, p: PageParams) -> str:
+    """Return one page of a large reply held by this connection."""
+    try:
+        return CURRENT.get().pages.page(p.handle, p.index)
+    except KeyError:
+        raise TandemError("not-found", f"No paged reply {p.handle} (expired?)") from None
+    except IndexError:
+        raise TandemError("invalid", f"Page {p.index} is out of range for {p.handle}") from None
+
+
+async def echo(app: Any, p: EchoParams) -> Any:
+    """Return the value as it arrived."""
+    return p.value
+
+
+async def big(app: Any, p: BigParams) -> Any:
+    """Return a string of SIZE characters, or ITEMS small plists."""
+    if p.items:
+        return [{"i": i, "name": f"item-{i}", "ok": True} for i in range(p.items)]
+    unit = "0123456789abcdef" * 64
+    return (unit * (p.size // len(unit) + 1))[: p.size]
+
+
+async def emit(app: Any, p: EmitParams) -> int:
+    """Publish COUNT events and return COUNT."""
+    for i in range(p.count):
+        app.events.publish(p.session, p.kind, {"turn": 1, "stream": "text", "text": p.text, "i": i})
+        if i % 1000 == 999:
+            await asyncio.sleep(0)  # let the flusher run, as a real stream would
+    return p.count
+
+
+async def sleep(app: Any, p: SleepParams) -> float:
+    """Wait SECONDS and return them."""
+    await asyncio.sleep(p.seconds)
+    return p.seconds
+
+
+async def call_emacs(app: Any, p: CallEmacsParams) -> Any:
+    """Call back into Emacs from inside a handler and return its answer."""
+    return await CURRENT.get().call(p.method, *p.args)
+
+
+METHODS = [
+    MethodSpec("hello", HelloParams, hello, "Authenticate with the token; describe the backend."),
+    MethodSpec("ping", NoParams, ping, "Answer pong."),
+    MethodSpec("page", PageParams, page, "Fetch one page of a large reply."),
+    MethodSpec("debug/echo", EchoParams, echo, "Diagnostics: return VALUE."),
+    MethodSpec("debug/big", BigParams, big, "Diagnostics: a large reply."),
+    MethodSpec("debug/emit", EmitParams, emit, "Diagnostics: publish COUNT events."),
+    MethodSpec("debug/sleep", SleepParams, sleep, "Diagnostics: answer after SECONDS."),
+    MethodSpec("debug/call-emacs", CallEmacsParams, call_emacs, "Diagnostics: call into Emacs."),
+]

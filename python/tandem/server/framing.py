@@ -1,0 +1,69 @@
+"""EPC framing: six hexadecimal digits of byte length, then a UTF-8 S-expression."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tandem.server import sexp
+
+HEADER = 6
+MAX_WIRE = 0xFFFFFF
+"""The largest payload a 6-hex-digit header can describe (16 MiB - 1)."""
+MAX_FRAME = 4 * 1024 * 1024
+"""Replies larger than this are paged (`tandem.server.paging`), never framed."""
+
+
+class FrameError(Exception):
+    """The peer sent something that is not an EPC frame; the stream is lost."""
+
+
+class BadMessage(Exception):
+    """A well-framed payload that does not read as data; the stream goes on."""
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+def encode_frame(message: Any) -> bytes:
+    """Return MESSAGE encoded as one frame. Raises `FrameError` when too large."""
+    payload = sexp.dumps(message).encode("utf-8")
+    if len(payload) > MAX_WIRE:
+        raise FrameError(f"frame of {len(payload)} bytes exceeds the EPC limit")
+    return b"%06x" % len(payload) + payload
+
+
+def encode_payload(message: Any) -> bytes:
+    """Return MESSAGE encoded without a header (to measure it before framing)."""
+    return sexp.dumps(message).encode("utf-8")
+
+
+def frame_bytes(payload: bytes) -> bytes:
+    """Prefix PAYLOAD with its header."""
+    if len(payload) > MAX_WIRE:
+        raise FrameError(f"frame of {len(payload)} bytes exceeds the EPC limit")
+    return b"%06x" % len(payload) + payload
+
+
+async def read_frame(reader: asyncio.StreamReader) -> Any | None:
+    """Read one frame and return its decoded message; None at a clean end of stream."""
+    try:
+        header = await reader.readexactly(HEADER)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial:
+            return None
+        raise FrameError("stream ended inside a frame header") from e
+    try:
+        length = int(header, 16)
+    except ValueError as e:
+        raise FrameError(f"bad frame header {header!r}") from e
+    try:
+        payload = await reader.readexactly(length)
+    except asyncio.IncompleteReadError as e:
+        raise FrameError("stream ended inside a frame") from e
+    text = payload.decode("utf-8", errors="replace")
+    try:
+        return sexp.loads(text)
+    except sexp.SexpError as e:
+        raise BadMessage(f"unreadable message: {e}", text) from e

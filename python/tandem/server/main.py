@@ -1,0 +1,107 @@
+"""``tandem serve``: the EPC server Emacs starts.
+
+Contract with Emacs: the first line on stdout is the port, and nothing reaches
+stdout or stderr before it (a stray warning breaks ``epc:start-epc``); so the
+log goes to ``$TANDEM_HOME/logs/backend.log`` and warnings into the log, before
+anything else is imported. The server exits when its stdin closes (Emacs, its
+parent, went away) or on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from tandem.paths import logs_dir, tandem_home
+
+log = logging.getLogger("tandem.server")
+
+
+def setup_logging(home: Path) -> Path:
+    """Send logs and warnings to ``HOME/logs/backend.log``; return its path."""
+    folder = logs_dir(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "backend.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("TANDEM_LOG_LEVEL", "INFO").upper())
+    logging.captureWarnings(True)
+    return path
+
+
+def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    # A thread, because a pipe or terminal on stdin cannot always be added to
+    # the event loop portably; reading returns b"" when Emacs goes away.
+    try:
+        while os.read(sys.stdin.fileno(), 65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    loop.call_soon_threadsafe(stop.set)
+
+
+async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True) -> None:
+    """Run the server until stdin closes or a signal arrives."""
+    from tandem.app import App
+    from tandem.server.connection import Connection
+    from tandem.server.pusher import EventPusher
+    from tandem.server.table import build_table
+
+    pusher = EventPusher()
+    app = App(home=home, events=pusher)
+    methods = build_table()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    connections: set[Connection] = set()
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Connection(reader, writer, methods, app, token, on_auth=pusher.attach)
+        connections.add(conn)
+        try:
+            await conn.serve()
+        finally:
+            connections.discard(conn)
+
+    server = await asyncio.start_server(on_client, "127.0.0.1", port, limit=2**20)
+    bound = server.sockets[0].getsockname()[1]
+    sys.stdout.write(f"{bound}\n")
+    sys.stdout.flush()
+    log.info("serving on 127.0.0.1:%d with %d methods", bound, len(methods))
+    if watch_stdin:
+        threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
+    async with server:
+        await stop.wait()
+        log.info("stopping")
+        for conn in list(connections):
+            await conn.close()
+        for closer in app.services.values():
+            aclose = getattr(closer, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:
+                    log.exception("closing a service failed")
+
+
+def main(port: int = 0, watch_stdin: bool = True) -> int:
+    """Entry point of ``tandem serve``; returns the exit status."""
+    home = tandem_home()
+    setup_logging(home)
+    token = os.environ.get("TANDEM_TOKEN", "")
+    if not token:
+        log.error("TANDEM_TOKEN is not set")
+        sys.stdout.write("error: TANDEM_TOKEN must be set (Emacs sets it)\n")
+        return 2
+    asyncio.run(serve(token, home, port, watch_stdin))
+    return 0

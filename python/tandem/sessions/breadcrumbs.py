@@ -1,0 +1,47 @@
+"""Breadcrumbs for ``continue``: the last session each front end worked in.
+
+One small JSON file per key under ``$TANDEM_HOME/breadcrumbs/`` (``cli`` for
+the terminal, ``emacs`` for Emacs), rewritten atomically on each activation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from tandem.protocol.base import TandemError
+from tandem.store import fsutil
+
+_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class Breadcrumb(BaseModel):
+    """Where the last activated session was: id, journal path, its cwd then."""
+
+    id: str
+    path: str
+    cwd: str
+
+
+def _path(home: Path, key: str) -> Path:
+    if not _KEY.match(key):
+        raise TandemError("invalid", f"invalid breadcrumb key {key!r}")
+    return home / "breadcrumbs" / f"{key}.json"
+
+
+def read(home: Path, key: str) -> Breadcrumb | None:
+    """The breadcrumb of KEY, or None (missing or unreadable files are ignored)."""
+    try:
+        return Breadcrumb.model_validate_json(_path(home, key).read_bytes())
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def write(home: Path, key: str, crumb: Breadcrumb) -> None:
+    """Record CRUMB for KEY (atomic replace)."""
+    path = _path(home, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fsutil.atomic_write(path, json.dumps(crumb.model_dump()).encode())

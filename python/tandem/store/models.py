@@ -1,0 +1,228 @@
+"""Records of a journal on disk: the header line and the entry lines.
+
+Entry types are those of docs/architecture.md. Every model allows extra keys
+so a newer tandem's fields survive a round trip; an entry of an unknown type
+parses as the plain `Entry` with all its keys kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+JOURNAL_VERSION = 1
+
+
+class Header(BaseModel):
+    """Line 1 of a journal: who the session is and where it belongs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["header"] = "header"
+    version: int = JOURNAL_VERSION
+    id: str
+    cwd: str
+    created: str
+    title: str = ""
+    previous_files: list[str] = Field(default_factory=list)
+
+
+class Entry(BaseModel):
+    """Any journal line after the header: ``type``, ``seq``, ``ts``, maybe ``turn``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    seq: int = Field(ge=1)
+    ts: str
+    turn: int | None = None
+
+
+class TurnStart(Entry):
+    """A turn was accepted; its identity is reserved."""
+
+    type: Literal["turn_start"] = "turn_start"
+    turn: int
+    origin: Literal["chat", "directive"]
+    provider: str = ""
+    model: str = ""
+    checkpoint: str | None = None
+    permission_mode: str = "ask"
+
+
+class User(Entry):
+    """The submitted request text (for a directive: the exact prompt)."""
+
+    type: Literal["user"] = "user"
+    turn: int
+    text: str
+
+
+class Assistant(Entry):
+    """One complete assistant message."""
+
+    type: Literal["assistant"] = "assistant"
+    turn: int
+    text: str
+
+
+class Reasoning(Entry):
+    """One complete reasoning block."""
+
+    type: Literal["reasoning"] = "reasoning"
+    turn: int
+    text: str
+
+
+class ToolCall(Entry):
+    """The model asked for a tool."""
+
+    type: Literal["tool_call"] = "tool_call"
+    turn: int
+    call_id: str
+    name: str
+    kind: Literal["read", "edit", "execute", "other"] = "other"
+    title: str = ""
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(Entry):
+    """What the tool returned."""
+
+    type: Literal["tool_result"] = "tool_result"
+    turn: int
+    call_id: str
+    status: Literal["completed", "failed", "refused"]
+    output: Any = None
+
+
+class Interaction(Entry):
+    """The user was asked (a permission question)."""
+
+    type: Literal["interaction"] = "interaction"
+    turn: int
+    interaction_id: str
+    kind: Literal["permission"] = "permission"
+    call_id: str | None = None
+    title: str = ""
+    options: list[Any] = Field(default_factory=list)
+
+
+class InteractionAnswer(Entry):
+    """The user answered an interaction."""
+
+    type: Literal["interaction_answer"] = "interaction_answer"
+    turn: int
+    interaction_id: str
+    answer: Literal["allow_once", "allow_session", "reject"]
+
+
+class TurnEnd(Entry):
+    """The one terminal path of a turn."""
+
+    type: Literal["turn_end"] = "turn_end"
+    turn: int
+    outcome: Literal["succeeded", "failed", "aborted"]
+    error: str | None = None
+    usage: dict[str, Any] | None = None
+    patch: Any = None
+    completeness: Any = None
+
+
+class DirectiveOpen(Entry):
+    """Opens a directive span."""
+
+    type: Literal["directive_open"] = "directive_open"
+    turn: int
+    workspace: str
+    directive: str
+    action: str
+    attempt: int | None = None
+
+
+class DirectiveClose(Entry):
+    """Closes a directive span (the directive frame)."""
+
+    type: Literal["directive_close"] = "directive_close"
+    turn: int
+    directive: str
+    outcome: str
+    summary: str = ""
+
+
+class Rewind(Entry):
+    """Hides turns >= before_turn from view and projection."""
+
+    type: Literal["rewind"] = "rewind"
+    before_turn: int = Field(ge=1)
+
+
+class Compaction(Entry):
+    """Projection starts here."""
+
+    type: Literal["compaction"] = "compaction"
+    summary: str
+    first_kept_turn: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+class AcpSession(Entry):
+    """The root chat's ACP conversation."""
+
+    type: Literal["acp_session"] = "acp_session"
+    acp_session_id: str
+    how: Literal["new", "load", "resume", "seeded"]
+
+
+ENTRY_TYPES: dict[str, type[Entry]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        TurnStart,
+        User,
+        Assistant,
+        Reasoning,
+        ToolCall,
+        ToolResult,
+        Interaction,
+        InteractionAnswer,
+        TurnEnd,
+        DirectiveOpen,
+        DirectiveClose,
+        Rewind,
+        Compaction,
+        AcpSession,
+    )
+}
+"""Known entry types by their ``type`` value."""
+
+
+class EntryError(ValueError):
+    """A line that is JSON but not a valid entry."""
+
+
+def parse_entry(data: dict[str, Any]) -> Entry:
+    """Validate DATA as the entry model of its ``type`` (plain `Entry` if unknown)."""
+    if not isinstance(data, dict):
+        raise EntryError(f"an entry must be a JSON object, not {type(data).__name__}")
+    kind = data.get("type")
+    if not isinstance(kind, str) or not kind or kind == "header":
+        raise EntryError(f"entry has no valid type: {kind!r}")
+    cls = ENTRY_TYPES.get(kind, Entry)
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise EntryError(f"invalid {kind} entry: {exc}") from exc
+
+
+def entry_to_dict(entry: Entry) -> dict[str, Any]:
+    """The JSON object written for ENTRY (extra keys included, untouched).
+
+    ``turn`` is left out when the entry belongs to no turn, so an entry of an
+    unknown type is written back with exactly the keys it came with.
+    """
+    data = entry.model_dump(mode="json")
+    if data.get("turn", 0) is None:
+        del data["turn"]
+    return data

@@ -1,0 +1,78 @@
+"""What every native tool is: a name, a capability class, an argument model, a runner."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from tandem.providers.base import ToolKind
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should be told about (bad path, no match…)."""
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's argument model: unknown arguments are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolContext:
+    """Where and how a tool runs."""
+
+    root: Path
+    """Workspace root: every path resolves inside it."""
+    shell_timeout: float = 120.0
+    """Upper bound (seconds) on one shell command."""
+    output_cap: int = 64 * 1024
+    """Upper bound (bytes) on what a tool returns to the model."""
+    ran_shell: list[str] = field(default_factory=list)
+    """Shell commands run during the turn (any of them may write outside the root)."""
+
+
+Runner = Callable[[ToolContext, Any], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One native tool offered to the model."""
+
+    name: str
+    kind: ToolKind
+    """Capability class: ``read``, ``edit`` or ``execute``; it decides permissions."""
+    description: str
+    args: type[ToolArgs]
+    run: Runner
+    title: Callable[[Any], str]
+    """A one-line human title for a call (``Edit src/a.py``)."""
+
+    def schema(self) -> dict[str, Any]:
+        """JSON schema of the arguments, as both wire formats take it."""
+        return copy.deepcopy(_schema(self.args))
+
+
+@functools.cache
+def _schema(args: type[ToolArgs]) -> dict[str, Any]:
+    # Building a pydantic schema is slow; it never changes for a class.
+    schema = args.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def cap_text(text: str, cap: int) -> str:
+    """TEXT cut to at most CAP bytes of UTF-8, with a note saying how much was dropped."""
+    data = text.encode("utf-8")
+    if len(data) <= cap:
+        return text
+    kept = data[:cap].decode("utf-8", "ignore")
+    return f"{kept}\n[output truncated: {len(data) - cap} more bytes not shown]"

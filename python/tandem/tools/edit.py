@@ -1,0 +1,113 @@
+"""Edit-capability tools: exact search-and-replace edit, write a whole file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from pydantic import Field
+
+from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError
+from tandem.tools.paths import display_path, resolve_in_root
+
+MAX_WRITE = 10 * 1024 * 1024
+
+
+class EditArgs(ToolArgs):
+    """Arguments of ``edit_file``."""
+
+    path: str = Field(description="File path, relative to the workspace root")
+    old_text: str = Field(description="Exact text to replace (must occur exactly once)")
+    new_text: str = Field(description="Replacement text")
+    replace_all: bool = Field(default=False, description="Replace every occurrence")
+
+
+class WriteArgs(ToolArgs):
+    """Arguments of ``write_file``."""
+
+    path: str = Field(description="File path, relative to the workspace root")
+    content: str = Field(description="The complete new content of the file")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace PATH with TEXT crash-safely (temp file, fsync, rename), keeping its mode."""
+    data = text.encode("utf-8")
+    if len(data) > MAX_WRITE:
+        raise ToolError(f"content too large ({len(data)} bytes, limit {MAX_WRITE})")
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tandem-{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+async def edit_file(ctx: ToolContext, args: EditArgs) -> str:
+    """Replace OLD_TEXT (exactly once, or everywhere with REPLACE_ALL) by NEW_TEXT."""
+    real = resolve_in_root(ctx.root, args.path)
+    shown = display_path(ctx.root, real)
+    if not real.is_file():
+        raise ToolError(f"{shown}: no such file (use write_file to create one)")
+    if not args.old_text:
+        raise ToolError("old_text must not be empty")
+    if args.old_text == args.new_text:
+        raise ToolError("old_text and new_text are the same: nothing to do")
+    text = real.read_text(encoding="utf-8")
+    count = text.count(args.old_text)
+    if count == 0:
+        raise ToolError(f"{shown}: old_text not found; read the file and copy the text exactly")
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"{shown}: old_text occurs {count} times; give more context or set replace_all"
+        )
+    write_atomic(real, text.replace(args.old_text, args.new_text))
+    return f"Edited {shown}: {count} replacement{'s' if count > 1 else ''}."
+
+
+async def write_file(ctx: ToolContext, args: WriteArgs) -> str:
+    """Create or overwrite a file with CONTENT."""
+    real = resolve_in_root(ctx.root, args.path)
+    if real.is_dir():
+        raise ToolError(f"{display_path(ctx.root, real)}: is a folder")
+    existed = real.exists()
+    write_atomic(real, args.content)
+    verb = "Overwrote" if existed else "Created"
+    return f"{verb} {display_path(ctx.root, real)} ({len(args.content.encode())} bytes)."
+
+
+EDIT_TOOLS = [
+    Tool(
+        "edit_file",
+        "edit",
+        "Edit a file by exact search and replace: old_text must match the file exactly once.",
+        EditArgs,
+        edit_file,
+        lambda a: f"Edit {a.path}",
+    ),
+    Tool(
+        "write_file",
+        "edit",
+        "Create a file, or replace a file's whole content.",
+        WriteArgs,
+        write_file,
+        lambda a: f"Write {a.path}",
+    ),
+]
+"""The edit-capability tools."""

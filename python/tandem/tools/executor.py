@@ -1,0 +1,128 @@
+"""Run one tool call of the model: validate, decide permission, execute, report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from tandem.providers.base import PermissionRequest, TurnRequest, TurnSink
+from tandem.tools.base import Tool, ToolContext, ToolError
+from tandem.tools.edit import EDIT_TOOLS
+from tandem.tools.files import READ_TOOLS
+from tandem.tools.permissions import GRANTS, SessionGrants, decide
+from tandem.tools.shell import SHELL_TOOLS
+
+
+def default_tools() -> list[Tool]:
+    """Every native tool: read, edit and execute capabilities."""
+    return [*READ_TOOLS, *EDIT_TOOLS, *SHELL_TOOLS]
+
+
+@dataclass
+class ToolOutcome:
+    """What goes back to the model for one call."""
+
+    call_id: str
+    name: str
+    status: str
+    """``completed``, ``failed`` or ``refused``."""
+    output: str
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the model should see this result as an error."""
+        return self.status != "completed"
+
+
+class ToolExecutor:
+    """Runs the model's tool calls for one turn, asking the user when the mode says so.
+
+    The permission check happens here, in the executor, so a model cannot get
+    around read-only mode whatever it asks for.
+    """
+
+    def __init__(
+        self,
+        request: TurnRequest,
+        sink: TurnSink,
+        ctx: ToolContext,
+        tools: list[Tool] | None = None,
+        grants: SessionGrants | None = None,
+        scrub: Callable[[str], str] | None = None,
+    ) -> None:
+        self.request = request
+        self.sink = sink
+        self.ctx = ctx
+        self.tools = {t.name: t for t in (tools if tools is not None else default_tools())}
+        self.grants = grants if grants is not None else GRANTS
+        self.scrub = scrub or (lambda text: text)
+        """Masks secrets (the API key) in what a tool returns."""
+
+    def specs(self) -> list[Tool]:
+        """The tools offered to the model."""
+        return list(self.tools.values())
+
+    async def run(self, call_id: str, name: str, raw_input: Any) -> ToolOutcome:
+        """Report, check and run one call; never raises for the model's mistakes."""
+        tool = self.tools.get(name)
+        input_dict = raw_input if isinstance(raw_input, dict) else {"_raw": raw_input}
+        if tool is None:
+            self.sink.tool_call(call_id, name, "other", name, input_dict)
+            return self._done(call_id, name, "failed", f"unknown tool {name!r}")
+        try:
+            args = tool.args.model_validate(input_dict)
+            title = tool.title(args)
+        except ValidationError as exc:
+            self.sink.tool_call(call_id, name, tool.kind, name, input_dict)
+            msg = f"invalid arguments for {name}: {_short_errors(exc)}"
+            return self._done(call_id, name, "failed", msg)
+        self.sink.tool_call(call_id, name, tool.kind, title, input_dict)
+        decision = decide(
+            tool.kind,
+            self.request.permission_mode,
+            self.request.read_only,
+            self.grants.granted(self.request.session_id, name),
+        )
+        if decision == "refuse":
+            why = (
+                "this is a read-only (discussion) request"
+                if self.request.read_only
+                else "the permission mode is read-only"
+            )
+            return self._done(
+                call_id, name, "refused", f"Refused: {why}; {name} ({tool.kind}) is not allowed."
+            )
+        if decision == "ask":
+            answer = await self.sink.ask_permission(
+                PermissionRequest(
+                    call_id=call_id, tool=name, kind=tool.kind, title=title, input=input_dict
+                )
+            )
+            if answer not in ("allow_once", "allow_session"):
+                # Anything but an explicit allow (reject, a dismissed prompt) refuses.
+                return self._done(
+                    call_id, name, "refused", "The user rejected this tool call; it did not run."
+                )
+            if answer == "allow_session":
+                self.grants.grant(self.request.session_id, name)
+        try:
+            output = await tool.run(self.ctx, args)
+        except ToolError as exc:
+            return self._done(call_id, name, "failed", str(exc))
+        except OSError as exc:
+            return self._done(call_id, name, "failed", f"{name}: {exc.strerror or exc}")
+        return self._done(call_id, name, "completed", output)
+
+    def _done(self, call_id: str, name: str, status: str, output: str) -> ToolOutcome:
+        output = self.scrub(output)
+        self.sink.tool_result(call_id, status, output)
+        return ToolOutcome(call_id, name, status, output)
+
+
+def _short_errors(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+    )

@@ -1,0 +1,111 @@
+"""Install the Claude Code ACP adapter from npm for the integration tests.
+
+The adapter goes into a cache directory outside the repository,
+``${XDG_CACHE_HOME:-~/.cache}/tandem-test/acp/<version>``, pinned to
+`ADAPTER_VERSION`. An install happens in a temporary sibling directory and is
+renamed into place when complete, so an interrupted or concurrent install
+never leaves a half-installed adapter behind.
+
+Command line (for ``make test``): ``python tests/acp_adapter.py`` installs
+when missing and prints the adapter's executable; exit status 1 with the
+reason on stderr when npm or the registry is unavailable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ADAPTER_PACKAGE = "@zed-industries/claude-agent-acp"
+ADAPTER_VERSION = "0.23.1"
+ADAPTER_BIN = "claude-agent-acp"
+INSTALL_TIMEOUT = 600
+
+
+class AdapterUnavailable(Exception):
+    """The adapter is not installed and cannot be installed here (the message says why)."""
+
+
+def cache_dir() -> Path:
+    """Where pinned adapter versions are kept."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tandem-test" / "acp"
+
+
+def adapter_bin(version: str = ADAPTER_VERSION) -> Path:
+    """The adapter's executable inside the cache (it may not exist yet)."""
+    return cache_dir() / version / "node_modules" / ".bin" / ADAPTER_BIN
+
+
+def install_command(prefix: Path, version: str = ADAPTER_VERSION) -> list[str]:
+    """The npm command that installs the pinned adapter into PREFIX."""
+    return [
+        "npm",
+        "install",
+        "--prefix",
+        str(prefix),
+        "--no-audit",
+        "--no-fund",
+        "--no-save",
+        "--loglevel=error",
+        f"{ADAPTER_PACKAGE}@{version}",
+    ]
+
+
+def ensure_adapter(version: str = ADAPTER_VERSION) -> Path:
+    """The adapter executable, installing it first when missing.
+
+    Raises `AdapterUnavailable` when node/npm are missing or npm fails.
+    """
+    target = adapter_bin(version)
+    if target.exists():
+        return target
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            raise AdapterUnavailable(f"{tool} is not on PATH")
+    root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=root))
+    try:
+        try:
+            done = subprocess.run(
+                install_command(staging, version),
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise AdapterUnavailable(f"npm install timed out after {INSTALL_TIMEOUT} s") from None
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+            raise AdapterUnavailable(f"npm install failed ({done.returncode}): {' | '.join(tail)}")
+        if not (staging / "node_modules" / ".bin" / ADAPTER_BIN).exists():
+            raise AdapterUnavailable(f"npm installed no {ADAPTER_BIN} executable")
+        try:
+            staging.rename(root / version)
+        except OSError:
+            # Another install finished first; theirs is as good as ours.
+            if not target.exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def main() -> int:
+    """Install when missing; print the executable, or the reason it is unavailable."""
+    try:
+        print(ensure_adapter())
+    except AdapterUnavailable as exc:
+        print(f"ACP adapter unavailable: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Fixtures of the remote tests: a fake agent-server on a real socket."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .fake_server import FakeAgentServer
+
+
+@pytest.fixture
+def server_home(tmp_path: Path) -> Path:
+    """A real folder the fake server reports as its home."""
+    home = tmp_path / "server-home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def fake(server_home: Path) -> Iterator[FakeAgentServer]:
+    """A running fake agent-server without a session key."""
+    with FakeAgentServer(str(server_home)) as srv:
+        yield srv
+
+
+@pytest.fixture
+def keyed(server_home: Path) -> Iterator[FakeAgentServer]:
+    """A running fake agent-server that requires the key ``s3cret-key``."""
+    with FakeAgentServer(str(server_home), api_key="s3cret-key") as srv:
+        yield srv
