@@ -1,0 +1,75 @@
+"""Params and replies of the turn methods (``turns/…``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tandem.protocol.base import Params, Reply
+
+SessionId = Field(min_length=1, max_length=100)
+
+
+class SendParams(Params):
+    """Send TEXT as an ordinary chat turn of SESSION."""
+
+    session: str = SessionId
+    text: str = Field(min_length=1, max_length=1_000_000)
+    provider: str | None = None
+    """``openai:MODEL``, ``anthropic:MODEL`` or ``acp:AGENT``; default from settings."""
+    model: str | None = None
+    permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
+
+
+class Accepted(Reply):
+    """The turn identity a request reserved."""
+
+    session: str
+    turn: int
+
+
+class SessionParams(Params):
+    """A method about one session."""
+
+    session: str = SessionId
+
+
+class TurnParams(Params):
+    """A method about one turn of a session."""
+
+    session: str = SessionId
+    turn: int = Field(ge=1)
+    timeout: float = Field(default=0, ge=0, le=3600)
+    """For ``turns/wait``: seconds to wait (0: do not wait)."""
+
+
+class AnswerParams(Params):
+    """Answer interaction INTERACTION_ID of SESSION's running turn."""
+
+    session: str = SessionId
+    interaction_id: str = Field(min_length=1)
+    answer: Literal["allow_once", "allow_session", "reject"]
+
+
+class ConfigureParams(Params):
+    """What Emacs tells the backend: ACP agents, keys from auth-source, defaults.
+
+    Kept in memory only; never written to a journal, log or event.
+    """
+
+    acp_agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
+    default_provider: str | None = None
+    permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
+
+
+class TurnStatus(Reply):
+    """Where a turn stands."""
+
+    state: Literal["running", "ended"]
+    turn: int
+    waiting: bool = False
+    outcome: Literal["succeeded", "failed", "aborted"] | None = None
+    error: str | None = None
+    files_changed: list[str] = Field(default_factory=list)

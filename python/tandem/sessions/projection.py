@@ -1,0 +1,91 @@
+"""Projection: from a journal to the context an ordinary-chat request sends.
+
+A pure function (DESIGN.md §1): it drops everything inside directive
+boundaries, everything before the latest compaction summary, and every
+rewound turn; what is left becomes provider-neutral messages. It reads
+entries as plain dicts so that it runs straight off ``json.loads`` lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tandem.providers.base import Message, ToolCallRef
+
+SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
+
+
+def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[int]]:
+    """Return (every turn seen, turns hidden by rewinds) in ENTRIES."""
+    seen: set[int] = set()
+    hidden: set[int] = set()
+    for e in entries:
+        turn = e.get("turn")
+        if e.get("type") == "turn_start" and isinstance(turn, int):
+            seen.add(turn)
+        elif e.get("type") == "rewind":
+            before = e.get("before_turn")
+            if isinstance(before, int):
+                hidden.update(t for t in seen if t >= before)
+    return seen, hidden
+
+
+def directive_turns(entries: Iterable[Mapping[str, Any]]) -> set[int]:
+    """Turns that lie inside a directive boundary."""
+    return {e["turn"] for e in entries
+            if e.get("type") == "directive_open" and isinstance(e.get("turn"), int)}
+
+
+def project(entries: list[Mapping[str, Any]]) -> list[Message]:
+    """The ordinary-chat context of a session whose journal holds ENTRIES."""
+    _, hidden = visible_turns(entries)
+    excluded = hidden | directive_turns(entries)
+    start = 0
+    summary: str | None = None
+    first_kept = 0
+    for i, e in enumerate(entries):
+        if e.get("type") == "compaction":
+            start, summary = i + 1, str(e.get("summary", ""))
+            first_kept = int(e.get("first_kept_turn") or 0)
+    messages: list[Message] = []
+    if summary is not None:
+        messages.append(Message(role="user", text=SUMMARY_PREFIX + summary))
+        messages.append(Message(role="assistant", text="Understood."))
+        # Kept turns precede the compaction entry in the journal.
+        body = [e for e in entries[:start] if _turn(e) >= first_kept > 0] + entries[start:]
+    else:
+        body = list(entries)
+    for e in body:
+        turn = _turn(e)
+        if turn in excluded or turn < 0:
+            continue
+        _add(messages, e)
+    # Dangling tool calls (an aborted turn) are paired by the native provider
+    # (`complete_tool_pairs`), which knows what its API rejects.
+    return messages
+
+
+def _turn(e: Mapping[str, Any]) -> int:
+    turn = e.get("turn")
+    return turn if isinstance(turn, int) else -1
+
+
+def _add(messages: list[Message], e: Mapping[str, Any]) -> None:
+    kind = e.get("type")
+    if kind == "user":
+        messages.append(Message(role="user", text=str(e.get("text", ""))))
+    elif kind == "assistant":
+        messages.append(Message(role="assistant", text=str(e.get("text", ""))))
+    elif kind == "tool_call":
+        call = ToolCallRef(id=str(e.get("call_id")), name=str(e.get("name", "")),
+                           input=dict(e.get("input") or {}))
+        last = messages[-1] if messages else None
+        if last is not None and last.role == "assistant":
+            last.tool_calls.append(call)
+        else:
+            messages.append(Message(role="assistant", tool_calls=[call]))
+    elif kind == "tool_result":
+        messages.append(Message(role="tool", call_id=str(e.get("call_id")),
+                                text=str(e.get("output", "")),
+                                is_error=e.get("status") != "completed"))

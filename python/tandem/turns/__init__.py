@@ -1,0 +1,1 @@
+"""tandem.turns: the turn engine and its one terminal path."""

@@ -1,0 +1,118 @@
+"""``tandem ask``: one chat turn without Emacs.
+
+The answer streams to stdout; with ``--json`` one JSON line ends the output
+(``session``, ``turn``, ``outcome``, ``files_changed``). Exit 0 on success, 1 on
+failure, 130 on interrupt. In ``ask`` mode a permission question is put to
+the terminal; with no terminal it is rejected, and stderr says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from tandem.protocol.base import TandemError
+from tandem.providers.base import PermissionAnswer, PermissionRequest
+
+EXIT_INTERRUPT = 130
+
+
+class StdoutSink:
+    """Events of a headless turn: text deltas to stdout, nothing else."""
+
+    def __init__(self, show: bool = True) -> None:
+        self.show = show
+
+    def publish(self, session: str, kind: str, payload: dict[str, Any]) -> None:
+        """Print streamed answer text as it comes."""
+        if self.show and kind == "delta" and payload.get("stream") == "text":
+            sys.stdout.write(payload.get("text", ""))
+            sys.stdout.flush()
+
+
+def _terminal() -> Any:
+    try:
+        return open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - closed by caller
+    except OSError:
+        return None
+
+
+async def ask_on_terminal(request: PermissionRequest, interaction: str) -> PermissionAnswer:
+    """Ask about a tool call on the controlling terminal; reject when there is none."""
+    tty = _terminal() if sys.stdin.isatty() or os.environ.get("TANDEM_FORCE_TTY") else None
+    if tty is None:
+        sys.stderr.write(f"tandem: no terminal to ask; rejected {request.tool}: "
+                         f"{request.title}\n")
+        return "reject"
+    with tty:
+        tty.write(f"\nAllow {request.tool}: {request.title}? [y]es once / [a]lways this "
+                  "session / [n]o: ")
+        tty.flush()
+        line = await asyncio.to_thread(tty.readline)
+    choice = line.strip().lower()[:1]
+    return "allow_once" if choice == "y" else "allow_session" if choice == "a" else "reject"
+
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    from tandem.app import App
+    from tandem.paths import tandem_home
+    from tandem.sessions.api import manager
+    from tandem.turns.engine import TurnSpec
+    from tandem.turns.service import choose_permission_mode, choose_provider, settings_for, turns
+
+    app = App(home=tandem_home(), events=StdoutSink(show=True))
+    service = turns(app)
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if args.session:
+        journal = manager(app).resume_id(args.session, cwd, confirm=None).journal
+    else:
+        journal = manager(app).new(cwd).journal
+    settings = settings_for(service.root_of(journal), service.config)
+    mode = choose_permission_mode(settings, args.permission_mode)
+    spec = TurnSpec(session=journal.id, text=args.prompt,
+                    provider=choose_provider(settings, args.provider), permission_mode=mode)
+    turn = await service.engine.accept(spec, asker=ask_on_terminal)
+    try:
+        ended = await service.engine.wait(journal.id, turn)
+    except asyncio.CancelledError:
+        service.engine.cancel(journal.id)
+        ended = await service.engine.wait(journal.id, turn)
+    finally:
+        await service.aclose()
+    sys.stdout.write("\n")
+    if ended.error:
+        sys.stderr.write(f"tandem: turn {turn} {ended.outcome}: {ended.error}\n")
+    if args.json:
+        sys.stdout.write(json.dumps({"session": journal.id, "turn": turn,
+                                     "outcome": ended.outcome,
+                                     "files_changed": ended.files_changed}) + "\n")
+    manager(app).close()
+    return {"succeeded": 0, "failed": 1}.get(ended.outcome, EXIT_INTERRUPT)
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """Entry point of ``tandem ask``."""
+    try:
+        return asyncio.run(_ask(args))
+    except TandemError as e:
+        sys.stderr.write(f"tandem: {e.message}\n")
+        return 1
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPT
+
+
+def register(sub: Any) -> None:
+    """Add ``tandem ask`` to the command line."""
+    p = sub.add_parser("ask", help="run one chat turn without Emacs")
+    p.add_argument("prompt", help="what to ask")
+    p.add_argument("--cwd", help="project directory of a new session (default: here)")
+    p.add_argument("--session", help="continue this session (id or unique prefix)")
+    p.add_argument("--provider", help="openai:MODEL, anthropic:MODEL or acp:AGENT")
+    p.add_argument("--permission-mode", choices=["ask", "auto-edit", "read-only"])
+    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.set_defaults(func=run_ask)

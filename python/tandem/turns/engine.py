@@ -1,0 +1,340 @@
+"""The turn engine: accept a request, run it through a provider, end it one way.
+
+Every turn, chat or directive, native or ACP, goes through `TurnEngine.accept`
+and ends in `_finish`, the one terminal path (DESIGN.md §2 "One completion
+path"): the final patch from the pre-turn checkpoint, the directive close
+entry, the ``turn_end`` entry, an fsync, the terminal hook (a directive's
+attempt record) and one ``turn-ended`` event, in that order. A turn found
+open when a journal is first touched (the backend died mid-turn) is closed
+as aborted by `repair`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from tandem.events import EventSink
+from tandem.protocol.base import TandemError
+from tandem.providers.base import (
+    Message,
+    Outcome,
+    PermissionAnswer,
+    PermissionMode,
+    Provider,
+    TurnRequest,
+    TurnResult,
+)
+from tandem.sessions.projection import project
+from tandem.store.journal import Journal
+from tandem.turns.sink import Asker, JournalSink
+
+log = logging.getLogger("tandem.turns")
+
+CRASH_ERROR = "The backend stopped while this turn was running."
+
+
+@dataclass
+class DirectiveFrame:
+    """What makes a turn a directive request (its boundary entries)."""
+
+    workspace: str
+    directive: str
+    action: str
+    attempt: int | None = None
+
+
+@dataclass
+class TurnSpec:
+    """One request to run: what to send, to which provider, under which rules."""
+
+    session: str
+    text: str
+    """The user entry's text: the chat message, or a directive's exact prompt."""
+    provider: str
+    model: str = ""
+    permission_mode: PermissionMode = "ask"
+    system: str = ""
+    messages: list[Message] | None = None
+    """Context to send; None means the projection plus TEXT (ordinary chat)."""
+    directive: DirectiveFrame | None = None
+    read_only: bool = False
+    on_terminal: Callable[[TurnEnded], Awaitable[None]] | None = None
+    """Runs after the turn's entries are durable, before the terminal event."""
+
+
+@dataclass
+class TurnEnded:
+    """How a turn ended, as the terminal path recorded it."""
+
+    session: str
+    turn: int
+    outcome: Outcome
+    error: str | None
+    answer: str
+    checkpoint: str | None
+    patch: dict[str, Any] | None
+    completeness: str | None
+    files_changed: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+class Checkpoints:
+    """The checkpoint hooks the engine calls; the default records none."""
+
+    async def before(self, root: Path, session: str, turn: int) -> str | None:
+        """Take the pre-turn checkpoint of ROOT; return its id (None: no checkpoint)."""
+        return None
+
+    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
+                    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Return (patch summary, completeness) of the turn since CHECKPOINT."""
+        return None, None
+
+
+@dataclass
+class Running:
+    """A turn in flight."""
+
+    spec: TurnSpec
+    turn: int
+    sink: JournalSink
+    task: asyncio.Task[TurnEnded]
+    provider_task: asyncio.Task[TurnResult] | None = None
+    cancelled: bool = False
+
+
+class TurnEngine:
+    """Runs turns for every open session of one backend."""
+
+    def __init__(self, events: EventSink, journal_of: Callable[[str], Journal],
+                 provider_for: Callable[[TurnSpec, Journal], Provider],
+                 checkpoints: Checkpoints | None = None,
+                 root_of: Callable[[Journal], Path] | None = None) -> None:
+        self.events = events
+        self.root_of = root_of or (lambda j: Path(j.header.cwd))
+        self.journal_of = journal_of
+        self.provider_for = provider_for
+        self.checkpoints = checkpoints or Checkpoints()
+        self.running: dict[str, Running] = {}
+        self.ended: dict[tuple[str, int], TurnEnded] = {}
+        self._repaired: set[str] = set()
+
+    # -- accepting ---------------------------------------------------------
+
+    async def accept(self, spec: TurnSpec, asker: Asker | None = None) -> int:
+        """Reserve the next turn of SPEC's session, start it and return its number."""
+        if not spec.text.strip():
+            raise TandemError("invalid", "Nothing to send: the request is empty")
+        if spec.session in self.running:
+            raise TandemError("busy", f"A turn is already running in session {spec.session}; "
+                              "cancel it first (C-c C-c)")
+        journal = self.journal_of(spec.session)
+        if not journal.writable:
+            raise TandemError("read-only", journal.read_only_reason or "session is read-only")
+        self.repair(journal)
+        root = self.root_of(journal)
+        if not root.is_dir():
+            raise TandemError("not-found", f"The session's directory {root} no longer exists; "
+                              "resume it to re-root it first")
+        entries = [e.model_dump() for e in journal.entries()]
+        turn = 1 + max((e["turn"] for e in entries
+                        if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)),
+                       default=0)
+        provider = self.provider_for(spec, journal)  # may refuse before anything is written
+        checkpoint = await self.checkpoints.before(root, spec.session, turn)
+        # The preceding transcript is complete and durable before the boundary.
+        journal.sync()
+        sink = JournalSink(journal, self.events, turn, asker)
+        sink.write({"type": "turn_start", "origin": "directive" if spec.directive else "chat",
+                    "provider": spec.provider, "model": spec.model, "checkpoint": checkpoint,
+                    "permission_mode": spec.permission_mode})
+        if spec.directive:
+            d = spec.directive
+            sink.write({"type": "directive_open", "workspace": d.workspace,
+                        "directive": d.directive, "action": d.action, "attempt": d.attempt})
+        self.events.publish(spec.session, "turn-started", {
+            "turn": turn, "origin": "directive" if spec.directive else "chat",
+            "provider": spec.provider, "model": spec.model,
+            "directive": spec.directive.directive if spec.directive else None})
+        sink.write({"type": "user", "text": spec.text})
+        messages = spec.messages if spec.messages is not None else (
+            project(entries) + [Message(role="user", text=spec.text)])
+        request = TurnRequest(session_id=spec.session, turn=turn, root=root, model=spec.model,
+                              system=spec.system, messages=messages,
+                              permission_mode=spec.permission_mode,
+                              read_only=spec.read_only or spec.permission_mode == "read-only",
+                              isolated=spec.directive is not None)
+        task = asyncio.create_task(self._run(spec, turn, sink, provider, request, checkpoint,
+                                             root))
+        self.running[spec.session] = Running(spec, turn, sink, task)
+        return turn
+
+    # -- running -------------------------------------------------------------
+
+    async def _run(self, spec: TurnSpec, turn: int, sink: JournalSink, provider: Provider,
+                   request: TurnRequest, checkpoint: str | None, root: Path) -> TurnEnded:
+        running = self.running.get(spec.session)
+        inner = asyncio.create_task(provider.run(request, sink))
+        if running is not None:
+            running.provider_task = inner
+        try:
+            result = await inner
+        except asyncio.CancelledError:
+            result = TurnResult(outcome="aborted", error="Cancelled by the user.")
+        except TandemError as e:
+            result = TurnResult(outcome="failed", error=e.message)
+        except Exception as e:  # a provider bug must still end the turn
+            log.exception("provider %s failed", spec.provider)
+            result = TurnResult(outcome="failed", error=f"{type(e).__name__}: {e}")
+        if self.running.get(spec.session) is not None and self.running[spec.session].cancelled:
+            result.outcome = "aborted"
+            result.error = result.error or "Cancelled by the user."
+        try:
+            return await self._finish(spec, turn, sink, result, checkpoint, root, provider)
+        finally:
+            self.running.pop(spec.session, None)
+
+    async def _finish(self, spec: TurnSpec, turn: int, sink: JournalSink, result: TurnResult,
+                      checkpoint: str | None, root: Path, provider: Provider) -> TurnEnded:
+        """The one terminal path."""
+        sink.end_message()
+        acp = getattr(provider, "last_session", None)
+        if acp is not None and spec.directive is None and acp.acp_session_id != _last_acp(
+                sink.journal):
+            sink.write({"type": "acp_session", "acp_session_id": acp.acp_session_id,
+                        "how": acp.how})
+        try:
+            patch, completeness = await self.checkpoints.after(root, checkpoint, result)
+        except Exception as e:  # the turn still ends; the gap is said
+            log.exception("final patch failed")
+            patch, completeness = {"error": str(e)}, "incomplete"
+        answer = "\n\n".join(sink.final_text)
+        if spec.directive:
+            sink.write({"type": "directive_close", "directive": spec.directive.directive,
+                        "outcome": result.outcome,
+                        "summary": (result.error or answer)[:500]})
+        usage = result.usage.model_dump()
+        sink.write({"type": "turn_end", "outcome": result.outcome, "error": result.error,
+                    "usage": usage, "patch": patch, "completeness": completeness})
+        sink.journal.sync()
+        files = [f.get("path") for f in (patch or {}).get("files", []) if isinstance(f, dict)]
+        ended = TurnEnded(spec.session, turn, result.outcome, result.error, answer, checkpoint,
+                          patch, completeness, [f for f in files if f], usage)
+        self.ended[(spec.session, turn)] = ended
+        if spec.on_terminal is not None:
+            try:
+                await spec.on_terminal(ended)
+            except Exception:
+                log.exception("terminal hook of turn %s/%s failed", spec.session, turn)
+        self.events.publish(spec.session, "turn-ended", {
+            "turn": turn, "outcome": result.outcome, "error": result.error,
+            "files_changed": ended.files_changed})
+        return ended
+
+    # -- control -------------------------------------------------------------
+
+    def cancel(self, session: str) -> bool:
+        """Cancel SESSION's turn in flight; False when none runs."""
+        running = self.running.get(session)
+        if running is None:
+            return False
+        running.cancelled = True
+        for future in running.sink.pending.values():
+            if not future.done():
+                future.cancel()
+        if running.provider_task is not None:
+            running.provider_task.cancel()
+        return True
+
+    def answer(self, session: str, interaction: str, answer: PermissionAnswer) -> bool:
+        """Answer a pending interaction of SESSION's running turn."""
+        running = self.running.get(session)
+        return running is not None and running.sink.answer(interaction, answer)
+
+    async def wait(self, session: str, turn: int) -> TurnEnded:
+        """Wait for turn TURN of SESSION to end and return how it ended."""
+        running = self.running.get(session)
+        if running is not None and running.turn == turn:
+            return await asyncio.shield(running.task)
+        ended = self.ended.get((session, turn))
+        if ended is None:
+            ended = self._ended_from_journal(session, turn)
+        return ended
+
+    def status(self, session: str, turn: int) -> dict[str, Any]:
+        """The state of TURN in SESSION: running, or how it ended."""
+        running = self.running.get(session)
+        if running is not None and running.turn == turn:
+            return {"state": "running", "turn": turn,
+                    "waiting": bool(running.sink.pending)}
+        ended = self.ended.get((session, turn)) or self._ended_from_journal(session, turn)
+        return {"state": "ended", "turn": turn, "outcome": ended.outcome, "error": ended.error,
+                "files_changed": ended.files_changed}
+
+    def _ended_from_journal(self, session: str, turn: int) -> TurnEnded:
+        journal = self.journal_of(session)
+        for e in journal.entries():
+            if e.type == "turn_end" and e.turn == turn:
+                d = e.model_dump()
+                patch = d.get("patch") if isinstance(d.get("patch"), dict) else None
+                files = [f.get("path") for f in (patch or {}).get("files", [])
+                         if isinstance(f, dict)]
+                return TurnEnded(session, turn, d["outcome"], d.get("error"), "", None, patch,
+                                 d.get("completeness"), [f for f in files if f],
+                                 d.get("usage") or {})
+        raise TandemError("not-found", f"Session {session} has no ended turn {turn}")
+
+    def repair(self, journal: Journal) -> list[int]:
+        """Close every turn left open by a crash as aborted; return their numbers."""
+        if journal.id in self._repaired or journal.id in self.running or not journal.writable:
+            return []
+        self._repaired.add(journal.id)
+        open_turns: dict[int, str | None] = {}
+        for e in journal.entries():
+            if e.type == "turn_start" and e.turn is not None:
+                open_turns[e.turn] = None
+            elif e.type == "directive_open" and e.turn in open_turns:
+                open_turns[e.turn] = e.model_dump().get("directive")
+            elif e.type == "directive_close" and e.turn in open_turns:
+                open_turns[e.turn] = None
+            elif e.type == "turn_end" and e.turn is not None:
+                open_turns.pop(e.turn, None)
+        for turn, directive in sorted(open_turns.items()):
+            if directive:
+                journal.append({"type": "directive_close", "turn": turn, "directive": directive,
+                                "outcome": "aborted", "summary": CRASH_ERROR})
+            journal.append({"type": "turn_end", "turn": turn, "outcome": "aborted",
+                            "error": CRASH_ERROR, "usage": None, "patch": None,
+                            "completeness": None})
+        if open_turns:
+            journal.sync()
+            log.info("closed %d interrupted turn(s) of %s as aborted", len(open_turns), journal.id)
+        return sorted(open_turns)
+
+    async def aclose(self) -> None:
+        """Cancel every running turn and wait for each to end through the terminal path."""
+        for session in list(self.running):
+            self.cancel(session)
+        tasks = [r.task for r in self.running.values()]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _last_acp(journal: Journal) -> str | None:
+    last = None
+    for e in journal.entries():
+        if e.type == "acp_session":
+            last = e.model_dump().get("acp_session_id")
+    return last
+
+
+async def run_blocking(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking FN (git, file I/O) off the event loop."""
+    return await anyio.to_thread.run_sync(fn, *args)

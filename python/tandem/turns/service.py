@@ -1,0 +1,157 @@
+"""Wiring of the turn engine into a backend: journals, providers, checkpoints, config.
+
+Configuration that Emacs pushes (ACP agents from `tandem-acp-agents`, keys
+from auth-source) lives only in memory here: it is never written to a journal,
+a log or an event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tandem.protocol.base import TandemError
+from tandem.providers.base import PermissionMode, Provider, TurnResult
+from tandem.providers.registry import build_provider, parse_provider
+from tandem.sessions.settings import load_object, merge, project_settings_path, user_settings_path
+from tandem.store.journal import Journal
+from tandem.tools.permissions import SessionGrants
+from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, _last_acp, run_blocking
+
+PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "auto-edit", "read-only")
+
+
+class ClientConfig(BaseModel):
+    """What a front end configures for this backend (in memory only)."""
+
+    acp_agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
+    default_provider: str | None = None
+    permission_mode: PermissionMode | None = None
+
+
+def settings_for(root: Path, config: ClientConfig | None = None) -> dict[str, Any]:
+    """User and project settings of ROOT, with the front end's config laid on top."""
+    settings = merge(load_object(user_settings_path()), load_object(project_settings_path(root)))
+    if config is not None:
+        if config.acp_agents:
+            settings["acp_agents"] = merge(settings.get("acp_agents") or {}, config.acp_agents)
+        if config.default_provider:
+            settings["default_provider"] = config.default_provider
+    return settings
+
+
+def choose_provider(settings: dict[str, Any], requested: str | None) -> str:
+    """The provider name a request uses: REQUESTED, else the settings' default."""
+    name = requested or settings.get("default_provider")
+    if not name:
+        raise TandemError("no-provider", "No provider chosen: pass one (e.g. openai:gpt-4o, "
+                          "anthropic:claude-sonnet-4-5, acp:claude) or set default_provider "
+                          "in ~/.config/tandem/settings.json")
+    parse_provider(str(name))  # a clear error for a malformed name
+    return str(name)
+
+
+def choose_permission_mode(settings: dict[str, Any], requested: str | None,
+                           config: ClientConfig | None = None) -> PermissionMode:
+    """The permission mode: the request's, else the front end's, else settings, else ask."""
+    mode = requested or (config.permission_mode if config else None) or settings.get(
+        "permission_mode") or "ask"
+    if mode not in PERMISSION_MODES:
+        raise TandemError("invalid", f"permission mode {mode!r}: use ask, auto-edit or read-only")
+    return mode  # type: ignore[return-value]
+
+
+class GitCheckpoints(Checkpoints):
+    """Pre-turn and post-turn checkpoints through `tandem.checkpoints`."""
+
+    def __init__(self, home: Path) -> None:
+        from tandem.checkpoints.service import CheckpointService
+
+        self.service = CheckpointService(home)
+
+    async def before(self, root: Path, session: str, turn: int) -> str | None:
+        """Snapshot ROOT before the turn."""
+        cp = self.service.for_root(root)
+        snap = await run_blocking(cp.snapshot, f"before turn {turn} of {session}")
+        return str(snap.id)
+
+    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
+                    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Snapshot ROOT after the turn and return the patch between the two."""
+        if checkpoint is None:
+            return None, None
+        cp = self.service.for_root(root)
+        end = await run_blocking(cp.snapshot, "after a turn")
+        patch = await run_blocking(
+            lambda: cp.diff(checkpoint, end.id, ran_shell=result.ran_shell,
+                            wrote_outside=result.wrote_outside))
+        summary = patch.model_dump(mode="json", exclude={"diff"})
+        summary["diff_chars"] = len(patch.diff)
+        return summary, str(patch.completeness)
+
+
+class TurnService:
+    """The backend's turn engine plus provider instances and front-end config."""
+
+    def __init__(self, app: Any, checkpoints: Checkpoints | None = None) -> None:
+        from tandem.sessions.api import manager
+
+        self.app = app
+        self.config = ClientConfig()
+        self._manager = manager(app)
+        self._providers: dict[tuple[str, str], Provider] = {}
+        self._grants = SessionGrants()
+        self.engine = TurnEngine(app.events, self.journal, self.provider,
+                                 checkpoints if checkpoints is not None
+                                 else GitCheckpoints(Path(app.home)),
+                                 root_of=self.root_of)
+
+    def root_of(self, journal: Journal) -> Path:
+        """Where SESSION's tools work: the active directory when it is the current session."""
+        current = self._manager.current
+        if current is not None and current.journal.id == journal.id:
+            return Path(current.active_cwd)
+        return Path(journal.header.cwd)
+
+    def journal(self, session: str) -> Journal:
+        """The open journal of SESSION (opened on demand, kept open)."""
+        journal = self._manager.journal(session)
+        self._manager.journals.setdefault(journal.id, journal)
+        return journal
+
+    def provider(self, spec: TurnSpec, journal: Journal) -> Provider:
+        """The provider instance for SPEC in JOURNAL's session (one per session and name)."""
+        key = (spec.session, spec.provider)
+        if key not in self._providers:
+            settings = settings_for(self.root_of(journal), self.config)
+            acp_kwargs: dict[str, Any] = {}
+            if spec.provider.startswith("acp:"):
+                acp_kwargs["root_session_id"] = _last_acp(journal)
+            self._providers[key] = build_provider(
+                spec.provider, settings, credentials=self.config.credentials, grants=self._grants,
+                **acp_kwargs)
+        return self._providers[key]
+
+    async def close_session(self, session: str) -> None:
+        """Stop SESSION's providers (ACP agent processes)."""
+        for key in [k for k in self._providers if k[0] == session]:
+            await self._providers.pop(key).close()
+
+    async def aclose(self) -> None:
+        """Cancel running turns, then stop every provider."""
+        await self.engine.aclose()
+        for provider in list(self._providers.values()):
+            try:
+                await provider.close()
+            except Exception:  # closing is best effort at shutdown
+                pass
+        self._providers.clear()
+
+
+def turns(app: Any) -> TurnService:
+    """The `TurnService` of APP."""
+    service: TurnService = app.service("turns", TurnService)
+    return service

@@ -1,0 +1,130 @@
+"""The turn engine's `TurnSink`: provider reports become journal entries and events.
+
+Text and reasoning deltas stream to Emacs as ``delta`` events and are kept
+in memory until the message ends; then one ``reasoning`` and one
+``assistant`` entry are written. Every entry written is also published as an
+``entry`` event, so the view and the journal never disagree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tandem.events import EventSink
+from tandem.providers.base import PermissionAnswer, PermissionRequest, ToolKind
+from tandem.store.journal import Journal
+from tandem.store.models import entry_to_dict
+
+ANSWERS: tuple[PermissionAnswer, ...] = ("allow_once", "allow_session", "reject")
+OPTIONS = [
+    {"id": "allow_once", "label": "Allow once", "key": "y"},
+    {"id": "allow_session", "label": "Allow for this session", "key": "a"},
+    {"id": "reject", "label": "Reject", "key": "n"},
+]
+
+Asker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
+"""How a headless turn asks (a terminal prompt); None means ask Emacs."""
+
+
+class JournalSink:
+    """Writes one turn's reports to its journal and publishes them."""
+
+    def __init__(self, journal: Journal, events: EventSink, turn: int,
+                 asker: Asker | None = None) -> None:
+        self.journal = journal
+        self.events = events
+        self.turn = turn
+        self.asker = asker
+        self.session = journal.id
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._ids = itertools.count(1)
+        self.pending: dict[str, asyncio.Future[PermissionAnswer]] = {}
+        """Interactions waiting for the user, by interaction id."""
+        self.final_text: list[str] = []
+        """Every assistant message of the turn, for the directive frame."""
+
+    def write(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Append ENTRY (for this turn) to the journal and publish it."""
+        entry.setdefault("turn", self.turn)
+        written = entry_to_dict(self.journal.append(entry))
+        self.events.publish(self.session, "entry", {"entry": written})
+        return written
+
+    # -- TurnSink ----------------------------------------------------------
+
+    def text(self, delta: str) -> None:
+        """Stream assistant text."""
+        if delta:
+            self._text.append(delta)
+            self.events.publish(self.session, "delta",
+                                {"turn": self.turn, "stream": "text", "text": delta})
+
+    def reasoning(self, delta: str) -> None:
+        """Stream reasoning."""
+        if delta:
+            self._reasoning.append(delta)
+            self.events.publish(self.session, "delta",
+                                {"turn": self.turn, "stream": "reasoning", "text": delta})
+
+    def end_message(self) -> None:
+        """Write the message streamed so far as complete entries."""
+        if self._reasoning:
+            self.write({"type": "reasoning", "text": "".join(self._reasoning)})
+            self._reasoning.clear()
+        if self._text:
+            text = "".join(self._text)
+            self.write({"type": "assistant", "text": text})
+            self.final_text.append(text)
+            self._text.clear()
+
+    def tool_call(self, call_id: str, name: str, kind: ToolKind, title: str,
+                  input: dict[str, Any]) -> None:
+        """Record the model's tool call (after any text streamed before it)."""
+        self.end_message()
+        self.write({"type": "tool_call", "call_id": call_id, "name": name, "kind": kind,
+                    "title": title, "input": input})
+
+    def tool_result(self, call_id: str, status: str, output: str) -> None:
+        """Record what a tool returned."""
+        self.write({"type": "tool_result", "call_id": call_id, "status": status,
+                    "output": output})
+
+    def plan(self, entries: list[dict[str, Any]]) -> None:
+        """Record an agent's plan."""
+        self.write({"type": "plan", "entries": entries})
+
+    async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:
+        """Ask the user about a tool call and wait for the answer."""
+        self.end_message()
+        interaction = f"{self.turn}.{next(self._ids)}"
+        self.write({"type": "interaction", "interaction_id": interaction, "kind": "permission",
+                    "call_id": request.call_id, "title": request.title, "tool": request.tool,
+                    "tool_kind": request.kind, "options": OPTIONS})
+        if self.asker is not None:
+            answer = await self.asker(request, interaction)
+        else:
+            future: asyncio.Future[PermissionAnswer] = (
+                asyncio.get_running_loop().create_future())
+            self.pending[interaction] = future
+            self.events.publish(self.session, "interaction", {
+                "turn": self.turn, "interaction_id": interaction, "title": request.title,
+                "tool": request.tool, "options": OPTIONS})
+            try:
+                answer = await future
+            finally:
+                self.pending.pop(interaction, None)
+        self.write({"type": "interaction_answer", "interaction_id": interaction,
+                    "answer": answer})
+        return answer
+
+    def answer(self, interaction: str, answer: PermissionAnswer) -> bool:
+        """Resolve a pending interaction; False when it is not pending."""
+        future = self.pending.get(interaction)
+        if future is None or future.done():
+            return False
+        future.set_result(answer)
+        return True
