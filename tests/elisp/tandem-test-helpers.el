@@ -42,5 +42,51 @@ Return its value, or fail the test."
       (accept-process-output nil 0.02))
     (or value (ert-fail (format "condition not met within %ss" (or timeout 10))))))
 
+;;;; Fake model servers
+
+(defconst tandem-test-root
+  (file-name-directory (directory-file-name
+                        (file-name-directory (directory-file-name
+                                              (file-name-directory load-file-name)))))
+  "The tandem checkout the tests run from.")
+
+(defun tandem-test-start-fake (kind script &optional record)
+  "Start the fake KIND server (\"openai\" or \"anthropic\") playing SCRIPT.
+SCRIPT is a JSON file; RECORD, if non-nil, a file receiving every request
+as a JSON line.  Return (PROCESS . PORT)."
+  (let* ((out "")
+         (proc (make-process
+                :name (concat "tandem-fake-" kind) :noquery t :connection-type 'pipe
+                :command (append (list (expand-file-name ".venv/bin/python" tandem-test-root)
+                                       (expand-file-name (format "tests/fakes/%s_server.py" kind)
+                                                         tandem-test-root)
+                                       "--port" "0" "--script" script)
+                                 (and record (list "--record" record)))
+                :filter (lambda (_p s) (setq out (concat out s))))))
+    (tandem-test-wait-until (lambda () (string-match "\\`\\([0-9]+\\)\n" out)) 30)
+    (cons proc (string-to-number (match-string 1 out)))))
+
+(defmacro tandem-test-with-fake-openai (script &rest body)
+  "Run BODY with a fake OpenAI server playing SCRIPT and a backend using it.
+Inside BODY, `fake-record' names the file of recorded requests and
+`project' a fresh project directory (a git repository)."
+  (declare (indent 1) (debug t))
+  `(let* ((fake-record (make-temp-file "tandem-fake-record-" nil ".jsonl"))
+          (fake (tandem-test-start-fake "openai" ,script fake-record))
+          (project (file-name-as-directory (make-temp-file "tandem-project-" t)))
+          (process-environment
+           (append (list (format "OPENAI_BASE_URL=http://127.0.0.1:%d/v1" (cdr fake))
+                         "OPENAI_API_KEY=sk-test-key-not-real")
+                   process-environment))
+          (tandem-provider "openai:gpt-test"))
+     (ignore fake-record)
+     (let ((default-directory project))
+       (call-process "git" nil nil nil "init" "-q"))
+     (unwind-protect
+         (tandem-test-with-backend ,@body)
+       (delete-process (car fake))
+       (ignore-errors (delete-directory project t))
+       (ignore-errors (delete-file fake-record)))))
+
 (provide 'tandem-test-helpers)
 ;;; tandem-test-helpers.el ends here

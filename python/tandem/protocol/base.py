@@ -12,13 +12,34 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class Params(BaseModel):
-    """Base of every params model: unknown keys are an error, not ignored."""
+    """Base of every params model: unknown keys are an error, not ignored.
+
+    Emacs has one value, nil, for false, the empty list and nothing; so a
+    nil arriving for a boolean field means false, and for a field with a
+    default (an empty list, an empty map, None) it means that default.
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nil(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = {}
+        for key, value in data.items():
+            field = cls.model_fields.get(key)
+            if value is None and field is not None:
+                if field.annotation is bool:
+                    value = False
+                elif not field.is_required():
+                    continue
+            out[key] = value
+        return out
 
 
 class Reply(BaseModel):

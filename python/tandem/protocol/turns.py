@@ -52,13 +52,25 @@ class AnswerParams(Params):
     answer: Literal["allow_once", "allow_session", "reject"]
 
 
+class AgentSpec(Params):
+    """One ACP agent: NAME, the COMMAND line, extra ENV as (NAME VALUE) pairs.
+
+    A list rather than a plist keyed by name, because plist keys change
+    ``-`` into ``_`` on the way in, and agent and variable names keep theirs.
+    """
+
+    name: str = Field(min_length=1)
+    command: list[str] = Field(min_length=1)
+    env: list[tuple[str, str]] = Field(default_factory=list)
+
+
 class ConfigureParams(Params):
     """What Emacs tells the backend: ACP agents, keys from auth-source, defaults.
 
     Kept in memory only; never written to a journal, log or event.
     """
 
-    acp_agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    acp_agents: list[AgentSpec] = Field(default_factory=list)
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
     default_provider: str | None = None
     permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None

@@ -71,8 +71,13 @@ async def wait(app: Any, p: TurnParams) -> TurnStatus:
 async def configure(app: Any, p: ConfigureParams) -> dict[str, Any]:
     """Take the front end's configuration (in memory only)."""
     service = turns(app)
-    service.config = ClientConfig(**p.model_dump())
-    return {"acp_agents": sorted(p.acp_agents), "credentials": sorted(p.credentials)}
+    agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in p.acp_agents}
+    config = ClientConfig(acp_agents=agents, credentials=p.credentials,
+                          default_provider=p.default_provider, permission_mode=p.permission_mode)
+    if config != service.config:  # Emacs sends this before every turn
+        service.config = config
+        service.forget_providers()
+    return {"acp_agents": sorted(agents), "credentials": sorted(p.credentials)}
 
 
 METHODS = [

@@ -7,6 +7,7 @@ a log or an event.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,16 @@ class TurnService:
                 spec.provider, settings, credentials=self.config.credentials, grants=self._grants,
                 **acp_kwargs)
         return self._providers[key]
+
+    def forget_providers(self) -> None:
+        """Build providers afresh next time (the configuration changed).
+
+        Idle instances are dropped; running ones finish with what they have.
+        """
+        busy = set(self.engine.running)
+        for key in [k for k in self._providers if k[0] not in busy]:
+            provider = self._providers.pop(key)
+            asyncio.get_running_loop().create_task(provider.close())
 
     async def close_session(self, session: str) -> None:
         """Stop SESSION's providers (ACP agent processes)."""

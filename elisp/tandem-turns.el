@@ -1,0 +1,140 @@
+;;; tandem-turns.el --- Sending turns, waiting for them, provider settings  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The public API for scripts and batch tests, and the options that decide
+;; which provider a turn uses:
+;;
+;;   (tandem-send TEXT &optional SESSION PROVIDER) -> (SESSION . TURN)
+;;   (tandem-wait-turn SESSION TURN &optional TIMEOUT)
+;;       -> (:outcome "succeeded" :files-changed ("a.txt") :error nil)
+;;   `tandem-cancel-turn', `tandem-answer-interaction'.
+;;
+;; Keys are looked up with `auth-source' (host api.openai.com or
+;; api.anthropic.com by default, or the host of the configured base URL) and
+;; handed to the backend in memory; they are never written anywhere.
+
+;;; Code:
+
+(require 'auth-source)
+(require 'tandem-client)
+
+(declare-function tandem-project-root "tandem" (&optional directory))
+
+(defcustom tandem-provider nil
+  "Provider of new turns: \"openai:MODEL\", \"anthropic:MODEL\" or \"acp:AGENT\".
+When nil, the backend uses `default_provider' from its settings."
+  :type '(choice (const :tag "From settings" nil) string)
+  :group 'tandem)
+
+(defcustom tandem-permission-mode nil
+  "Permission mode of new turns.
+`ask' asks before edits and commands, `auto-edit' allows edits and asks
+before commands, `read-only' refuses both.  When nil, the backend uses
+`permission_mode' from its settings, else `ask'."
+  :type '(choice (const :tag "From settings" nil)
+                 (const ask) (const auto-edit) (const read-only))
+  :group 'tandem)
+
+(defcustom tandem-acp-agents nil
+  "ACP agents by name: an alist of (NAME :command LIST :env ALIST).
+For example:
+  ((\"claude\" :command (\"claude-agent-acp\") :env ((\"FOO\" . \"1\"))))
+Use one as provider \"acp:NAME\"."
+  :type '(alist :key-type string :value-type plist)
+  :group 'tandem)
+
+(defcustom tandem-provider-hosts
+  '(("openai" . "api.openai.com") ("anthropic" . "api.anthropic.com"))
+  "Hosts whose `auth-source' entries hold each provider family's key."
+  :type '(alist :key-type string :value-type string)
+  :group 'tandem)
+
+(defvar-local tandem-session nil
+  "The session id a buffer belongs to (set by session buffers).")
+
+(defun tandem--auth-key (host)
+  "Return the secret `auth-source' has for HOST, or nil."
+  (let* ((found (car (auth-source-search :host host :max 1 :require '(:secret))))
+         (secret (plist-get found :secret)))
+    (if (functionp secret) (funcall secret) secret)))
+
+(defun tandem--agents-list ()
+  "Return `tandem-acp-agents' in the shape the backend takes."
+  (mapcar (lambda (agent)
+            (list :name (car agent)
+                  :command (plist-get (cdr agent) :command)
+                  :env (mapcar (lambda (pair) (list (car pair) (cdr pair)))
+                               (plist-get (cdr agent) :env))))
+          tandem-acp-agents))
+
+(defun tandem-configure ()
+  "Send ACP agents, auth-source keys and defaults to the backend.
+Called before each turn, so that changes to the options take effect."
+  (let ((credentials nil))
+    (dolist (pair tandem-provider-hosts)
+      (let ((key (tandem--auth-key (cdr pair))))
+        (when key
+          (setq credentials (append credentials
+                                    (list (intern (concat ":" (car pair)))
+                                          (list :api-key key)))))))
+    (tandem-request "turns/configure"
+                    (append (list :acp-agents (tandem--agents-list)
+                                  :credentials credentials)
+                            (and tandem-provider (list :default-provider tandem-provider))
+                            (and tandem-permission-mode
+                                 (list :permission-mode
+                                       (symbol-name tandem-permission-mode)))))))
+
+(defun tandem-project-session (&optional directory)
+  "Return the id of the session for DIRECTORY's project, creating one if needed.
+Uses the buffer's `tandem-session' when set."
+  (or tandem-session
+      (let* ((root (directory-file-name (tandem-project-root directory)))
+             (sessions (tandem-request "sessions/list" (list :cwd root))))
+        (if sessions
+            (plist-get (car sessions) :id)
+          (plist-get (tandem-request "sessions/new" (list :cwd root)) :id)))))
+
+(defun tandem-send (text &optional session provider)
+  "Send TEXT as a chat turn of SESSION with PROVIDER; return (SESSION . TURN).
+SESSION defaults to the current project's session, PROVIDER to
+`tandem-provider' (then the backend's settings)."
+  (tandem-configure)
+  (let* ((session (or session (tandem-project-session)))
+         (reply (tandem-request "turns/send"
+                                (append (list :session session :text text)
+                                        (and (or provider tandem-provider)
+                                             (list :provider (or provider tandem-provider)))))))
+    (cons (plist-get reply :session) (plist-get reply :turn))))
+
+(defun tandem-wait-turn (session turn &optional timeout)
+  "Wait for TURN of SESSION to end; return (:outcome :files-changed :error).
+Wait at most TIMEOUT seconds (default 300); a turn still running then
+returns :outcome nil."
+  (let* ((timeout (or timeout 300))
+         (status (tandem-request "turns/wait" (list :session session :turn turn
+                                                    :timeout timeout)
+                                 (+ timeout 10))))
+    (list :outcome (plist-get status :outcome)
+          :files-changed (plist-get status :files-changed)
+          :error (plist-get status :error))))
+
+(defun tandem-cancel-turn (&optional session)
+  "Cancel the turn in flight in SESSION (default: this buffer's session)."
+  (interactive)
+  (plist-get (tandem-request "turns/cancel"
+                             (list :session (or session (tandem-project-session))))
+             :cancelled))
+
+(defun tandem-answer-interaction (session interaction answer)
+  "Answer INTERACTION of SESSION's running turn with ANSWER.
+ANSWER is \"allow_once\", \"allow_session\" or \"reject\"."
+  (tandem-request "turns/answer" (list :session session :interaction-id interaction
+                                       :answer answer)))
+
+(provide 'tandem-turns)
+;;; tandem-turns.el ends here
