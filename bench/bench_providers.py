@@ -1,0 +1,126 @@
+"""Native provider streaming overhead (issue 4): one answer of N text deltas.
+
+Figure: wall time for a native provider turn whose answer arrives as N SSE
+deltas from the local fake server (OpenAI-compatible and Anthropic), beside
+its anchor measured in the same run against the same server and script: a
+bare httpx + httpx-sse client that only reads and JSON-decodes the events.
+The difference is what tandem's loop adds (parsing, sink calls, tool specs).
+Medians over several runs. Prints JSON lines ``{"bench", "value", "unit",
+"anchor", "anchor_value", "target"}``; the target is 1.5 × the anchor.
+Run: ``.venv/bin/python bench/bench_providers.py [--deltas N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import httpx  # noqa: E402
+from fakes.anthropic_server import FakeAnthropic  # noqa: E402
+from fakes.http_base import FakeServer  # noqa: E402
+from fakes.openai_server import FakeOpenAI  # noqa: E402
+from fakes.script import Reply, Script  # noqa: E402
+from httpx_sse import aconnect_sse  # noqa: E402
+
+from tandem.providers.base import Message, PermissionRequest, TurnRequest  # noqa: E402
+from tandem.providers.registry import build_provider  # noqa: E402
+
+
+class CountingSink:
+    """The cheapest possible TurnSink: counts deltas."""
+
+    def __init__(self) -> None:
+        self.deltas = 0
+
+    def text(self, delta: str) -> None:
+        self.deltas += 1
+
+    def reasoning(self, delta: str) -> None:
+        self.deltas += 1
+
+    def end_message(self) -> None:
+        pass
+
+    def tool_call(self, *args: Any) -> None:
+        pass
+
+    def tool_result(self, *args: Any) -> None:
+        pass
+
+    def plan(self, entries: list[dict[str, Any]]) -> None:
+        pass
+
+    async def ask_permission(self, request: PermissionRequest) -> Any:
+        return "reject"
+
+
+async def native_ms(family: str, fake: FakeServer, root: Path) -> float:
+    """One provider turn, in ms."""
+    base = fake.base_url + ("/v1" if family == "openai" else "")
+    provider = build_provider(
+        f"{family}:bench", credentials={family: {"api_key": "k", "base_url": base}}, env={}
+    )
+    request = TurnRequest(
+        session_id="b", turn=1, root=root, messages=[Message(role="user", text="go")]
+    )
+    sink = CountingSink()
+    started = time.perf_counter()
+    result = await provider.run(request, sink)
+    elapsed = (time.perf_counter() - started) * 1000
+    await provider.close()
+    assert result.outcome == "succeeded", result.error
+    return elapsed
+
+
+async def raw_ms(family: str, fake: FakeServer) -> float:
+    """The same stream read by a bare SSE client, in ms."""
+    path = "/v1/chat/completions" if family == "openai" else "/v1/messages"
+    body = {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    started = time.perf_counter()
+    async with httpx.AsyncClient() as client:
+        async with aconnect_sse(client, "POST", fake.base_url + path, json=body) as source:
+            async for sse in source.aiter_sse():
+                if sse.data and sse.data != "[DONE]":
+                    json.loads(sse.data)
+    return (time.perf_counter() - started) * 1000
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--deltas", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    reply = Reply(text="x" * args.deltas, chunk_size=1)
+    root = Path(tempfile.mkdtemp())
+    for family, server in (("openai", FakeOpenAI), ("anthropic", FakeAnthropic)):
+        with server(Script(default=reply)) as fake:
+            await native_ms(family, fake, root)  # warm up imports and schemas
+            ours, anchor = [], []
+            for _ in range(args.runs):
+                anchor.append(await raw_ms(family, fake))
+                ours.append(await native_ms(family, fake, root))
+        a = statistics.median(anchor)
+        line = {
+            "bench": f"native_{family}_stream_{args.deltas}_deltas",
+            "value": round(statistics.median(ours), 1),
+            "unit": "ms",
+            "anchor": f"bare_httpx_sse_{args.deltas}_deltas",
+            "anchor_value": round(a, 1),
+            "target": round(a * 1.5, 1),
+        }
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
