@@ -12,9 +12,11 @@ STAMP := $(VENV)/.installed
 # Tests and the demo must never touch the user's real state.
 TEST_HOME := $(CURDIR)/.cache/test-home
 EL_FILES := $(filter-out elisp/tandem-autoloads.el,$(wildcard elisp/*.el))
-ELPA_EPC := $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/epc-*))
+# Debian's elpa packages are not on the load path under -Q; markdown-mode
+# is optional (the view has a fallback) but nicer when there.
+ELPA_MD = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/markdown-mode-*))
 
-.PHONY: run test bench demo setup venv emacs-deps lint typecheck pytest elisp-compile checkdoc ert clean
+.PHONY: run test bench demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean
 
 setup: venv emacs-deps
 
@@ -44,8 +46,16 @@ emacs-deps:
 	  fi; \
 	fi
 
+# Real external programs the integration tests drive, cached outside the
+# repository: the Claude Code ACP adapter (npm) and the OpenHands
+# agent-server (PyPI, in a Python >= 3.12 venv of its own). A missing
+# registry makes those tests skip with a printed reason, not fail.
+test-deps: venv
+	-$(VPY) tests/acp_adapter.py
+	-$(VPY) tests/python/remote/agent_server.py install
+
 run: setup
-	$(EMACS) -nw -Q -L elisp -l tandem --eval '(tandem)'
+	$(EMACS) -nw -Q -L elisp $(if $(ELPA_MD),-L $(ELPA_MD)) -l tandem --eval '(tandem)'
 
 lint: venv
 	$(VENV)/bin/ruff check python tests/python bench
@@ -72,7 +82,10 @@ ert: setup
 	TANDEM_TEST_HOME=$(TEST_HOME) $(EMACS) -Q --batch -L elisp -L tests/elisp \
 	  -l tests/elisp/run-tests.el
 
-test: setup lint typecheck pytest elisp-compile checkdoc ert
+protocol-doc: venv
+	$(VPY) -m tandem.protocol.docs > docs/protocol.md
+
+test: setup test-deps lint typecheck pytest elisp-compile checkdoc ert
 
 bench: setup
 	$(VPY) bench/run.py
