@@ -8,7 +8,7 @@ entries as plain dicts so that it runs straight off ``json.loads`` lines.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tandem.providers.base import Message, ToolCallRef
@@ -33,11 +33,14 @@ def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[i
 
 def directive_turns(entries: Iterable[Mapping[str, Any]]) -> set[int]:
     """Turns that lie inside a directive boundary."""
-    return {e["turn"] for e in entries
-            if e.get("type") == "directive_open" and isinstance(e.get("turn"), int)}
+    return {
+        e["turn"]
+        for e in entries
+        if e.get("type") == "directive_open" and isinstance(e.get("turn"), int)
+    }
 
 
-def project(entries: list[Mapping[str, Any]]) -> list[Message]:
+def project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
     """The ordinary-chat context of a session whose journal holds ENTRIES."""
     _, hidden = visible_turns(entries)
     excluded = hidden | directive_turns(entries)
@@ -53,7 +56,8 @@ def project(entries: list[Mapping[str, Any]]) -> list[Message]:
         messages.append(Message(role="user", text=SUMMARY_PREFIX + summary))
         messages.append(Message(role="assistant", text="Understood."))
         # Kept turns precede the compaction entry in the journal.
-        body = [e for e in entries[:start] if _turn(e) >= first_kept > 0] + entries[start:]
+        body: list[Mapping[str, Any]] = [e for e in entries[:start] if _turn(e) >= first_kept > 0]
+        body.extend(entries[start:])
     else:
         body = list(entries)
     for e in body:
@@ -78,14 +82,20 @@ def _add(messages: list[Message], e: Mapping[str, Any]) -> None:
     elif kind == "assistant":
         messages.append(Message(role="assistant", text=str(e.get("text", ""))))
     elif kind == "tool_call":
-        call = ToolCallRef(id=str(e.get("call_id")), name=str(e.get("name", "")),
-                           input=dict(e.get("input") or {}))
+        call = ToolCallRef(
+            id=str(e.get("call_id")), name=str(e.get("name", "")), input=dict(e.get("input") or {})
+        )
         last = messages[-1] if messages else None
         if last is not None and last.role == "assistant":
             last.tool_calls.append(call)
         else:
             messages.append(Message(role="assistant", tool_calls=[call]))
     elif kind == "tool_result":
-        messages.append(Message(role="tool", call_id=str(e.get("call_id")),
-                                text=str(e.get("output", "")),
-                                is_error=e.get("status") != "completed"))
+        messages.append(
+            Message(
+                role="tool",
+                call_id=str(e.get("call_id")),
+                text=str(e.get("output", "")),
+                is_error=e.get("status") != "completed",
+            )
+        )
