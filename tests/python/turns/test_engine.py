@@ -104,6 +104,7 @@ def test_directive_turn_is_bounded_and_isolated(
         journal = turns(app).journal(info.id)
         assert _types(journal, 2) == ["turn_start", "directive_open", "user", "assistant",
                                       "directive_close", "turn_end"]
+        assert ended.outcome == "succeeded"
         assert recorded and recorded[0].outcome == "succeeded"
         assert recorded[0].answer == "directive answer"
 
