@@ -177,13 +177,30 @@ is collected as usual once the frame is done.")
 
 ;;;; Logging
 
+(defconst tandem--secret-keys '(:token :api-key :session-api-key :secret :password)
+  "Plist keys whose values never reach the events buffer.")
+
+(defun tandem--redact (value depth)
+  "Return VALUE with secrets replaced, looking DEPTH levels down.
+Only as deep and as far as the log prints, so logging stays cheap."
+  (cond ((or (<= depth 0) (not (consp value))) value)
+        (t (let ((out nil) (n 0) (rest value))
+             (while (and (consp rest) (< n 24))
+               (let ((item (car rest)))
+                 (push (tandem--redact item (1- depth)) out)
+                 (when (and (memq item tandem--secret-keys) (consp (cdr rest)))
+                   (push "***" out)
+                   (setq rest (cdr rest))))
+               (setq rest (cdr rest) n (1+ n)))
+             (nconc (nreverse out) (and (consp rest) '(...)))))))
+
 (defun tandem--log (direction message)
   "Log MESSAGE going in DIRECTION (`->' or `<-') to `*tandem-events*'."
   (when tandem-log-events
     (with-current-buffer (get-buffer-create "*tandem-events*")
       (let ((inhibit-read-only t)
             (text (let ((print-length 12) (print-level 4))
-                    (prin1-to-string message))))
+                    (prin1-to-string (tandem--redact message 5)))))
         (goto-char (point-max))
         (insert (format "%s %s %s\n" (format-time-string "%T.%3N") direction
                         (if (> (length text) 300) (concat (substring text 0 300) "…") text)))

@@ -177,5 +177,16 @@ REPLY is the first frame read back; CLOSED-P says the backend hung up."
       (should (string-match-p "python package pydantic" (plist-get report :text)))
       (should (get-buffer "*tandem-doctor*")))))
 
+(ert-deftest tandem-client-log-hides-secrets ()
+  "The events buffer never shows a token or a key."
+  (let ((tandem-log-events t))
+    (when (get-buffer "*tandem-events*") (kill-buffer "*tandem-events*"))
+    (tandem-test-with-backend
+      (tandem-request "debug/echo" '(:value (:api-key "sk-very-secret" :other 1)))
+      (with-current-buffer "*tandem-events*"
+        (should (string-match-p ":api-key \"\\*\\*\\*\"" (buffer-string)))
+        (should-not (string-match-p "sk-very-secret" (buffer-string)))
+        (should-not (string-match-p (oref tandem--connection token) (buffer-string)))))))
+
 (provide 'tandem-client-tests)
 ;;; tandem-client-tests.el ends here
