@@ -70,12 +70,38 @@ def _state_dir() -> Check:
         return Check(name="state directory", ok=False, detail=f"{home}: {e.strerror}")
 
 
+def _configured() -> list[Check]:
+    """The providers the settings name: the default, and each ACP agent's command."""
+    from tandem.sessions.settings import (
+        load_object,
+        merge,
+        project_settings_path,
+        user_settings_path,
+    )
+
+    try:
+        settings = merge(load_object(user_settings_path()),
+                         load_object(project_settings_path(os.getcwd())))
+    except Exception as e:  # a broken settings file is itself a finding
+        return [Check(name="settings", ok=False, detail=str(e))]
+    out = [Check(name="default provider", ok=bool(settings.get("default_provider")),
+                 required=False,
+                 detail=str(settings.get("default_provider") or "not set (default_provider)"))]
+    for name, agent in sorted((settings.get("acp_agents") or {}).items()):
+        command = (agent or {}).get("command") or []
+        found = shutil.which(command[0]) if command else None
+        out.append(Check(name=f"ACP agent {name} (settings)", ok=bool(found), required=False,
+                         detail=found or f"{command[:1]} not on PATH"))
+    return out
+
+
 def checks() -> list[Check]:
     """Run every check and return the results in report order."""
     result = [Check(name="python", ok=sys.version_info >= (3, 11), detail=sys.version.split()[0])]
     result += [_package(p) for p in PACKAGES]
     result += _emacs()
     result.append(_state_dir())
+    result += _configured()
     for provider, var in KEY_VARS.items():
         result.append(Check(name=f"provider {provider}", ok=bool(os.environ.get(var)),
                             required=False,
