@@ -37,7 +37,7 @@
 (defcustom tandem-python nil
   "Python interpreter that runs the tandem backend.
 When nil, use the `.venv' of the tandem checkout when there is one,
-else \"python3\" from `exec-path'."
+else \"python3\" from the variable `exec-path'."
   :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter")))
 
 (defcustom tandem-backend-arguments '("-m" "tandem.cli" "serve")
@@ -130,17 +130,17 @@ is collected as usual once the frame is done.")
   "The current `tandem-connection', or nil before the first start.")
 
 (cl-defgeneric tandem-connection-live-p (conn)
-  "Return non-nil when CONN can carry calls (mandatory).")
+  "Return non-nil when CONN is usable (mandatory).")
 
 (cl-defmethod tandem-connection-live-p ((conn tandem-connection))
-  "Return non-nil when CONN's socket is open and the backend runs."
+  "Return non-nil when CONN's socket is open and its backend alive."
   (and (not (oref conn dead))
        (process-live-p (oref conn process))
        (oref conn socket)
        (process-live-p (oref conn socket))))
 
 (cl-defgeneric tandem-connection-shutdown (conn)
-  "Stop CONN's backend and fail its pending calls (mandatory).")
+  "Stop CONN's backend and fail every pending call (mandatory).")
 
 ;;;; Errors
 
@@ -424,12 +424,12 @@ signal `tandem-error' with a readable message."
 ;;;; Starting and stopping
 
 (defun tandem--python ()
-  "Return the interpreter that runs the backend."
+  "Return the Python interpreter for the backend."
   (or tandem-python
       (let ((venv (expand-file-name ".venv/bin/python" tandem-client--root)))
         (and (file-executable-p venv) venv))
       (executable-find "python3")
-      (user-error "tandem: no Python found; set `tandem-python'")))
+      (user-error "No Python found for tandem; set `tandem-python'")))
 
 (defun tandem--death-note (conn)
   "Return a short account of why CONN's backend is gone, from its stderr."
@@ -458,7 +458,7 @@ signal `tandem-error' with a readable message."
                        nil))))))
 
 (defun tandem--sentinel (conn)
-  "Return a sentinel that marks CONN dead when its process goes."
+  "Return a sentinel to mark CONN dead when its process goes."
   (lambda (proc _event)
     (unless (process-live-p proc)
       (tandem--mark-dead conn (tandem--death-note conn)))))
@@ -523,7 +523,7 @@ An earlier backend is stopped first."
     conn))
 
 (cl-defmethod tandem-connection-shutdown ((conn tandem-connection))
-  "Stop CONN's backend process and socket; fail its pending calls."
+  "Stop CONN's backend process and socket; fail every pending call."
   (tandem--mark-dead conn "stopped")
   (dolist (proc (list (oref conn socket) (oref conn process)))
     (when (processp proc) (delete-process proc)))
@@ -531,7 +531,7 @@ An earlier backend is stopped first."
     (when (buffer-live-p buf) (kill-buffer buf))))
 
 (defun tandem-stop ()
-  "Stop the tandem backend; the next command starts a new one."
+  "Stop the tandem backend; the next command will start a new one."
   (interactive)
   (when tandem--connection
     (tandem-connection-shutdown tandem--connection)

@@ -46,7 +46,7 @@ With no view loaded yet this shows a placeholder that says so."
       (tandem--placeholder root))))
 
 (defun tandem--placeholder (root)
-  "Show a placeholder buffer for ROOT: the backend runs, the view is not built."
+  "Show a placeholder buffer for ROOT (the view is not loaded)."
   (let ((info (oref (tandem--ensure) info)))
     (with-current-buffer (get-buffer-create (format "*tandem: %s*" (file-name-nondirectory
                                                                     (directory-file-name root))))
