@@ -458,7 +458,7 @@ signal `tandem-error' with a readable message."
                        nil))))))
 
 (defun tandem--sentinel (conn)
-  "Return a sentinel to mark CONN dead when its process goes."
+  "Return a sentinel to mark CONN dead when its process exits."
   (lambda (proc _event)
     (unless (process-live-p proc)
       (tandem--mark-dead conn (tandem--death-note conn)))))
