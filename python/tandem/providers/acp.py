@@ -19,29 +19,30 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Any, cast
 
+from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamEvent
 from acp.schema import (
     ClientCapabilities,
-    DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
     InitializeResponse,
-    PermissionOption,
     PromptResponse,
-    RequestPermissionResponse,
-    ToolCallUpdate,
+    SessionModeState,
 )
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
 from tandem.protocol.base import TandemError
+from tandem.providers.acp_client import AcpClient, error_text
+from tandem.providers.acp_models import AcpAgentConfig, AcpSessionInfo, SessionHow
+from tandem.providers.acp_modes import SessionModes, wanted_mode
 from tandem.providers.acp_process import AgentProcess, agent_environment
 from tandem.providers.acp_prompt import first_prompt, followup_prompt, has_history
 from tandem.providers.acp_turn import AcpTurn
-from tandem.providers.base import TurnRequest, TurnResult, TurnSink, Usage
+from tandem.providers.base import TurnRequest, TurnResult, TurnSink
+
+__all__ = ["AcpAgentConfig", "AcpProvider", "AcpSessionInfo", "SessionHow"]
 
 log = logging.getLogger(__name__)
 
@@ -50,74 +51,7 @@ STARTUP_TIMEOUT = 60.0
 CANCEL_GRACE = 10.0
 """Seconds the agent gets to end a cancelled prompt before tandem stops waiting."""
 
-SessionHow = Literal["new", "load", "resume", "seeded"]
 WireObserver = Callable[[str, dict[str, Any]], None]
-
-
-class AcpAgentConfig(BaseModel):
-    """One configured agent (settings ``acp_agents``, Emacs ``tandem-acp-agents``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    command: list[str] = Field(min_length=1)
-    env: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("command")
-    @classmethod
-    def _words(cls, value: list[str]) -> list[str]:
-        if any(not word for word in value):
-            raise ValueError("command words must be non-empty strings")
-        return value
-
-
-class AcpSessionInfo(BaseModel):
-    """How the root chat's ACP conversation was established during a turn."""
-
-    acp_session_id: str
-    how: SessionHow
-
-
-class _Client:
-    """The ACP client side: routes agent callbacks to the turn they belong to."""
-
-    def __init__(self) -> None:
-        self.turns: dict[str, AcpTurn] = {}
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        turn = self.turns.get(session_id)
-        if turn is not None:
-            turn.on_update(update)
-
-    async def request_permission(
-        self,
-        session_id: str,
-        tool_call: ToolCallUpdate,
-        options: list[PermissionOption],
-        **kwargs: Any,
-    ) -> RequestPermissionResponse:
-        turn = self.turns.get(session_id)
-        if turn is None:
-            # No turn to ask for: nobody can answer, so nothing is allowed.
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return await turn.on_permission(tool_call, options)
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        return None
-
-
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, RequestError):
-        data = exc.data
-        detail = ""
-        if isinstance(data, dict):
-            detail = str(data.get("details") or data.get("message") or "")
-        elif data:
-            detail = str(data)
-        return f"{exc}" + (f": {detail}" if detail and detail not in str(exc) else "")
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _exception(future: asyncio.Future[Any]) -> BaseException | None:
@@ -129,6 +63,14 @@ def _uncancel() -> None:
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
+
+
+def _checked_id(acp_session_id: str | None) -> str | None:
+    if acp_session_id is not None and (
+        not isinstance(acp_session_id, str) or not acp_session_id.strip()
+    ):
+        raise TandemError("invalid", f"not an ACP session id: {acp_session_id!r}")
+    return acp_session_id
 
 
 class _AgentDied(Exception):
@@ -160,11 +102,11 @@ class AcpProvider:
         self.last_session: AcpSessionInfo | None = None
         """Set by a root-chat turn that opened, resumed or loaded its ACP session."""
         self.agent_info: InitializeResponse | None = None
-        self._resume_id = root_session_id
+        self._resume_id = _checked_id(root_session_id)
         self._root_id: str | None = None
         self._process: AgentProcess | None = None
         self._conn: ClientSideConnection | None = None
-        self._client = _Client()
+        self._client = AcpClient()
         self._start_lock = asyncio.Lock()
         self._root_lock = asyncio.Lock()
         self._turns: set[AcpTurn] = set()
@@ -191,7 +133,7 @@ class AcpProvider:
         a new seeded session: after a rewind or compaction the agent's own
         conversation no longer matches the projection."""
         self._root_id = None
-        self._resume_id = acp_session_id
+        self._resume_id = _checked_id(acp_session_id)
 
     # -- process ------------------------------------------------------------
 
@@ -271,6 +213,7 @@ class AcpProvider:
     async def _drop_process(self) -> None:
         conn, process = self._conn, self._process
         self._conn = self._process = None
+        self._client.modes.clear()
         if self._root_id is not None:
             # The live conversation dies with the process: resume it next time.
             self._resume_id, self._root_id = self._root_id, None
@@ -296,7 +239,35 @@ class AcpProvider:
         response = await self._guard(
             conn.new_session(cwd=str(request.root), mcp_servers=[]), process, STARTUP_TIMEOUT
         )
-        return str(response.session_id)
+        acp_id = str(response.session_id)
+        self._note_modes(acp_id, response.modes)
+        return acp_id
+
+    def _note_modes(self, acp_id: str, state: SessionModeState | None) -> None:
+        modes = SessionModes.of(state)
+        if modes is not None:
+            self._client.modes[acp_id] = modes
+
+    async def _apply_mode(
+        self, conn: ClientSideConnection, process: AgentProcess, acp_id: str, request: TurnRequest
+    ) -> None:
+        """Put the session in the mode tandem's permission mode needs (see acp_modes)."""
+        modes = self._client.modes.get(acp_id)
+        if modes is None:
+            return
+        read_only = request.read_only or request.permission_mode == "read-only"
+        wanted = wanted_mode(modes, read_only)
+        if wanted == modes.current:
+            return
+        try:
+            await self._guard(
+                conn.set_session_mode(session_id=acp_id, mode_id=wanted), process, STARTUP_TIMEOUT
+            )
+        except RequestError as exc:
+            # The permission answers still enforce the mode; log and go on.
+            log.warning("ACP agent %s refused mode %s: %s", self.name, wanted, error_text(exc))
+            return
+        modes.current = wanted
 
     async def _continue_session(
         self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest, acp_id: str
@@ -320,10 +291,11 @@ class AcpProvider:
             )
         for how, call in attempts:
             try:
-                await self._guard(call(), process, STARTUP_TIMEOUT)
+                response = await self._guard(call(), process, STARTUP_TIMEOUT)
             except RequestError as exc:
-                log.info("ACP %s of %s failed: %s", how, acp_id, _error_text(exc))
+                log.info("ACP %s of %s failed: %s", how, acp_id, error_text(exc))
                 continue
+            self._note_modes(acp_id, getattr(response, "modes", None))
             return how
         return None
 
@@ -348,19 +320,23 @@ class AcpProvider:
             self.last_session = AcpSessionInfo(acp_session_id=acp_id, how=how)
             return acp_id, text
 
-    async def _close_isolated(
+    async def _close_session(
         self, conn: ClientSideConnection, process: AgentProcess, acp_id: str
-    ) -> None:
-        """Release an isolated session's resources in the agent, when it can."""
+    ) -> bool:
+        """Release a session's resources in the agent, when it can; True if closed."""
         caps = self.agent_info.agent_capabilities if self.agent_info else None
         if (
             caps is None
             or caps.session_capabilities is None
             or caps.session_capabilities.close is None
         ):
-            return
-        with contextlib.suppress(Exception):
+            return False
+        try:
             await self._guard(conn.close_session(session_id=acp_id), process, 10.0)
+        except Exception as exc:  # an agent failing to close costs nothing but memory
+            log.info("ACP agent %s: closing session %s failed: %s", self.name, acp_id, exc)
+            return False
+        return True
 
     # -- turns -----------------------------------------------------------------
 
@@ -374,7 +350,8 @@ class AcpProvider:
         """Run one turn through the agent; always ends with a result, never hangs
         on a dead agent. Cancellation (of the calling task, or `cancel`) sends
         ``session/cancel`` and ends the turn as aborted."""
-        self.last_session = None
+        if not request.isolated:
+            self.last_session = None
         if not request.root.is_absolute() or not request.root.is_dir():
             raise TandemError(
                 "invalid", f"workspace root {request.root} is not an existing absolute directory"
@@ -390,15 +367,16 @@ class AcpProvider:
                 )
             else:
                 acp_id, text = await self._root_session(conn, process, request)
+            await self._apply_mode(conn, process, acp_id, request)
         except asyncio.CancelledError:
             _uncancel()
             return TurnResult(outcome="aborted", error="cancelled while the agent was starting")
         except (_StartError, _AgentDied, TimeoutError, RequestError, ConnectionError) as exc:
-            if not isinstance(exc, _StartError):
+            if isinstance(exc, _AgentDied | TimeoutError | ConnectionError):
                 await self._forget_dead_process()
             return TurnResult(
                 outcome="failed",
-                error=_error_text(exc) if isinstance(exc, RequestError) else str(exc),
+                error=error_text(exc) if isinstance(exc, RequestError) else str(exc),
             )
         turn = AcpTurn(request, sink)
         self._client.turns[acp_id] = turn
@@ -406,15 +384,36 @@ class AcpProvider:
         try:
             result = await self._prompt(conn, process, turn, acp_id, text)
         finally:
-            turn.finish()
             self._client.turns.pop(acp_id, None)
             self._turns.discard(turn)
+        try:
+            turn.finish()
+        except Exception as exc:
+            log.exception("ACP turn: the sink failed at the end of the turn")
+            result.outcome, result.error = "failed", f"could not record the turn: {exc}"
         if request.isolated:
+            self._client.modes.pop(acp_id, None)
             if process.alive:
-                await self._close_isolated(conn, process, acp_id)
+                await self._close_session(conn, process, acp_id)
         else:
+            if result.outcome == "aborted" and process.alive and self._root_id == acp_id:
+                await self._refresh_after_cancel(conn, process, acp_id)
             result.acp_session_id = self.root_session_id
         return result
+
+    async def _refresh_after_cancel(
+        self, conn: ClientSideConnection, process: AgentProcess, acp_id: str
+    ) -> None:
+        """Reattach the root chat's ACP session freshly after a cancelled turn.
+
+        The Claude Code adapter answers the prompt after a cancelled one at once
+        with the cancelled turn's stale stop (claude-agent-acp issue #551), so
+        the session is closed and the next turn resumes it from the agent's
+        transcript. Agents that cannot close sessions keep theirs.
+        """
+        async with self._root_lock:
+            if self._root_id == acp_id and await self._close_session(conn, process, acp_id):
+                self._root_id, self._resume_id = None, acp_id
 
     async def _prompt(
         self,
@@ -426,7 +425,8 @@ class AcpProvider:
     ) -> TurnResult:
         prompt = asyncio.ensure_future(conn.prompt(session_id=acp_id, prompt=[text_block(text)]))
         cancel_wait = asyncio.ensure_future(self._cancel_requested.wait())
-        waits: set[asyncio.Future[Any]] = {prompt, process.exited, cancel_wait}
+        failed_wait = asyncio.ensure_future(turn.failed.wait())
+        waits: set[asyncio.Future[Any]] = {prompt, process.exited, cancel_wait, failed_wait}
         try:
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -434,17 +434,17 @@ class AcpProvider:
             done = set()
         finally:
             cancel_wait.cancel()
+            failed_wait.cancel()
         if prompt in done and not isinstance(_exception(prompt), ConnectionError):
             return self._result(turn, prompt)
         if prompt in done or process.exited in done:
             # The agent died (its output closed first, or its exit was seen first).
             prompt.cancel()
+            if self._closed:
+                return turn.result("aborted", "the agent was stopped: its session closed")
             report = await process.exit_report()
             await self._forget_dead_process()
-            error = report or "the agent closed its output; it was stopped"
-            result = TurnResult(outcome="failed", error=error)
-            self._fill(turn, result)
-            return result
+            return turn.result("failed", report or "the agent closed its output; it was stopped")
         return await self._abort(conn, process, turn, acp_id, prompt)
 
     async def _abort(
@@ -461,47 +461,26 @@ class AcpProvider:
         ends: set[asyncio.Future[Any]] = {prompt, process.exited}
         with contextlib.suppress(BaseException):
             # A second cancel must not leave the turn without its result.
-            await asyncio.wait(ends, timeout=CANCEL_GRACE)
+            await asyncio.wait(ends, timeout=CANCEL_GRACE, return_when=asyncio.FIRST_COMPLETED)
         if not prompt.done():
             # The agent ignored the cancel: stop waiting; its session is suspect.
             prompt.cancel()
             log.warning(
                 "ACP agent %s did not end a cancelled prompt in %.0f s", self.name, CANCEL_GRACE
             )
-        result = TurnResult(outcome="aborted", error="cancelled")
-        if prompt.done() and not prompt.cancelled() and prompt.exception() is None:
-            result.usage = self._usage(prompt.result())
-        self._fill(turn, result)
-        return result
+        answered = prompt.done() and not prompt.cancelled() and prompt.exception() is None
+        response = prompt.result() if answered else None
+        if turn.failure is not None:
+            return turn.result("failed", turn.failure, response)
+        return turn.result("aborted", "cancelled", response)
 
     def _result(self, turn: AcpTurn, prompt: asyncio.Future[PromptResponse]) -> TurnResult:
         exc = prompt.exception()
+        if turn.failure is not None:
+            return turn.result("failed", turn.failure)
         if exc is not None:
-            result = TurnResult(outcome="failed", error=_error_text(exc))
-        else:
-            response = prompt.result()
-            stop = response.stop_reason
-            if stop == "end_turn":
-                result = TurnResult(outcome="succeeded")
-            elif stop == "cancelled":
-                result = TurnResult(outcome="aborted", error="cancelled by the agent")
-            else:
-                result = TurnResult(outcome="failed", error=f"the agent stopped: {stop}")
-            result.usage = self._usage(response)
-        self._fill(turn, result)
-        return result
-
-    def _fill(self, turn: AcpTurn, result: TurnResult) -> None:
-        result.ran_shell = turn.ran_shell()
-        result.wrote_outside = turn.wrote_outside(turn.request.root)
-
-    @staticmethod
-    def _usage(response: PromptResponse) -> Usage:
-        if response.usage is None:
-            return Usage()
-        return Usage(
-            input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
-        )
+            return turn.result("failed", error_text(exc))
+        return turn.outcome_of(prompt.result())
 
     async def _forget_dead_process(self) -> None:
         """After the agent died: drop it (the root chat's id stays, for a resume)."""

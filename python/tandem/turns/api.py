@@ -63,7 +63,7 @@ async def wait(app: Any, p: TurnParams) -> TurnStatus:
     if p.timeout:
         try:
             await asyncio.wait_for(engine.wait(session, p.turn), timeout=p.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
     return TurnStatus(**engine.status(session, p.turn))
 

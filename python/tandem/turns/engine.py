@@ -206,8 +206,11 @@ class TurnEngine:
         """The one terminal path."""
         sink.end_message()
         acp = getattr(provider, "last_session", None)
-        if acp is not None and spec.directive is None and acp.acp_session_id != _last_acp(
-                sink.journal):
+        # The journal says how the root chat's ACP conversation went on
+        # (new, resume, load, seeded) each time that changes, e.g. after a
+        # backend restart; a directive's ACP session is never recorded.
+        if acp is not None and spec.directive is None and (
+                acp.acp_session_id, acp.how) != _last_acp(sink.journal):
             sink.write({"type": "acp_session", "acp_session_id": acp.acp_session_id,
                         "how": acp.how})
         try:
@@ -327,11 +330,13 @@ class TurnEngine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _last_acp(journal: Journal) -> str | None:
-    last = None
+def _last_acp(journal: Journal) -> tuple[str | None, str | None]:
+    """(id, how) of the root chat's last recorded ACP conversation."""
+    last: tuple[str | None, str | None] = (None, None)
     for e in journal.entries():
         if e.type == "acp_session":
-            last = e.model_dump().get("acp_session_id")
+            d = e.model_dump()
+            last = (d.get("acp_session_id"), d.get("how"))
     return last
 
 

@@ -130,7 +130,7 @@ class TurnService:
             settings = settings_for(self.root_of(journal), self.config)
             acp_kwargs: dict[str, Any] = {}
             if spec.provider.startswith("acp:"):
-                acp_kwargs["root_session_id"] = _last_acp(journal)
+                acp_kwargs["root_session_id"] = _last_acp(journal)[0]
             self._providers[key] = build_provider(
                 spec.provider, settings, credentials=self.config.credentials, grants=self._grants,
                 **acp_kwargs)

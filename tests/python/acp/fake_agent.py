@@ -10,6 +10,7 @@ notification the agent receives is appended to LOG as one JSON line
      "protocol_version": 1,
      "known_sessions": ["s-old"],        # ids load/resume accept
      "die_in": "initialize",             # or "new_session": exit(3) there
+     "modes": {"current": "auto", "available": ["default", "plan", "auto"]},
      "prompts": [[action, ...], ...]}    # one list per session/prompt, in order
 
 Actions: ``{"say": T}``, ``{"think": T}``, ``{"plan": [[content, status], ...]}``,
@@ -34,20 +35,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from acp.schema import (
-    AgentCapabilities,
-    InitializeResponse,
-    LoadSessionResponse,
-    NewSessionResponse,
-    PermissionOption,
-    PromptResponse,
-    ResumeSessionResponse,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionResumeCapabilities,
-    ToolCallUpdate,
-)
-
 from acp import (
     PROTOCOL_VERSION,
     RequestError,
@@ -58,6 +45,21 @@ from acp import (
     update_agent_thought_text,
     update_plan,
     update_tool_call,
+)
+from acp.schema import (
+    AgentCapabilities,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionMode,
+    SessionModeState,
+    SessionResumeCapabilities,
+    ToolCallUpdate,
 )
 
 
@@ -108,7 +110,21 @@ class FakeAgent:
         # Persisted like a real agent's transcripts: a later process can resume it.
         with open(self._store(), "a", encoding="utf-8") as f:
             f.write(session_id + "\n")
-        return NewSessionResponse(session_id=session_id)
+        return NewSessionResponse(session_id=session_id, modes=self._modes())
+
+    def _modes(self) -> SessionModeState | None:
+        spec = self.script.get("modes")
+        if not spec:
+            return None
+        return SessionModeState(
+            current_mode_id=spec["current"],
+            available_modes=[SessionMode(id=m, name=m) for m in spec["available"]],
+        )
+
+    async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> None:
+        self._log("session/set_mode", {"session_id": session_id, "mode_id": mode_id})
+        if mode_id not in self.script.get("modes", {}).get("available", []):
+            raise RequestError.invalid_params({"details": f"no mode {mode_id}"})
 
     def _store(self) -> Path:
         return self.log_path.with_suffix(".sessions")
