@@ -1,7 +1,8 @@
 """Checkpoint benchmarks (issue 6) on a generated tree of 20k files.
 
 Figures: first checkpoint, incremental checkpoint after 10 changed files
-(target ≤ 250 ms), restore of those 10 changes (target ≤ 500 ms). Each one
+(target ≤ 250 ms), the same with nothing changed (a turn that edits
+nothing), restore of those 10 changes (target ≤ 500 ms). Each one
 beside its anchor measured in the same run on the same tree: a naive shadow
 repository (separate GIT_DIR, work tree = the root) doing
 ``git add -A && git commit`` and, for restore, ``git reset --hard && git
@@ -167,6 +168,15 @@ def main() -> None:
             shadow.commit()
             shadow_restores.append(timed_ms(lambda c=shadow_before: shadow.restore(c)))
             cp.restore(before)  # both back at the same state for the next run
+        unchanged = [timed_ms(lambda: cp.snapshot("unchanged")) for _ in range(args.runs)]
+        shadow_unchanged = [timed_ms(shadow.commit) for _ in range(args.runs)]
+        emit(
+            f"checkpoint unchanged ({args.files} files)",
+            statistics.median(unchanged),
+            "shadow repo git add -A && git commit",
+            statistics.median(shadow_unchanged),
+            None,
+        )
         emit(
             f"checkpoint incremental (10 changed of {args.files})",
             statistics.median(incr),

@@ -26,7 +26,7 @@ from tandem.store.listing import list_sessions  # noqa: E402
 from tandem.store.models import Header, entry_to_dict, parse_entry  # noqa: E402
 
 
-def emit(bench: str, value: float, anchor: str, anchor_value: float, target: float) -> None:
+def emit(bench: str, value: float, anchor: str, anchor_value: float, target: float | None) -> None:
     """Print one result line."""
     print(
         json.dumps(
@@ -64,12 +64,24 @@ def sample_entries(n: int) -> list[dict]:
         out.append({"type": "turn_start", "origin": "chat", "provider": "openai", **base})
         out.append({"type": "user", "text": "please fix the parser " * 4, **base})
         out.append(
-            {"type": "tool_call", "call_id": f"c{turn}", "name": "read", "kind": "read",
-             "title": "read parser.py", "input": {"path": "src/parser.py"}, **base}
+            {
+                "type": "tool_call",
+                "call_id": f"c{turn}",
+                "name": "read",
+                "kind": "read",
+                "title": "read parser.py",
+                "input": {"path": "src/parser.py"},
+                **base,
+            }
         )
         out.append(
-            {"type": "tool_result", "call_id": f"c{turn}", "status": "completed",
-             "output": "def parse(x):\n    return x\n" * 4, **base}
+            {
+                "type": "tool_result",
+                "call_id": f"c{turn}",
+                "status": "completed",
+                "output": "def parse(x):\n    return x\n" * 4,
+                **base,
+            }
         )
         out.append({"type": "assistant", "text": "Done: the parser now handles it. " * 3, **base})
         out.append({"type": "turn_end", "outcome": "succeeded", "error": None, **base})
@@ -107,6 +119,11 @@ def bench_open(root: Path) -> None:
     def header_tail_only() -> None:
         Journal.open(path, writable=False).close()
 
+    def open_last_page() -> None:  # what resuming in Emacs does: open, show the tail
+        j = Journal.open(path, writable=False)
+        assert len(j.page(limit=200)) == 200
+        j.close()
+
     def raw_json() -> None:
         with open(path, "rb") as f:
             rows = [json.loads(line) for line in f]
@@ -114,8 +131,20 @@ def bench_open(root: Path) -> None:
 
     anchor = median_ms(raw_json, 5)
     emit("journal_open_100k_full", median_ms(tandem_open, 5), "json_loads_raw_lines", anchor, 1000)
-    emit("journal_open_100k_header_tail", median_ms(header_tail_only, 5),
-         "json_loads_raw_lines", anchor, 1000)
+    emit(
+        "journal_open_100k_header_tail",
+        median_ms(header_tail_only, 5),
+        "json_loads_raw_lines",
+        anchor,
+        1000,
+    )
+    emit(
+        "journal_open_100k_last_page_200",
+        median_ms(open_last_page, 5),
+        "json_loads_raw_lines",
+        anchor,
+        1000,
+    )
 
 
 def bench_list(root: Path) -> None:
@@ -156,6 +185,9 @@ def bench_append(root: Path) -> None:
         t = time.perf_counter()
         os.write(fd, line)
         raw.append((time.perf_counter() - t) * 1000)
+    t = time.perf_counter()
+    os.fsync(fd)
+    raw_sync_ms = (time.perf_counter() - t) * 1000
     os.close(fd)
     t = time.perf_counter()
     j.sync()
@@ -166,9 +198,14 @@ def bench_append(root: Path) -> None:
         return statistics.quantiles(xs, n=100)[98]
 
     emit("append_p99", p99(times), "os_write_same_line_p99", p99(raw), 2)
-    emit("append_median", statistics.median(times), "os_write_same_line_median",
-         statistics.median(raw), 2)
-    emit("turn_end_fsync", sync_ms, "none", 0.0, 50)
+    emit(
+        "append_median",
+        statistics.median(times),
+        "os_write_same_line_median",
+        statistics.median(raw),
+        2,
+    )
+    emit("turn_end_sync_20k_appends", sync_ms, "os_fsync_same_amount_raw", raw_sync_ms, None)
 
 
 def main() -> None:

@@ -23,6 +23,22 @@ from pathlib import Path
 ADAPTER_PACKAGE = "@zed-industries/claude-agent-acp"
 ADAPTER_VERSION = "0.23.1"
 ADAPTER_BIN = "claude-agent-acp"
+OVERRIDE_ENV = "TANDEM_TEST_ACP_ADAPTER"
+"""``PACKAGE@VERSION`` to test another adapter build (its bin must be `ADAPTER_BIN`),
+e.g. the project's later name ``@agentclientprotocol/claude-agent-acp@0.101.0``."""
+
+
+def adapter_spec() -> tuple[str, str]:
+    """The (package, version) to install: the pin, or the override from the environment."""
+    override = os.environ.get(OVERRIDE_ENV, "").strip()
+    if not override:
+        return ADAPTER_PACKAGE, ADAPTER_VERSION
+    package, sep, version = override.rpartition("@")
+    if not sep or not package or not version or version.startswith("/"):
+        raise AdapterUnavailable(f"{OVERRIDE_ENV} must be PACKAGE@VERSION, not {override!r}")
+    return package, version
+
+
 INSTALL_TIMEOUT = 600
 
 
@@ -36,13 +52,22 @@ def cache_dir() -> Path:
     return Path(base) / "tandem-test" / "acp"
 
 
-def adapter_bin(version: str = ADAPTER_VERSION) -> Path:
+def _slot(package: str, version: str) -> str:
+    # The pinned adapter keeps the plain version as its directory name.
+    if package == ADAPTER_PACKAGE:
+        return version
+    return f"{package.strip('@').replace('/', '+')}-{version}"
+
+
+def adapter_bin(package: str = ADAPTER_PACKAGE, version: str = ADAPTER_VERSION) -> Path:
     """The adapter's executable inside the cache (it may not exist yet)."""
-    return cache_dir() / version / "node_modules" / ".bin" / ADAPTER_BIN
+    return cache_dir() / _slot(package, version) / "node_modules" / ".bin" / ADAPTER_BIN
 
 
-def install_command(prefix: Path, version: str = ADAPTER_VERSION) -> list[str]:
-    """The npm command that installs the pinned adapter into PREFIX."""
+def install_command(
+    prefix: Path, package: str = ADAPTER_PACKAGE, version: str = ADAPTER_VERSION
+) -> list[str]:
+    """The npm command that installs the adapter into PREFIX."""
     return [
         "npm",
         "install",
@@ -52,16 +77,18 @@ def install_command(prefix: Path, version: str = ADAPTER_VERSION) -> list[str]:
         "--no-fund",
         "--no-save",
         "--loglevel=error",
-        f"{ADAPTER_PACKAGE}@{version}",
+        f"{package}@{version}",
     ]
 
 
-def ensure_adapter(version: str = ADAPTER_VERSION) -> Path:
-    """The adapter executable, installing it first when missing.
+def ensure_adapter() -> Path:
+    """The adapter executable (see `adapter_spec`), installing it first when missing.
 
     Raises `AdapterUnavailable` when node/npm are missing or npm fails.
     """
-    target = adapter_bin(version)
+    package, version = adapter_spec()
+    slot = _slot(package, version)
+    target = adapter_bin(package, version)
     if target.exists():
         return target
     for tool in ("node", "npm"):
@@ -69,11 +96,11 @@ def ensure_adapter(version: str = ADAPTER_VERSION) -> Path:
             raise AdapterUnavailable(f"{tool} is not on PATH")
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=root))
+    staging = Path(tempfile.mkdtemp(prefix=f".{slot}-", dir=root))
     try:
         try:
             done = subprocess.run(
-                install_command(staging, version),
+                install_command(staging, package, version),
                 capture_output=True,
                 text=True,
                 timeout=INSTALL_TIMEOUT,
@@ -87,7 +114,7 @@ def ensure_adapter(version: str = ADAPTER_VERSION) -> Path:
         if not (staging / "node_modules" / ".bin" / ADAPTER_BIN).exists():
             raise AdapterUnavailable(f"npm installed no {ADAPTER_BIN} executable")
         try:
-            staging.rename(root / version)
+            staging.rename(root / slot)
         except OSError:
             # Another install finished first; theirs is as good as ours.
             if not target.exists():

@@ -47,14 +47,54 @@ class _Region:
     nested: list[str]
 
 
-def capture(git: Git, layout: Layout, size_cap: int, excludes: list[str]) -> Capture:
+@dataclass
+class IgnoreWatch:
+    """What decides when tracked files must be re-checked against the ignore rules.
+
+    Files captured once stay in the private index, and git applies ignore
+    rules only to untracked files; so when the rules may have grown, the
+    region's tracked files are listed against them (``ls-files -c -i``) and
+    the newly ignored ones leave the capture. That costs a pass over the
+    index, so it runs only when needed: on a region's first capture by this
+    process, when a ``.gitignore`` changed, or when an excludes file outside
+    the tree (``core.excludesFile``, the repository's ``info/exclude``)
+    changed.
+    """
+
+    files: list[Path]
+    seen: dict[str, tuple[tuple[int, int, int], ...]] = field(default_factory=dict)
+    trees: dict[str, tuple[tuple[int, int, int] | None, str]] = field(default_factory=dict)
+    """Per region: the index file's (inode, size, mtime) and the tree written from it."""
+
+    def fingerprint(self) -> tuple[tuple[int, int, int], ...]:
+        """(inode, size, mtime) of each excludes file; zeros when absent."""
+        out = []
+        for path in self.files:
+            try:
+                st = os.stat(path)
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append((0, 0, 0))
+        return tuple(out)
+
+
+def capture(
+    git: Git, layout: Layout, size_cap: int, excludes: list[str], watch: IgnoreWatch
+) -> Capture:
     """Capture LAYOUT's root; EXCLUDES are extra root-anchored patterns (ours)."""
     trees: dict[str, str] = {}
     gaps: list[Gap] = []
     pending = [""]
     while pending:
         region = pending.pop()
-        result = _capture_region(git, layout, region, size_cap, excludes if not region else [])
+        rules = ["--exclude-standard"]
+        if not region:
+            rules += [f"--exclude={pattern}" for pattern in excludes]
+        # The region's own repository's info/exclude applies as it would in git.
+        info = layout.root / region / ".git" / "info" / "exclude"
+        if info.is_file():
+            rules.append(f"--exclude-from={info}")
+        result = _capture_region(git, layout, region, size_cap, rules, watch)
         trees[region] = result.tree
         gaps.extend(result.gaps)
         pending.extend(result.nested)
@@ -65,33 +105,45 @@ def capture(git: Git, layout: Layout, size_cap: int, excludes: list[str]) -> Cap
 
 
 def _capture_region(
-    git: Git, layout: Layout, region: str, size_cap: int, excludes: list[str]
+    git: Git, layout: Layout, region: str, size_cap: int, rules: list[str], watch: IgnoreWatch
 ) -> _Region:
     work = layout.root / region if region else layout.root
     prefix = f"{region}/" if region else ""
     index = layout.index_for(region)
-    args = ["ls-files", "-z", "-m", "-o", "--exclude-standard"]
-    args += [f"--exclude={pattern}" for pattern in excludes]
+    # Changed tracked files and new files, listed by two processes at once.
+    calls = [["ls-files", "-z", "-m"], ["ls-files", "-z", "-o", *rules]]
     try:
-        listing = git.run(args, work_tree=work, index=index)
+        listings = git.run_parallel(calls, work_tree=work, index=index)
     except GitError:
         # A damaged private index costs a full re-hash, never a failed turn.
         if not index.exists():
             raise
         index.unlink()
-        listing = git.run(args, work_tree=work, index=index)
+        listings = git.run_parallel(calls, work_tree=work, index=index)
+    stdout = listings[0].stdout + b"\0" + listings[1].stdout
+    stderr = listings[1].stderr.decode("utf-8", "surrogateescape")
 
-    gaps = [
-        _dir_gap(work, prefix, match)
-        for match in _UNREADABLE_DIR.findall(listing.stderr.decode("utf-8", "surrogateescape"))
-    ]
-    update: list[str] = []
+    fingerprint = watch.fingerprint()
+    changed_rules = watch.seen.get(region) != fingerprint or any(
+        raw == b".gitignore" or raw.endswith(b"/.gitignore") for raw in stdout.split(b"\0")
+    )
     drop: list[str] = []
+    if changed_rules:
+        tracked_ignored = git.run(
+            ["ls-files", "-z", "-c", "-i", *rules], work_tree=work, index=index
+        )
+        drop = [os.fsdecode(p) for p in tracked_ignored.stdout.split(b"\0") if p]
+    ignored = set(drop)
+
+    gaps = [_dir_gap(work, prefix, match) for match in _UNREADABLE_DIR.findall(stderr)]
+    update: list[str] = []
     nested: list[str] = []
-    for raw in sorted(set(listing.stdout.split(b"\0"))):
+    for raw in sorted(set(stdout.split(b"\0"))):
         if not raw:
             continue
         rel = os.fsdecode(raw)
+        if rel in ignored:
+            continue
         if rel.endswith("/"):
             if os.path.lexists(work / rel / ".git"):
                 nested.append(prefix + rel[:-1])
@@ -126,8 +178,32 @@ def _capture_region(
             index=index,
             input=_nul_join(update),
         )
-    tree = git.out(["write-tree"], work_tree=work, index=index)
+    tree = _write_tree(git, work, index, region, watch)
+    watch.seen[region] = fingerprint  # only once the capture succeeded
     return _Region(tree, gaps, nested)
+
+
+def _write_tree(git: Git, work: Path, index: Path, region: str, watch: IgnoreWatch) -> str:
+    """``git write-tree``, skipped when the index file is the one we last wrote from.
+
+    Git replaces the index file (lock and rename) whenever it changes it,
+    so an unchanged (inode, size, mtime) means unchanged content.
+    """
+    known = watch.trees.get(region)
+    if known is not None and known[0] == _stamp(index):
+        return known[1]
+    tree = git.out(["write-tree"], work_tree=work, index=index)
+    # After write-tree: it may have rewritten the index to store its cache.
+    watch.trees[region] = (_stamp(index), tree)
+    return tree
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _check(full: Path, rel: str, size_cap: int) -> Gap | None:

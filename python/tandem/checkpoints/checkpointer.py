@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tandem.checkpoints import diffing
-from tandem.checkpoints.capture import Capture, capture
+from tandem.checkpoints.capture import Capture, IgnoreWatch, capture
 from tandem.checkpoints.git import Git, GitError, user_excludes_file
 from tandem.checkpoints.layout import CHAIN_REF, Layout
 from tandem.checkpoints.models import (
@@ -31,7 +31,14 @@ from tandem.checkpoints.models import (
     RestorePlan,
     RestoreResult,
 )
-from tandem.checkpoints.restore import FileHook, Op, apply, restore_ops, rollback
+from tandem.checkpoints.restore import (
+    FileHook,
+    Op,
+    RollbackFailed,
+    apply,
+    restore_ops,
+    rollback,
+)
 from tandem.protocol.base import TandemError
 from tandem.store.fsutil import atomic_write
 
@@ -72,12 +79,17 @@ class Checkpointer:
         self.size_cap = size_cap
         self.max_diff_chars = max_diff_chars
         self.layout = Layout(home_path, root_path)
-        self.git = Git(self.layout.git_dir, user_excludes_file())
+        excludes_file = user_excludes_file()
+        self.git = Git(self.layout.git_dir, excludes_file)
+        self._watch = IgnoreWatch(
+            [_global_excludes(excludes_file), root_path / ".git/info/exclude"]
+        )
         # Never capture our own store when it lives inside the root.
         self._excludes: list[str] = []
         if self.layout.dir.is_relative_to(root_path) or root_path == self.layout.dir:
             rel = self.layout.dir.relative_to(root_path).as_posix()
             self._excludes.append(f"/{rel}/")
+        self._head: str | None = None  # chain head as we last wrote it
         with self.layout.locked():
             self.layout.ensure(self.git)
 
@@ -279,10 +291,12 @@ class Checkpointer:
             atomic_write(self.layout.pending, json.dumps(record).encode() + b"\n")
             try:
                 apply(self.git, self.root, ops, before_file)
+            except RollbackFailed as e:
+                # The record stays: the next operation retries the rollback.
+                e.data = {**e.data, "backup": backup.id}
+                raise
             except BaseException as e:
                 self.layout.pending.unlink()
-                if isinstance(e, TandemError) and e.code == "restore-failed":
-                    raise
                 if not isinstance(e, Exception):
                     raise
                 raise TandemError(
@@ -326,7 +340,7 @@ class Checkpointer:
 
     def _capture_locked(self) -> Capture:
         try:
-            return capture(self.git, self.layout, self.size_cap, self._excludes)
+            return capture(self.git, self.layout, self.size_cap, self._excludes, self._watch)
         except GitError:
             raise
         except OSError as e:
@@ -337,20 +351,41 @@ class Checkpointer:
         record = CheckpointRecord(
             label=label, created=datetime.now(UTC), root=str(self.root), gaps=now.gaps
         )
-        parent = self.git.run(["rev-parse", "-q", "--verify", CHAIN_REF], check=False)
-        old = parent.stdout.decode().strip()
-        args = ["commit-tree", now.tree] + (["-p", old] if old else [])
         message = record.model_dump_json().encode()
-        commit = self.git.out(args, input=message)
-        self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
+        old = self._head if self._head is not None else self._read_head()
+        commit = self._commit(now.tree, old, message)
+        try:
+            self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
+        except GitError:
+            # Another process moved the chain since we last looked: chain after it.
+            old = self._read_head()
+            commit = self._commit(now.tree, old, message)
+            self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
+        self._head = commit
         return Checkpoint(
             id=commit, tree=now.tree, **record.model_dump(exclude={"tandem_checkpoint"})
         )
+
+    def _read_head(self) -> str:
+        proc = self.git.run(["rev-parse", "-q", "--verify", CHAIN_REF], check=False)
+        return proc.stdout.decode().strip()
+
+    def _commit(self, tree: str, parent: str, message: bytes) -> str:
+        args = ["commit-tree", tree] + (["-p", parent] if parent else [])
+        return self.git.out(args, input=message)
 
     def _resolve(self, checkpoint: Checkpoint | str) -> Checkpoint:
         if isinstance(checkpoint, Checkpoint):
             checkpoint = checkpoint.id
         return self.get(checkpoint)
+
+
+def _global_excludes(configured: str | None) -> Path:
+    """The user's global excludes file: configured, else git's XDG default."""
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(xdg) / "git" / "ignore"
 
 
 def _check_label(label: str) -> str:

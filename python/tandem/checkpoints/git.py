@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Generator, Iterable
 from pathlib import Path
 
 from tandem.protocol.base import TandemError
@@ -48,11 +49,11 @@ def find_git() -> str:
 
 def user_excludes_file() -> str | None:
     """The user's global ``core.excludesFile`` (read with their own config), if set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     try:
+        # The user's own environment on purpose: GIT_CONFIG_GLOBAL is theirs.
         proc = subprocess.run(
             [find_git(), "config", "--global", "--path", "--get", "core.excludesFile"],
-            env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             check=False,
         )
@@ -121,12 +122,56 @@ class Git:
             raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc
 
-    def out(self, args: list[str], **kwargs: object) -> str:
+    def run_parallel(
+        self, calls: list[list[str]], *, work_tree: Path | None = None, index: Path | None = None
+    ) -> list[subprocess.CompletedProcess[bytes]]:
+        """Run several read-only ``git`` calls at once (they use separate cores)."""
+        env = self.env(work_tree, index)
+        cwd = work_tree if work_tree is not None else self.git_dir
+        procs = [
+            subprocess.Popen(
+                self._prefix + args,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+            )
+            for args in calls
+        ]
+        outputs: list[tuple[bytes, bytes]] = [(b"", b"")] * len(procs)
+
+        def drain(i: int) -> None:
+            outputs[i] = procs[i].communicate()
+
+        # One thread per extra process: a full pipe must never stall another.
+        threads = [threading.Thread(target=drain, args=(i,)) for i in range(1, len(procs))]
+        for t in threads:
+            t.start()
+        drain(0)
+        for t in threads:
+            t.join()
+        results = []
+        for args, proc, (out, err) in zip(calls, procs, outputs, strict=True):
+            assert proc.returncode is not None
+            if proc.returncode != 0:
+                raise GitError(args, proc.returncode, err.decode("utf-8", "replace"))
+            results.append(subprocess.CompletedProcess(args, proc.returncode, out, err))
+        return results
+
+    def out(
+        self,
+        args: list[str],
+        *,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+        input: bytes | None = None,
+    ) -> str:
         """Run ``git ARGS`` and return its stdout, stripped."""
-        proc = self.run(args, **kwargs)  # type: ignore[arg-type]
+        proc = self.run(args, work_tree=work_tree, index=index, input=input)
         return proc.stdout.decode("utf-8", "surrogateescape").strip()
 
-    def blobs(self, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    def blobs(self, shas: Iterable[str]) -> Generator[tuple[str, bytes], None, None]:
         """Yield ``(sha, content)`` for each blob, through one ``cat-file --batch``."""
         wanted = list(shas)
         if not wanted:
@@ -135,15 +180,14 @@ class Git:
             self._prefix + ["cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             env=self.env(),
             cwd=self.git_dir,
         )
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            # Feeding every name first is safe: git answers in order and
-            # our reader drains stdout as we go, but a long list could fill
-            # the pipe both ways; so write one, read one.
+            # One name, then its answer: writing every name first could fill
+            # both pipes and deadlock on a large restore.
             for sha in wanted:
                 proc.stdin.write(sha.encode() + b"\n")
                 proc.stdin.flush()
@@ -159,6 +203,4 @@ class Git:
         finally:
             proc.stdin.close()
             proc.stdout.close()
-            if proc.stderr is not None:
-                proc.stderr.close()
             proc.wait()

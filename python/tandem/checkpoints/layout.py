@@ -43,6 +43,7 @@ _CONFIG = [
     ("core.quotepath", "false"),
     ("core.logallrefupdates", "false"),
     ("gc.auto", "0"),
+    ("index.version", "4"),  # path-prefix compression: a smaller index to read and write
 ]
 
 

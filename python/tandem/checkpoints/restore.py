@@ -15,6 +15,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,17 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+
+class RollbackFailed(TandemError):
+    """Putting files back failed: the pending record must stay for a retry."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__(
+            "restore-failed",
+            "restore failed and rollback could not put back: " + "; ".join(failures[:10]),
+            {"paths": failures},
+        )
 
 
 @dataclass(frozen=True)
@@ -138,13 +150,14 @@ def apply(git: Git, root: Path, ops: Ops, hook: FileHook | None) -> None:
                 hook(op.path)
             journal.touched.append(op)
             _delete(root, op.path)
-        blobs = dict(git.blobs(sorted({op.sha for op in ops.writes if op.sha})))
-        for op in ops.writes:
-            if hook is not None:
-                hook(op.path)
-            journal.touched.append(op)
-            assert op.sha is not None and op.mode is not None
-            _write(root, op.path, blobs[op.sha], op.mode, journal.made_dirs)
+        # Blobs stream in the order of the writes: memory holds one file at a time.
+        with closing(git.blobs(op.sha for op in ops.writes if op.sha)) as blobs:
+            for op, (_, data) in zip(ops.writes, blobs, strict=True):
+                if hook is not None:
+                    hook(op.path)
+                journal.touched.append(op)
+                assert op.mode is not None
+                _write(root, op.path, data, op.mode, journal.made_dirs)
     except BaseException:
         rollback(git, root, journal.touched, journal.made_dirs)
         raise
@@ -153,26 +166,24 @@ def apply(git: Git, root: Path, ops: Ops, hook: FileHook | None) -> None:
 def rollback(git: Git, root: Path, touched: list[Op], made_dirs: list[Path]) -> None:
     """Put every path of TOUCHED back to its backup state; remove MADE_DIRS if empty."""
     failures: list[str] = []
-    backups = dict(git.blobs(sorted({op.backup_sha for op in touched if op.backup_sha})))
-    for op in reversed(touched):
-        try:
-            if op.backup_sha is None or op.backup_mode is None:
-                _delete(root, op.path)
-            else:
-                _write(root, op.path, backups[op.backup_sha], op.backup_mode, [])
-        except OSError as e:
-            failures.append(f"{op.path}: {e}")
+    undo = list(reversed(touched))
+    with closing(git.blobs(op.backup_sha for op in undo if op.backup_sha)) as blobs:
+        for op in undo:
+            try:
+                if op.backup_sha is None or op.backup_mode is None:
+                    _delete(root, op.path)
+                else:
+                    _, data = next(blobs)
+                    _write(root, op.path, data, op.backup_mode, [])
+            except Exception as e:  # noqa: BLE001 - keep putting back the others
+                failures.append(f"{op.path}: {e}")
     for d in reversed(made_dirs):
         try:
             d.rmdir()
         except OSError:
             pass
     if failures:
-        raise TandemError(
-            "restore-failed",
-            "restore failed and rollback could not put back: " + "; ".join(failures[:10]),
-            {"paths": failures},
-        )
+        raise RollbackFailed(failures)
 
 
 def _safe(root: Path, rel: str) -> Path:

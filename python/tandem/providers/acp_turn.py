@@ -1,11 +1,13 @@
 """One ACP prompt turn: maps the agent's session updates and permission
 requests onto `TurnSink` calls, and collects what the turn result reports.
 
-ACP's Claude adapter announces a tool call before its input is known (the
-input arrives in a later ``tool_call_update``), so a call is reported to the
-sink once its input is known, its permission is asked, it reports progress,
-or the turn ends, whichever comes first. The journal gets one complete
-``tool_call`` entry per call, always before its result or permission question.
+ACP agents announce a tool call before its input is known (the Claude adapter
+sends the input in later ``tool_call_update``s, newer versions piece by piece),
+so a call is reported to the sink when its permission is asked, when it
+reports progress, when the agent moves on to text or a plan, or when the turn
+ends, whichever comes first, with the latest input. The journal gets one
+complete ``tool_call`` entry per call, always before its result or permission
+question.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from acp.schema import (
     DeniedOutcome,
     FileEditToolCallContent,
     PermissionOption,
+    PromptResponse,
     RequestPermissionResponse,
     TerminalToolCallContent,
     TextContentBlock,
@@ -35,11 +38,14 @@ from acp.schema import (
 )
 
 from tandem.providers.base import (
+    Outcome,
     PermissionAnswer,
     PermissionRequest,
     ToolKind,
     TurnRequest,
+    TurnResult,
     TurnSink,
+    Usage,
 )
 
 log = logging.getLogger(__name__)
@@ -56,6 +62,8 @@ _KINDS: dict[str, ToolKind] = {
     "execute": "execute",
 }
 _PATH_KEYS = ("file_path", "path", "notebook_path")
+_MOVING = ("in_progress", "completed", "failed")
+"""Statuses after which a call's input is final."""
 
 
 def tandem_kind(acp_kind: str | None) -> ToolKind:
@@ -144,18 +152,23 @@ class AcpTurn:
         self.cancelled = False
         self.permission_requests = 0
         self.auto_rejected = 0
+        self.failure: str | None = None
+        self.failed = asyncio.Event()
+        """Set by `fail`: the turn must end now, as failed."""
 
     # -- session/update ------------------------------------------------
 
     def on_update(self, update: Any) -> None:
         """Report one ``session/update`` payload to the sink."""
         if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
+            self._report_pending()
             self._chunk(update)
         elif isinstance(update, ToolCallStart):
             self._tool_start(update)
         elif isinstance(update, ToolCallProgress):
             self._tool_progress(update)
         elif isinstance(update, AgentPlanUpdate):
+            self._report_pending()
             self.sink.plan([e.model_dump(mode="json", exclude_none=True) for e in update.entries])
         # user_message_chunk (history replay), mode, command and usage updates
         # carry nothing the journal records: the usage totals come with the
@@ -191,7 +204,7 @@ class AcpTurn:
             )
             self.calls[call.call_id] = call
         self._learn(call, update)
-        if call.input:
+        if update.status in _MOVING:
             self._report(call)
         self._maybe_finish(call, update)
 
@@ -208,9 +221,14 @@ class AcpTurn:
             )
             self.calls[call.call_id] = call
         self._learn(call, update)
-        if call.input or update.status is not None:
+        if update.status in _MOVING:
             self._report(call)
         self._maybe_finish(call, update)
+
+    def _report_pending(self) -> None:
+        """The agent moved on to text or a plan: the calls it announced are complete."""
+        for call in self.calls.values():
+            self._report(call)
 
     @staticmethod
     def _tool_name(update: ToolCallStart | ToolCallUpdate) -> str:
@@ -306,11 +324,22 @@ class AcpTurn:
         try:
             return await ask
         except asyncio.CancelledError:
-            if self.cancelled:
+            # The question was withdrawn (the turn engine cancels it on C-c C-c):
+            # the agent must still get an answer, "cancelled". Only a cancel of
+            # this handler itself (the connection closing) propagates.
+            current = asyncio.current_task()
+            if self.cancelled or current is None or not current.cancelling():
                 return None
             raise
         finally:
             self._asks.discard(ask)
+
+    def fail(self, message: str) -> None:
+        """End the turn as failed with MESSAGE (the first failure wins)."""
+        if self.failure is None:
+            self.failure = message
+            self.failed.set()
+        self.cancel()
 
     def cancel(self) -> None:
         """The turn is being cancelled: withdraw open permission questions."""
@@ -319,6 +348,32 @@ class AcpTurn:
             ask.cancel()
 
     # -- what the turn result reports -------------------------------------
+
+    def result(
+        self, outcome: Outcome, error: str | None = None, response: PromptResponse | None = None
+    ) -> TurnResult:
+        """The turn's result: OUTCOME and ERROR, usage from RESPONSE, what tools did."""
+        result = TurnResult(
+            outcome=outcome,
+            error=error,
+            ran_shell=self.ran_shell(),
+            wrote_outside=self.wrote_outside(self.request.root),
+        )
+        if response is not None and response.usage is not None:
+            result.usage = Usage(
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+            )
+        return result
+
+    def outcome_of(self, response: PromptResponse) -> TurnResult:
+        """The result of a prompt the agent answered, by its stop reason."""
+        stop = response.stop_reason
+        if stop == "end_turn":
+            return self.result("succeeded", None, response)
+        if stop == "cancelled":
+            return self.result("aborted", "cancelled by the agent", response)
+        return self.result("failed", f"the agent stopped: {stop}", response)
 
     def ran_shell(self) -> bool:
         """Whether an execute-class tool ran (it may have written anywhere)."""

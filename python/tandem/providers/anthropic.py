@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,6 +16,13 @@ from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
 API_VERSION = "2023-06-01"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _safe(name: str) -> str:
+    # History may hold ids and names from other providers (ACP agents); the API
+    # accepts only [A-Za-z0-9_-] in tool_use ids and names.
+    return _UNSAFE.sub("_", name)[:64] or "_"
 
 
 def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
@@ -34,7 +42,7 @@ def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
         elif m.role == "assistant":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
             blocks += [
-                {"type": "tool_use", "id": t.id, "name": t.name, "input": t.input}
+                {"type": "tool_use", "id": _safe(t.id), "name": _safe(t.name), "input": t.input}
                 for t in m.tool_calls
             ]
             if blocks:
@@ -45,7 +53,7 @@ def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
                 [
                     {
                         "type": "tool_result",
-                        "tool_use_id": m.call_id,
+                        "tool_use_id": _safe(m.call_id or ""),
                         "content": m.text,
                         "is_error": m.is_error,
                     }
@@ -54,14 +62,38 @@ def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _with_cache_mark(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MESSAGES with a prompt-cache breakpoint on the last block of the last message.
+
+    Each step of the loop re-sends the whole context; with the breakpoint the
+    API reads the unchanged prefix from its cache. The mark goes on a copy, so
+    the loop's own messages never pile up breakpoints (the API allows four).
+    """
+    if not messages or not isinstance(messages[-1].get("content"), list):
+        return messages
+    last = dict(messages[-1])
+    blocks = list(last["content"])
+    if not blocks or blocks[-1].get("type") in ("thinking", "redacted_thinking"):
+        return messages
+    blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+    last["content"] = blocks
+    return [*messages[:-1], last]
+
+
 class AnthropicWire(Wire):
     """Request and stream format of the Anthropic Messages API."""
 
-    def __init__(self, credentials: Credentials, thinking_budget: int = 0) -> None:
+    def __init__(
+        self, credentials: Credentials, thinking_budget: int = 0, prompt_cache: bool = True
+    ) -> None:
         super().__init__(credentials)
         if thinking_budget < 0:
             raise ValueError("thinking_budget must be >= 0")
         self.thinking_budget = thinking_budget
+        self.prompt_cache = prompt_cache
 
     def url(self) -> str:
         """``{base}/v1/messages``."""
@@ -86,11 +118,15 @@ class AnthropicWire(Wire):
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": messages,
+            "messages": _with_cache_mark(messages) if self.prompt_cache else messages,
             "stream": True,
         }
         if system:
-            body["system"] = system
+            body["system"] = (
+                [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+                if self.prompt_cache
+                else system
+            )
         if tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.schema()}

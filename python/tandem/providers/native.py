@@ -146,6 +146,7 @@ def complete_tool_pairs(messages: list[Message]) -> list[Message]:
                 pending[:] = [p for p in pending if p.id != msg.call_id]
             continue
         flush()
+        called.clear()  # results must follow their assistant message directly
         out.append(msg)
         if msg.role == "assistant":
             pending.extend(msg.tool_calls)
@@ -227,6 +228,16 @@ class LoopLimits:
     shell_timeout: float = 120.0
     output_cap: int = 64 * 1024
 
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0, not {value!r}")
+        for name in ("max_steps", "connect_timeout", "read_timeout", "shell_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
+        if self.output_cap < 256:
+            raise ValueError("output_cap must be at least 256 bytes")
+
 
 class NativeProvider:
     """A `Provider` running tandem's own agent loop over one `Wire`."""
@@ -254,7 +265,7 @@ class NativeProvider:
             lim = self.limits
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(lim.read_timeout, connect=lim.connect_timeout),
-                trust_env=False,
+                trust_env=True,  # HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE as usual
             )
         return self._client
 
@@ -326,6 +337,12 @@ class NativeProvider:
             for call_id in current:
                 sink.tool_result(call_id, "failed", "cancelled")
             return result("aborted", "cancelled")
+        except Exception as exc:  # the turn must still end through the one terminal path
+            if watch.text:
+                sink.end_message()
+            for call_id in current:
+                sink.tool_result(call_id, "failed", f"internal error: {exc}")
+            return result("failed", f"internal error: {type(exc).__name__}: {exc}")
 
     def _scrub(self, text: str) -> str:
         key = self.wire.credentials.key()

@@ -4,7 +4,7 @@ Settings keys read here (all optional)::
 
     {"default_provider": "anthropic:claude-sonnet-4-5",
      "openai":    {"base_url": "http://127.0.0.1:8080/v1"},
-     "anthropic": {"base_url": "...", "thinking_budget": 0},
+     "anthropic": {"base_url": "...", "thinking_budget": 0, "prompt_cache": true},
      "native":    {"max_retries": 3, "shell_timeout": 120, "output_cap": 65536},
      "acp_agents": {"claude": {"command": ["claude-code-acp"], "env": {}}}}
 
@@ -82,7 +82,10 @@ def loop_limits(settings: Mapping[str, Any]) -> LoopLimits:
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise TandemError("invalid", f"settings native.{key}: expected a number >= 0")
         values[key] = int(value) if known[key] == "int" else float(value)
-    return LoopLimits(**values)
+    try:
+        return LoopLimits(**values)
+    except ValueError as exc:
+        raise TandemError("invalid", f"settings native: {exc}") from None
 
 
 def build_provider(
@@ -137,5 +140,8 @@ def build_provider(
         budget = section.get("thinking_budget", 0)
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise TandemError("invalid", "settings anthropic.thinking_budget: expected an int >= 0")
-        wire = AnthropicWire(creds, thinking_budget=budget)
+        cache = section.get("prompt_cache", True)
+        if not isinstance(cache, bool):
+            raise TandemError("invalid", "settings anthropic.prompt_cache: expected true or false")
+        wire = AnthropicWire(creds, thinking_budget=budget, prompt_cache=cache)
     return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target)

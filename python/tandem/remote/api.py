@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import Field, SecretStr
 
-from tandem.protocol.base import MethodSpec, Params, Reply
+from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
 from tandem.remote.models import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
 from tandem.remote.service import RemoteService
 
@@ -21,6 +21,14 @@ def service(app: Any) -> RemoteService:
     """The process's RemoteService (one home cache per backend)."""
     svc: RemoteService = app.service("remote", lambda a: RemoteService(Path(a.home)))
     return svc
+
+
+def _local(path: str) -> Path:
+    """PATH as a local absolute path; a relative one would depend on the backend's cwd."""
+    local = Path(path).expanduser()
+    if not local.is_absolute():
+        raise TandemError("invalid", f"local paths must be absolute: {path!r}")
+    return local
 
 
 class ServerParams(Params):
@@ -63,7 +71,7 @@ class UploadReply(Reply):
 
 async def upload(app: Any, p: UploadParams) -> UploadReply:
     """Upload local files (basenames only) into the resolved working dir."""
-    files = [Path(f).expanduser() for f in p.files]
+    files = [_local(f) for f in p.files]
     resolved, done = await service(app).upload(p.url, p.api_key, p.working_dir, files)
     return UploadReply(working_dir=resolved, uploaded=done)
 
@@ -84,7 +92,7 @@ class DownloadReply(Reply):
 
 async def download(app: Any, p: DownloadParams) -> DownloadReply:
     """Download one server file to a local file (written atomically)."""
-    dest = Path(p.dest).expanduser()
+    dest = _local(p.dest)
     async with service(app).client(p.url, p.api_key) as c:
         size = await c.download_to(p.path, dest)
     return DownloadReply(dest=str(dest), size=size)
@@ -105,7 +113,7 @@ async def conversation_new(app: Any, p: ConversationParams) -> ConversationCreat
     )
 
 
-class HostSpec(BaseModel):
+class HostSpec(Params):
     """One entry of ``tandem-remote-hosts`` with its key, if any."""
 
     name: str = Field(min_length=1)

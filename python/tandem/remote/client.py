@@ -171,14 +171,16 @@ class AgentServerClient:
         context = f"Upload of {local} to {remote_path} failed"
         if not is_absolute(remote_path):
             raise TandemError("invalid", f"{context}: destination must be absolute")
+        if not local.exists():
+            raise TandemError("invalid", f"{context}: no such local file")
+        if not local.is_file():  # a folder, or a FIFO that open() would block on
+            raise TandemError("invalid", f"{context}: not a regular file")
         try:
             f = open(local, "rb")  # noqa: SIM115 - closed below, after the request
         except OSError as e:
             raise TandemError("invalid", f"{context}: {e.strerror or e}") from e
         with f:
             total = os.fstat(f.fileno()).st_size
-            if not os.path.isfile(local):
-                raise TandemError("invalid", f"{context}: not a regular file")
             reader = _CountingReader(f, total, progress)
             files = {"file": (local.name, reader, "application/octet-stream")}
             response = await self._request(

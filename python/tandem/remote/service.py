@@ -23,6 +23,9 @@ from tandem.remote.paths import build_upload_path, upload_name
 from tandem.remote.resolver import WorkingDirResolver
 from tandem.remote.targets import load_target, remove_target, save_target
 
+Key = SecretStr | str | None
+"""A session API key as it comes: wrapped, plain, or absent."""
+
 
 class RemoteService:
     """Remote operations over a shared per-host home cache; HOME is the state root."""
@@ -31,16 +34,16 @@ class RemoteService:
         self.home = home
         self.cache = HomeCache()
 
-    def client(self, url: str, api_key: SecretStr | str | None) -> AgentServerClient:
+    def client(self, url: str, api_key: Key) -> AgentServerClient:
         """A client of the server at URL (close it, or use ``async with``)."""
         return AgentServerClient(url, api_key)
 
-    async def resolve(self, url: str, api_key: SecretStr | None, working_dir: str | None) -> str:
+    async def resolve(self, url: str, api_key: Key, working_dir: str | None) -> str:
         """WORKING_DIR resolved on the server at URL."""
         async with self.client(url, api_key) as c:
             return await WorkingDirResolver(c, self.cache).resolve(working_dir)
 
-    async def home_of(self, url: str, api_key: SecretStr | None) -> str:
+    async def home_of(self, url: str, api_key: Key) -> str:
         """The (cached) home of the server at URL."""
         async with self.client(url, api_key) as c:
             return await WorkingDirResolver(c, self.cache).home()
@@ -48,7 +51,7 @@ class RemoteService:
     async def upload(
         self,
         url: str,
-        api_key: SecretStr | None,
+        api_key: Key,
         working_dir: str | None,
         files: list[Path],
         progress: Progress | None = None,
@@ -92,7 +95,7 @@ class RemoteService:
     async def create_conversation(
         self,
         url: str,
-        api_key: SecretStr | None,
+        api_key: Key,
         working_dir: str | None,
         llm: LlmSettings,
         initial_message: str | None = None,
@@ -102,10 +105,10 @@ class RemoteService:
             resolved = await WorkingDirResolver(c, self.cache).resolve(working_dir)
             return await c.create_conversation(resolved, llm, initial_message)
 
-    async def probe(self, hosts: list[tuple[str, str, SecretStr | None]]) -> list[dict[str, Any]]:
+    async def probe(self, hosts: list[tuple[str, str, Key]]) -> list[dict[str, Any]]:
         """For each (name, url, key): its home, or the error that kept us from it."""
 
-        async def one(name: str, url: str, key: SecretStr | None) -> dict[str, Any]:
+        async def one(name: str, url: str, key: Key) -> dict[str, Any]:
             try:
                 base = normalize_base_url(url)
                 return {
@@ -120,7 +123,7 @@ class RemoteService:
         return list(await asyncio.gather(*(one(*h) for h in hosts)))
 
     async def attach(
-        self, session: str, host: str, url: str, api_key: SecretStr | None, working_dir: str
+        self, session: str, host: str, url: str, api_key: Key, working_dir: str
     ) -> RemoteTarget:
         """Make HOST (at URL) SESSION's execution target, resolving WORKING_DIR now."""
         base = normalize_base_url(url)

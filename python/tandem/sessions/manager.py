@@ -178,6 +178,7 @@ class SessionManager:
         if not confirm(relocation_prompt(header.cwd)):
             raise ResumeCancelled()
         self._save_settings()
+        self.close(header.id)  # held here (opened directly before): let the move take it
         moved = relocate(self.home, path, launch, self.move_ops)
         journal = Journal.open(moved.path, writable=True, lock=moved.lock)
         return self._adopt(journal, launch, relocated=True)
@@ -229,6 +230,7 @@ class SessionManager:
         if own:
             return self._adopt(self._open(Path(own[0].path)), launch, relocated=False)
         if crumb_path and crumb_header is not None and not os.path.isdir(crumb_header.cwd):
+            self.close(crumb_header.id)
             moved = relocate(self.home, crumb_path, launch, self.move_ops)
             journal = Journal.open(moved.path, writable=True, lock=moved.lock)
             return self._adopt(journal, launch, relocated=True)
@@ -255,7 +257,8 @@ class SessionManager:
         if session_id in self.journals:
             return self.journals[session_id]
         path = self.find(session_id, os.getcwd())
-        return self._open(path)
+        journal = self._open(path)
+        return self.journals.setdefault(journal.id, journal)
 
     def summary(self, session_id: str) -> SessionSummary | None:
         """The list summary of SESSION_ID's journal."""

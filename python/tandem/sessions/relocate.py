@@ -69,7 +69,12 @@ def relocate(home: Path, journal: Path, dest_cwd: str, ops: MoveOps | None = Non
         folder = layout.slug_dir(home, dest, create=True)
         dst = folder / journal.name
         if dst == journal:
-            raise TandemError("invalid", f"Session {header.id} already belongs to {dest}")
+            # Already in DEST's folder with a stale header cwd: a move that was
+            # interrupted (crash) between its rename and its header rewrite.
+            if header.cwd == dest:
+                raise TandemError("invalid", f"Session {header.id} already belongs to {dest}")
+            rewrite_header_file(journal, header.model_copy(update={"cwd": dest}))
+            return Moved(path=journal, old=journal, lock=src_lock)
         src_art, dst_art = layout.artifacts_dir(journal), layout.artifacts_dir(dst)
         if os.path.lexists(dst) or os.path.lexists(dst_art):
             raise TandemError("exists", f"{dst} already exists. Nothing was moved.")

@@ -18,11 +18,10 @@ cuts it off, and says so in ``notices``; every complete line survives.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
-from collections import deque
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,104 +30,26 @@ from pydantic import ValidationError
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
+from tandem.store.jsonl import (
+    dumps_line,
+    find_end,
+    last_complete_line,
+    now_iso,
+    read_header,
+    rewrite_header_file,
+)
 from tandem.store.lock import JournalLock, LockHeld
-from tandem.store.models import Entry, EntryError, Header, entry_to_dict, parse_entry
+from tandem.store.models import (
+    Entry,
+    EntryError,
+    Header,
+    entry_to_dict,
+    parse_entry,
+    parse_lines,
+)
 
-_TAIL_CHUNK = 8192
-
-
-def now_iso() -> str:
-    """Current UTC time, ISO 8601 with milliseconds and ``Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _dumps(data: dict[str, Any]) -> bytes:
-    # json escapes newlines inside strings, so the result is exactly one line;
-    # U+2028/U+2029 are escaped too, for readers that split on every line break.
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return (text + "\n").encode("utf-8")
-
-
-def read_header(path: Path) -> tuple[Header, int]:
-    """Parse the header line of the journal at PATH; also return its byte length."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        raise TandemError("not-found", f"No session journal at {path}") from None
-    except OSError as exc:
-        raise TandemError("io", f"Cannot read {path}: {exc.strerror}") from None
-    try:
-        buf = b""
-        while b"\n" not in buf:
-            chunk = os.pread(fd, 65536, len(buf))
-            if not chunk:
-                break
-            buf += chunk
-    finally:
-        os.close(fd)
-    line, nl, _ = buf.partition(b"\n")
-    if not nl:
-        raise TandemError("corrupt", f"{path} has no complete header line")
-    try:
-        header = Header.model_validate_json(line)
-    except ValidationError as exc:
-        raise TandemError("corrupt", f"{path}: invalid header: {exc.errors()[0]['msg']}") from None
-    return header, len(line) + 1
-
-
-def _last_complete_line(fd: int, start: int, end: int) -> bytes | None:
-    """The last newline-terminated line in [START, END) of FD, without its newline."""
-    if end <= start:
-        return None
-    pos, buf = end, b""  # byte END-1 is a newline by construction
-    while pos > start:
-        step = min(_TAIL_CHUNK, pos - start)
-        pos -= step
-        buf = os.pread(fd, step, pos) + buf
-        cut = buf.rfind(b"\n", 0, len(buf) - 1)
-        if cut >= 0:
-            return buf[cut + 1 : -1]
-    return buf[:-1]
-
-
-def _find_end(fd: int, start: int, size: int) -> int:
-    """Offset just past the last newline at or after START (START if none)."""
-    pos = size
-    while pos > start:
-        step = min(_TAIL_CHUNK, pos - start)
-        chunk = os.pread(fd, step, pos - step)
-        cut = chunk.rfind(b"\n")
-        if cut >= 0:
-            return pos - step + cut + 1
-        pos -= step
-    return start
-
-
-def rewrite_header_file(path: Path, header: Header, replace: Any = os.replace) -> None:
-    """Rewrite the header of the journal at PATH; entry lines are copied byte for byte.
-
-    Write-temp, fsync, rename (REPLACE is the rename, a seam for fault tests),
-    fsync the folder. On failure the journal is exactly as it was.
-    """
-    _, header_len = read_header(path)
-    tmp = path.with_name(f".{path.name}.hdr-{os.getpid()}")
-    try:
-        with open(path, "rb") as src, open(tmp, "wb") as dst:
-            dst.write(_dumps(header.model_dump(mode="json")))
-            src.seek(header_len)
-            while chunk := src.read(1 << 20):
-                dst.write(chunk)
-            dst.flush()
-            os.fsync(dst.fileno())
-        replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsutil.fsync_dir(path.parent)
+_BACK_CHUNK = 65536
+_BATCH = 2000
 
 
 class Journal:
@@ -182,7 +103,7 @@ class Journal:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
-                os.write(fd, _dumps(header.model_dump(mode="json")))
+                os.write(fd, dumps_line(header.model_dump(mode="json")))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -231,7 +152,7 @@ class Journal:
         fd = os.open(self.path, os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
-            end = _find_end(fd, self._header_len, size)
+            end = find_end(fd, self._header_len, size)
             if end < size:
                 torn = os.pread(fd, size - end, end)
                 self._set_aside(torn, end)
@@ -242,10 +163,24 @@ class Journal:
         if self.writable:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
+    def refresh(self) -> None:
+        """Re-read the tail of a read-only journal another process is writing.
+
+        Updates ``last_seq`` and ``last_ts``; a writable journal is always current.
+        """
+        if self.writable:
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            self._end = find_end(fd, self._header_len, os.fstat(fd).st_size)
+            self._read_tail(fd)
+        finally:
+            os.close(fd)
+
     def _read_tail(self, fd: int) -> None:
         end = self._end
         while end > self._header_len:
-            line = _last_complete_line(fd, self._header_len, end)
+            line = last_complete_line(fd, self._header_len, end)
             if line is None:
                 break
             try:
@@ -323,7 +258,7 @@ class Journal:
             model = parse_entry(data)
         except EntryError as exc:
             raise TandemError("invalid", str(exc)) from None
-        line = _dumps(entry_to_dict(model))
+        line = dumps_line(entry_to_dict(model))
         try:
             written = os.write(fd, line)
         except OSError as exc:
@@ -373,7 +308,7 @@ class Journal:
         with open(self.path, "rb") as f:
             f.seek(self._header_len)
             size = os.fstat(f.fileno()).st_size
-            limit = size if self.writable else _find_end(f.fileno(), self._header_len, size)
+            limit = size if self.writable else find_end(f.fileno(), self._header_len, size)
             pos = self._header_len
             number = 1
             for line in f:
@@ -385,35 +320,97 @@ class Journal:
 
     def entries(self) -> Iterator[Entry]:
         """Every readable entry in order; an unreadable line is skipped and noted."""
-        for number, line in self.raw_lines():
+        batch: list[tuple[int, bytes]] = []
+        for item in self.raw_lines():
+            batch.append(item)
+            if len(batch) >= _BATCH:
+                yield from self._parse_batch(batch)
+                batch = []
+        yield from self._parse_batch(batch)
+
+    def _parse_batch(self, batch: list[tuple[int, bytes]]) -> list[Entry]:
+        # Bulk loading creates many objects and no cycles: a cyclic GC pass
+        # here would only re-scan every entry already loaded (quadratic-ish).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            fast = parse_lines([line for _, line in batch])
+        finally:
+            if enabled:
+                gc.enable()
+        if fast is not None:
+            return fast
+        out: list[Entry] = []
+        for number, line in batch:
             try:
-                yield parse_entry(json.loads(line))
+                out.append(parse_entry(json.loads(line)))
             except (ValueError, EntryError) as exc:
                 self.notices.append(f"{self.path}:{number}: unreadable entry skipped ({exc})")
+        return out
+
+    def lines_backward(self) -> Iterator[bytes]:
+        """Complete entry lines from the last to the first (reads from the end)."""
+        with open(self.path, "rb") as f:
+            fd = f.fileno()
+            pos = find_end(fd, self._header_len, os.fstat(fd).st_size)
+            rest = b""
+            while pos > self._header_len:
+                step = min(_BACK_CHUNK, pos - self._header_len)
+                pos -= step
+                buf = os.pread(fd, step, pos) + rest
+                parts = buf.split(b"\n")
+                rest = parts[0]  # may be a partial line: joined with the next chunk
+                for line in reversed(parts[1:]):
+                    if line:
+                        yield line + b"\n"
+            if rest:
+                yield rest + b"\n"
 
     def page(
         self, after: int | None = None, before: int | None = None, limit: int = 200
     ) -> list[Entry]:
-        """Up to LIMIT entries with seq > AFTER, or the last LIMIT with seq < BEFORE."""
+        """Up to LIMIT entries: the first with seq > AFTER, else the last with seq < BEFORE.
+
+        With neither, the last LIMIT entries (what a view shows first). Pages
+        toward the end are read backwards from the end of the file, so the
+        cost does not grow with the length of the journal.
+        """
         if limit < 1 or limit > 10000:
             raise TandemError("invalid", "limit must be between 1 and 10000")
         if after is not None and before is not None:
             raise TandemError("invalid", "give either after or before, not both")
-        if before is not None:
-            window: deque[Entry] = deque(maxlen=limit)
+        self.refresh()
+        if after is not None and self.last_seq - after <= limit:
+            # The page reaches the end (a view catching up): read it backwards.
+            newer = [e for e in self._tail_until(lambda s: s <= after) if e.seq > after]
+            return newer[::-1][:limit]
+        if after is not None:
+            out: list[Entry] = []
             for e in self.entries():
-                if e.seq >= before:
+                if e.seq > after:
+                    out.append(e)
+                    if len(out) >= limit:
+                        break
+            return out
+        bound = before if before is not None else self.last_seq + 1
+        picked: list[Entry] = []
+        for e in self._tail_until(lambda s: False):
+            if e.seq < bound:
+                picked.append(e)
+                if len(picked) >= limit:
                     break
-                window.append(e)
-            return list(window)
-        out: list[Entry] = []
-        start = after or 0
-        for e in self.entries():
-            if e.seq > start:
-                out.append(e)
-                if len(out) >= limit:
-                    break
-        return out
+        return picked[::-1]
+
+    def _tail_until(self, stop: Any) -> Iterator[Entry]:
+        """Entries from the last backwards, until one whose seq satisfies STOP."""
+        for line in self.lines_backward():
+            try:
+                entry = parse_entry(json.loads(line))
+            except (ValueError, EntryError):
+                continue  # reported by a forward read; a page just skips it
+            yield entry
+            if stop(entry.seq):
+                return
 
     # -- closing ---------------------------------------------------------------
 

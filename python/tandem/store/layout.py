@@ -57,6 +57,7 @@ def slug_dir(home: Path, cwd: str, create: bool = False) -> Path:
             # A folder without marker is an interrupted creation: claim it.
             candidate.mkdir(parents=True, exist_ok=True)
             fsutil.atomic_write(marker, canon.encode("utf-8", "surrogateescape"))
+            fsutil.fsync_dir(root)  # the new folder itself must survive a crash
             return candidate
         if owner == canon:
             return candidate
@@ -99,6 +100,17 @@ def iter_journals(folder: Path) -> list[Path]:
     try:
         with os.scandir(folder) as it:
             return [Path(e.path) for e in it if parse_journal_name(e.name) and e.is_file()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def iter_journal_paths(folder: Path) -> list[str]:
+    """Like `iter_journals` but plain strings, for the listing's hot loop."""
+    try:
+        with os.scandir(folder) as it:
+            return [
+                e.path for e in it if e.name.endswith(JOURNAL_SUFFIX) and _NAME_RE.match(e.name)
+            ]
     except (FileNotFoundError, NotADirectoryError):
         return []
 

@@ -139,7 +139,11 @@ def _holder_when_written(path: Path) -> Holder:
 
 
 def is_locked(path: Path) -> Holder | None:
-    """The live holder of the lock at PATH, or None if nobody holds it."""
+    """The live holder of the lock at PATH, or None if nobody holds it.
+
+    It probes with a shared ``flock`` for an instant, so an exclusive
+    `JournalLock.acquire` racing with it may fail; use it for display only.
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:

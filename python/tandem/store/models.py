@@ -7,9 +7,9 @@ parses as the plain `Entry` with all its keys kept.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
 JOURNAL_VERSION = 1
 
@@ -226,3 +226,35 @@ def entry_to_dict(entry: Entry) -> dict[str, Any]:
     if data.get("turn", 0) is None:
         del data["turn"]
     return data
+
+
+def _tag(value: Any) -> str | None:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if not isinstance(kind, str) or not kind or kind == "header":
+        return None  # no tag: a validation error, handled line by line
+    return kind if kind in ENTRY_TYPES else "other"
+
+
+_ANY_ENTRY: Any = Annotated[
+    Union[  # noqa: UP007 - a tuple of types built at run time
+        tuple(Annotated[cls, Tag(kind)] for kind, cls in ENTRY_TYPES.items())
+        + (Annotated[Entry, Tag("other")],)
+    ],
+    Discriminator(_tag),
+]
+_MANY = TypeAdapter(list[_ANY_ENTRY])  # type: ignore[valid-type]
+
+
+def parse_lines(lines: list[bytes]) -> list[Entry] | None:
+    """Validate many JSON lines at once (one pass in pydantic-core).
+
+    Returns None when any line is bad, so the caller can go line by line and
+    say which one; the fast path is for the common, clean case.
+    """
+    if not lines:
+        return []
+    payload = b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"
+    try:
+        return _MANY.validate_json(payload)  # type: ignore[no-any-return]
+    except (ValidationError, ValueError):
+        return None

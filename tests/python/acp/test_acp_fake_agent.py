@@ -398,11 +398,21 @@ def _cancel_scenario(agent: Agent, root: Path, how: str, sink: RecordingSink | N
 
 @pytest.mark.parametrize("how", ["task", "method"])
 def test_cancel_sends_session_cancel_and_aborts(tmp_path: Path, root: Path, how: str) -> None:
-    agent = Agent(tmp_path, {"prompts": [[{"say": "working"}, {"hang": True}], [{"say": "fine"}]]})
+    agent = Agent(
+        tmp_path,
+        {
+            "capabilities": {"resume": True},
+            "prompts": [[{"say": "working"}, {"hang": True}], [{"say": "fine"}]],
+        },
+    )
     result, took, follow = _cancel_scenario(agent, root, how)
     assert result.outcome == "aborted" and took < 5
-    assert len(agent.log("session/cancel")) == 1
+    (cancel,) = agent.log("session/cancel")
+    # The cancelled conversation is closed and resumed fresh for the next turn.
+    assert agent.log("session/close")[0]["params"] == cancel["params"]
+    assert agent.log("session/resume")[0]["params"]["session_id"] == cancel["params"]["session_id"]
     assert follow.outcome == "succeeded"
+    assert follow.acp_session_id == result.acp_session_id
 
 
 def test_cancel_of_an_agent_that_ignores_it_still_ends(
@@ -535,6 +545,11 @@ def test_bad_input_is_refused(tmp_path: Path, root: Path) -> None:
         assert err.value.code == "invalid"
     with pytest.raises(TandemError):
         AcpProvider(" ", ["x"], {})
+    for bad_id in ("", "  ", 7):
+        with pytest.raises(TandemError):
+            AcpProvider("a", ["x"], {}, root_session_id=bad_id)  # type: ignore[arg-type]
+        with pytest.raises(TandemError):
+            AcpProvider("a", ["x"], {}).reset_root_session(bad_id)  # type: ignore[arg-type]
     config = AcpAgentConfig.model_validate({"command": ["x", "--acp"], "env": {"K": "v"}})
     assert AcpProvider.from_config("x", config).command == ["x", "--acp"]
 
@@ -559,3 +574,119 @@ def test_bad_input_is_refused(tmp_path: Path, root: Path) -> None:
     with pytest.raises(TandemError) as err:
         run(provider.run(chat(root, "hi"), RecordingSink()))
     assert err.value.code == "closed"
+
+
+class BrokenSink(RecordingSink):
+    """A sink whose journal fails on the second text delta."""
+
+    def text(self, delta: str) -> None:
+        if self.of("text"):
+            raise OSError("disk full")
+        super().text(delta)
+
+
+def test_a_failing_sink_fails_the_turn_and_stops_the_agent(tmp_path: Path, root: Path) -> None:
+    script = {"prompts": [[{"say": "one"}, {"say": "two"}, {"hang": True}]]}
+    agent = Agent(tmp_path, script)
+    sink = BrokenSink()
+    (result,) = run(_run_and_close(agent.provider(), (chat(root, "go"), sink)))
+    assert result.outcome == "failed"
+    assert "could not record the agent's output" in result.error and "disk full" in result.error
+    assert len(agent.log("session/cancel")) == 1
+
+
+def test_session_modes_follow_tandems_permission_mode(tmp_path: Path, root: Path) -> None:
+    script = {
+        "modes": {"current": "auto", "available": ["default", "plan", "auto"]},
+        "prompts": [[{"say": "a"}], [{"say": "b"}], [{"say": "c"}], [{"say": "d"}]],
+    }
+    agent = Agent(tmp_path, script)
+    results = run(
+        _run_and_close(
+            agent.provider(),
+            (chat(root, "ask turn"), RecordingSink()),
+            (chat(root, "discuss", read_only=True, isolated=True), RecordingSink()),
+            (
+                chat(root, "ask turn", "a", "read-only turn", permission_mode="read-only"),
+                RecordingSink(),
+            ),
+            (chat(root, "ask turn", "a", "x", "c", "ask again"), RecordingSink()),
+        )
+    )
+    assert [r.outcome for r in results] == ["succeeded"] * 4
+    root_id = results[0].acp_session_id
+    switches = [
+        (m["params"]["session_id"] == root_id, m["params"]["mode_id"])
+        for m in agent.log("session/set_mode")
+    ]
+    # An auto-approving default becomes the asking mode; read-only turns run in plan.
+    assert switches == [(True, "default"), (False, "plan"), (True, "plan"), (True, "default")]
+
+
+def test_close_during_a_turn_aborts_it(tmp_path: Path, root: Path) -> None:
+    agent = Agent(tmp_path, {"prompts": [[{"say": "working"}, {"hang_forever": True}]]})
+    provider = agent.provider()
+    sink = RecordingSink()
+
+    async def scenario() -> Any:
+        task = asyncio.create_task(provider.run(chat(root, "job"), sink))
+        await asyncio.wait_for(sink.got_text.wait(), 10)
+        pid = provider.pid
+        await provider.close()
+        return await asyncio.wait_for(task, 10), pid
+
+    result, pid = run(scenario())
+    assert result.outcome == "aborted" and "session closed" in result.error
+    assert pid is not None and not pid_alive(pid)
+
+
+def test_tool_input_streamed_in_pieces_is_reported_complete(tmp_path: Path, root: Path) -> None:
+    script = {
+        "prompts": [
+            [
+                {"say": "two writes"},
+                {"tool": {"id": "a", "title": "Preparing…", "kind": "edit", "input": {}}},
+                {"tool": {"id": "b", "title": "Preparing…", "kind": "edit", "input": {}}},
+                {"update": {"id": "a", "input": {"file_path": "a.txt"}}},
+                {"update": {"id": "a", "input": {"file_path": "a.txt", "content": "A"}}},
+                {"update": {"id": "b", "input": {"file_path": "b.txt", "content": "B"}}},
+                {"update": {"id": "a", "status": "completed", "output": "ok a"}},
+                {"update": {"id": "b", "status": "failed", "output": "no b"}},
+                {"say": "done"},
+            ]
+        ]
+    }
+    agent = Agent(tmp_path, script)
+    sink = RecordingSink()
+    run(_run_and_close(agent.provider(), (chat(root, "go"), sink)))
+    calls = {e[1]: e[5] for e in sink.of("tool_call")}
+    assert calls == {
+        "a": {"file_path": "a.txt", "content": "A"},
+        "b": {"file_path": "b.txt", "content": "B"},
+    }
+    assert [e[1:3] for e in sink.of("tool_result")] == [("a", "completed"), ("b", "failed")]
+    kinds = sink.kinds()
+    assert kinds == [
+        "text",
+        "end_message",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "text",
+        "end_message",
+    ]
+
+
+def test_a_withdrawn_permission_question_answers_cancelled(tmp_path: Path, root: Path) -> None:
+    target = root / "out.txt"
+    agent = Agent(tmp_path, _write_script(target))
+
+    async def withdrawn(_request: Any) -> str:
+        raise asyncio.CancelledError  # what the turn engine's cancel does to the question
+
+    sink = RecordingSink(withdrawn)  # type: ignore[arg-type]
+    (result,) = run(_run_and_close(agent.provider(), (chat(root, "write"), sink)))
+    assert agent.log("permission-outcome")[0]["params"]["outcome"] == "cancelled"
+    assert not target.exists()
+    assert result.outcome == "succeeded"  # the agent went on; the engine decides the rest

@@ -234,3 +234,38 @@ def test_restore_unknown_checkpoint(root: Path, make: Make) -> None:
     with pytest.raises(TandemError) as info:
         cp.plan_restore("abc")
     assert info.value.code == "invalid"
+
+
+def test_failed_rollback_keeps_the_record_and_is_retried(root: Path, make: Make) -> None:
+    write(root, ".gitignore", "*.lock\n")
+    write(root, "a.txt", "a\n")
+    write(root, "b.txt", "b\n")
+    cp = make(root)
+    start = cp.snapshot("pre")
+    write(root, "a.txt", "changed\n")
+    write(root, "created.txt", "new\n")
+    before = tree_state(root)
+    calls: list[str] = []
+
+    def sabotage(path: str) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            # created.txt is gone now; block its way back with an ignored file.
+            write(root, "created.txt/held.lock", "someone else's")
+            raise OSError(5, "I/O error (injected)")
+
+    with pytest.raises(TandemError) as info:
+        cp.restore(start, before_file=sabotage)
+    assert info.value.code == "restore-failed"
+    assert "could not put back" in info.value.message and "created.txt" in info.value.message
+    assert cp.layout.pending.exists()
+    # Every later operation retries the rollback first, and reports while it fails.
+    with pytest.raises(TandemError) as again:
+        cp.snapshot("blocked")
+    assert again.value.code == "restore-failed"
+    # Once the obstacle is gone, the retry succeeds: files as before the restore.
+    (root / "created.txt" / "held.lock").unlink()
+    (root / "created.txt").rmdir()
+    assert cp.recover() is True
+    assert tree_state(root) == before
+    assert not cp.layout.pending.exists()

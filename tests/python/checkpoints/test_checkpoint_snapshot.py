@@ -221,3 +221,87 @@ def test_bad_inputs(tmp_path: Path, home: Path, root: Path, make: Make) -> None:
         with pytest.raises(TandemError) as info:
             call()
         assert info.value.code == code, (call, info.value.message)
+
+
+def test_odd_file_names_round_trip(root: Path, make: Make) -> None:
+    names = ["sp ace.txt", "*.txt", "[ab].md", ":(top)x", "-rf", "ünï€ode.txt", "new\nline.txt"]
+    for name in names:
+        write(root, f"d/{name}", name)
+    cp = make(root)
+    assert make(root).snapshot("second engine").gaps == []  # same store
+    first = cp.snapshot("odd")
+    assert cp.paths(first) == sorted(f"d/{n}" for n in names)
+    before = tree_state(root)
+    for name in names:
+        write(root, f"d/{name}", "changed")
+    write(root, "d/[ab].md.new", "x")
+    patch = cp.diff(first)
+    assert sorted(f.path for f in patch.files) == sorted(
+        [f"d/{n}" for n in names] + ["d/[ab].md.new"]
+    )
+    cp.restore(first)
+    assert tree_state(root) == before
+
+
+def test_empty_root(root: Path, make: Make) -> None:
+    cp = make(root)
+    first = cp.snapshot("nothing")
+    assert cp.paths(first) == [] and first.gaps == []
+    write(root, "a.txt", "a\n")
+    assert [f.status for f in cp.diff(first).files] == ["created"]
+    cp.restore(first)
+    assert os.listdir(root) == []
+
+
+def test_user_global_excludes_apply(
+    tmp_path: Path, root: Path, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    xdg = tmp_path / "xdg"
+    write(xdg, "git/ignore", "*.swp\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    write(root, "a.txt", "a\n")
+    write(root, ".a.txt.swp", "editor junk")
+    write(root, "notes.private", "mine")
+    assert make(root).paths(make(root).snapshot("xdg")) == ["a.txt", "notes.private"]
+    # An explicit core.excludesFile in the user's global config replaces the default.
+    excludes = write(tmp_path, "my-excludes", "*.private\n")
+    config = write(tmp_path, "gitconfig", f"[core]\n\texcludesFile = {excludes}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    assert make(root).paths(make(root).snapshot("explicit")) == [".a.txt.swp", "a.txt"]
+
+
+def test_ignored_nested_repository_is_not_captured(root: Path, make: Make) -> None:
+    write(root, ".gitignore", "third_party/\n")
+    write(root, "third_party/dep/x.c", "x\n")
+    git(root / "third_party" / "dep", "init", "-q")
+    write(root, "main.c", "m\n")
+    cp = make(root)
+    assert cp.paths(cp.snapshot("pre")) == [".gitignore", "main.c"]
+
+
+def test_file_ignored_after_capture_leaves_the_capture(root: Path, make: Make) -> None:
+    write(root, "app.py", "a\n")
+    write(root, "out/gen.txt", "generated\n")
+    cp = make(root)
+    first = cp.snapshot("pre")
+    assert cp.paths(first) == ["app.py", "out/gen.txt"]
+    write(root, ".gitignore", "out/\n")
+    write(root, "out/gen.txt", "regenerated\n")
+    second = cp.snapshot("ignored now")
+    assert cp.paths(second) == [".gitignore", "app.py"]
+    plan = cp.plan_restore(first)
+    assert plan.to_delete == [".gitignore"] and plan.to_restore == []
+    assert [(g.path, g.kind) for g in plan.gaps] == [("out/gen.txt", "not-captured-now")]
+    cp.restore(first)
+    assert (root / "out/gen.txt").read_text() == "regenerated\n"  # never overwritten blind
+
+
+def test_repository_info_exclude_applies_and_is_watched(user_repo: Path, make: Make) -> None:
+    write(user_repo, "scratch.txt", "s\n")
+    cp = make(user_repo)
+    assert "scratch.txt" in cp.paths(cp.snapshot("pre"))
+    with open(user_repo / ".git" / "info" / "exclude", "a") as f:
+        f.write("scratch.txt\n")
+    # Same engine: it notices the excludes file changed and drops the file.
+    assert "scratch.txt" not in cp.paths(cp.snapshot("post"))
+    assert (user_repo / "scratch.txt").exists()

@@ -34,6 +34,7 @@ def test_complete_tool_pairs_fills_and_drops() -> None:
         Message(role="tool", call_id="y", text="done"),
         Message(role="tool", call_id="zz", text="orphan"),
         Message(role="user", text="next"),
+        Message(role="tool", call_id="y", text="late duplicate"),
     ]
     out = complete_tool_pairs(msgs)
     assert [(m.role, m.call_id) for m in out] == [
@@ -102,5 +103,43 @@ async def test_history_is_sent_in_wire_format(family: str, workspace: Path) -> N
                 ],
             },
             {"role": "assistant", "content": [{"type": "text", "text": "It says hello world."}]},
-            {"role": "user", "content": [{"type": "text", "text": "and now?"}]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "and now?", "cache_control": {"type": "ephemeral"}}
+                ],
+            },
         ]
+
+
+def test_anthropic_history_ids_are_made_safe() -> None:
+    from tandem.providers.anthropic import AnthropicWire
+    from tandem.providers.credentials import resolve_credentials
+
+    wire = AnthropicWire(resolve_credentials("anthropic", api_key="k", env={}))
+    msgs = wire.initial_messages(
+        [
+            Message(role="user", text="go"),
+            Message(role="assistant", tool_calls=[ToolCallRef(id="acp:1/x", name="mcp.write")]),
+            Message(role="tool", call_id="acp:1/x", text="ok"),
+        ]
+    )
+    assert msgs[1]["content"][0]["id"] == "acp_1_x"
+    assert msgs[1]["content"][0]["name"] == "mcp_write"
+    assert msgs[2]["content"][0]["tool_use_id"] == "acp_1_x"
+
+
+def test_parse_retry_after_forms() -> None:
+    import email.utils
+    import time
+
+    import httpx
+
+    from tandem.providers.native import parse_retry_after
+
+    assert parse_retry_after(httpx.Headers({"retry-after": "2"})) == 2.0
+    assert parse_retry_after(httpx.Headers({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    date = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 < (parse_retry_after(httpx.Headers({"retry-after": date})) or 0) <= 30
+    assert parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    assert parse_retry_after(httpx.Headers({})) is None

@@ -221,3 +221,39 @@ async def test_key_never_reaches_sink_result_or_logs(
         assert KEY not in path.read_text(), f"key leaked into {path}"
     assert KEY not in json.dumps(sink.calls)
     assert KEY not in caplog.text
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_a_failing_sink_ends_the_turn_as_failed(family: str, workspace: Path) -> None:
+    write = ToolCallSpec(name="write_file", input={"path": "b.txt", "content": "x"})
+
+    class BrokenSink(RecordingSink):
+        async def ask_permission(self, request):  # type: ignore[no-untyped-def]
+            raise RuntimeError("Emacs went away")
+
+    with make_fake(family, [Reply(tool_calls=[write])]) as fake:
+        sink = BrokenSink()
+        result = await make_provider(family, fake).run(request(workspace), sink)
+    assert result.outcome == "failed"
+    assert result.error == "internal error: RuntimeError: Emacs went away"
+    assert not (workspace / "b.txt").exists()
+    assert sink.of("tool_result") == [
+        {
+            "id": sink.of("tool_call")[0]["id"],
+            "status": "failed",
+            "output": "internal error: Emacs went away",
+        }
+    ]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_missing_root_or_model_fails_before_any_request(
+    family: str, workspace: Path, tmp_path: Path
+) -> None:
+    with make_fake(family, []) as fake:
+        provider = make_provider(family, fake)
+        gone = await provider.run(request(tmp_path / "gone"), RecordingSink())
+        nomodel = await provider.run(request(workspace, model=""), RecordingSink())
+    assert gone.outcome == "failed" and "is missing" in (gone.error or "")
+    assert nomodel.outcome == "failed" and "no model given" in (nomodel.error or "")
+    assert fake.requests == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,9 +58,16 @@ async def test_streamed_answer(family: str, workspace: Path) -> None:
     else:
         assert req["headers"]["x-api-key"] == KEY
         assert req["headers"]["anthropic-version"] == "2023-06-01"
-        assert body["system"] == "Be brief."
+        assert body["system"] == [
+            {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+        ]
         assert body["messages"] == [
-            {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Say hello", "cache_control": {"type": "ephemeral"}}
+                ],
+            }
         ]
 
 
@@ -89,6 +97,10 @@ async def test_tool_loop_edits_after_allow_once(family: str, workspace: Path) ->
     assert tool_result_sent(family, second) == [res["output"]]
     # The assistant's tool call goes back verbatim before its result.
     assert len(second.body["messages"]) == len(first.body["messages"]) + 2
+    if family == "anthropic":
+        # One moving prompt-cache breakpoint on the last block, never more.
+        assert json.dumps(second.body["messages"]).count("cache_control") == 1
+        assert "cache_control" in second.body["messages"][-1]["content"][-1]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -254,3 +266,15 @@ async def test_openai_reasoning_content_is_streamed(workspace: Path) -> None:
         result = await make_provider("openai", fake).run(request(workspace), sink)
     assert result.outcome == "succeeded"
     assert sink.streamed("reasoning") == "pondering" and sink.streamed() == "answer"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_demo_scenario_runs(family: str, workspace: Path) -> None:
+    scenario = Path(__file__).resolve().parents[2] / "fakes" / "scenarios" / "native_edit_demo.json"
+    with make_fake(family, Script.from_file(scenario)) as fake:
+        sink = RecordingSink(answers=["allow_once"])
+        result = await make_provider(family, fake).run(request(workspace), sink)
+        assert fake.script.remaining() == 0
+    assert result.outcome == "succeeded", result.error
+    assert (workspace / "hello.txt").read_text() == "Hello from tandem!\n"
+    assert sink.streamed().endswith("greets you. Ask me to change the wording any time.")

@@ -77,7 +77,10 @@ def test_build_native_providers(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"native": {"max_retries": -1}}, "number >= 0"),
         ({"native": {"max_retries": True}}, "number >= 0"),
         ({"native": []}, "must be a map"),
+        ({"native": {"max_steps": 0}}, "max_steps must be > 0"),
+        ({"native": {"output_cap": 10}}, "output_cap must be at least"),
         ({"anthropic": {"thinking_budget": "lots"}}, "thinking_budget"),
+        ({"anthropic": {"prompt_cache": "yes"}}, "prompt_cache"),
     ],
 )
 def test_bad_settings(settings: dict, match: str) -> None:

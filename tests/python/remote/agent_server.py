@@ -50,7 +50,10 @@ def _version_of(python: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run(
             [python, "-c", "import sys; print(*sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         ).stdout.split()
         return int(out[0]), int(out[1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
@@ -58,16 +61,17 @@ def _version_of(python: str) -> tuple[int, int] | None:
 
 
 def find_python() -> str | None:
-    """A Python ≥ 3.12: ``$TANDEM_PYTHON312``, then PATH, then pyenv's versions."""
+    """A Python ≥ 3.12: ``$TANDEM_PYTHON312``, then PATH, then pyenv's (oldest first)."""
     candidates: list[str] = []
     if os.environ.get("TANDEM_PYTHON312"):
         candidates.append(os.environ["TANDEM_PYTHON312"])
-    for name in ("python3.14", "python3.13", "python3.12", "python3"):
+    # 3.12 first: the version this pin was tested with; newer ones after.
+    for name in ("python3.12", "python3.13", "python3.14", "python3"):
         found = shutil.which(name)
         if found:
             candidates.append(found)
     pyenv_root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    candidates += sorted(glob.glob(f"{pyenv_root}/versions/3.1[2-9]*/bin/python3"), reverse=True)
+    candidates += sorted(glob.glob(f"{pyenv_root}/versions/3.1[2-9]*/bin/python3"))
     for python in candidates:
         version = _version_of(python)
         if version is not None and version >= (3, 12):
@@ -87,9 +91,16 @@ def installed_version() -> str | None:
         return None
     try:
         return subprocess.run(
-            [str(python), "-c",
-             f"import importlib.metadata as m, openhands.agent_server; print(m.version({PACKAGE!r}))"],
-            capture_output=True, text=True, timeout=120, check=True,
+            [
+                str(python),
+                "-c",
+                "import importlib.metadata as m, openhands.agent_server; "
+                f"print(m.version({PACKAGE!r}))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
@@ -99,8 +110,15 @@ def install_command(python: str) -> list[list[str]]:
     """The commands that build the venv with PYTHON and install the pinned server."""
     return [
         [python, "-m", "venv", "--clear", str(venv_dir())],
-        [str(venv_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         f"{PACKAGE}=={VERSION}"],
+        [
+            str(venv_python()),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"{PACKAGE}=={VERSION}",
+        ],
     ]
 
 
@@ -126,8 +144,11 @@ def ensure_installed() -> Path:
     with open(venv_dir().parent / "agent-server-venv.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if installed_version() != VERSION:
-            print(f"installing {PACKAGE}=={VERSION} into {venv_dir()} with {python}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"installing {PACKAGE}=={VERSION} into {venv_dir()} with {python}",
+                file=sys.stderr,
+                flush=True,
+            )
             for cmd in install_command(python):
                 subprocess.run(cmd, check=True)
     return venv_python()
@@ -164,7 +185,8 @@ def run_server(api_key: str | None = None) -> Iterator[RunningServer]:
         log = root / "server.log"
         port = free_port()
         env = {
-            k: v for k, v in os.environ.items()
+            k: v
+            for k, v in os.environ.items()
             if k not in ("SESSION_API_KEY", "OH_SESSION_API_KEYS_0")
         }
         env.update(
@@ -178,9 +200,19 @@ def run_server(api_key: str | None = None) -> Iterator[RunningServer]:
         started = time.monotonic()
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [str(python), "-m", "openhands.agent_server", "--host", "127.0.0.1",
-                 "--port", str(port)],
-                cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    str(python),
+                    "-m",
+                    "openhands.agent_server",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ],
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         url = f"http://127.0.0.1:{port}"
@@ -203,8 +235,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, started: f
         except httpx.HTTPError:
             pass
         time.sleep(0.25)
-    raise RuntimeError(f"agent-server not healthy after {STARTUP_TIMEOUT}s:\n"
-                       f"{log.read_text()[-4000:]}")
+    raise RuntimeError(
+        f"agent-server not healthy after {STARTUP_TIMEOUT}s:\n{log.read_text()[-4000:]}"
+    )
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -232,8 +265,10 @@ def main(argv: list[str]) -> int:
     except Missing as e:
         print(f"skipping the agent-server install: {e}", file=sys.stderr)
         return 0
-    print(f"{PACKAGE}=={VERSION} ready in {python.parent.parent} "
-          f"({time.monotonic() - started:.1f}s)", file=sys.stderr)
+    print(
+        f"{PACKAGE}=={VERSION} ready in {python.parent.parent} ({time.monotonic() - started:.1f}s)",
+        file=sys.stderr,
+    )
     return 0
 
 

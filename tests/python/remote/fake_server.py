@@ -142,12 +142,15 @@ class FakeAgentServer:
                     return
                 head = f"Content-Type: {self.headers['content-type']}\r\n\r\n".encode()
                 msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
-                data = None
+                data: bytes | None = None
                 for part in msg.iter_parts():
                     if part.get_param("name", header="content-disposition") == "file":
-                        data = part.get_payload(decode=True)
+                        payload = part.get_payload(decode=True)
+                        data = payload if isinstance(payload, bytes) else None
                 if data is None:
-                    self._send(422, {"detail": [{"loc": ["body", "file"], "msg": "Field required"}]})
+                    self._send(
+                        422, {"detail": [{"loc": ["body", "file"], "msg": "Field required"}]}
+                    )
                     return
                 try:
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -161,3 +164,25 @@ class FakeAgentServer:
                 self._send(200, {"success": True, "file_size": len(data)})
 
         return Handler
+
+
+def main(argv: list[str]) -> int:
+    """Run until stdin closes: ``fake_server.py HOME [KEY]``; prints the URL first.
+
+    For the Emacs tests, which drive the real backend against this server.
+    """
+    import sys
+
+    if len(argv) not in (1, 2):
+        print("usage: fake_server.py HOME [KEY]", file=sys.stderr)
+        return 2
+    with FakeAgentServer(argv[0], argv[1] if len(argv) == 2 else None) as srv:
+        print(srv.url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -20,7 +20,11 @@ SPECS = {m.name: m for m in METHODS}
 
 def call(app: App, name: str, **params: Any) -> Any:
     spec = SPECS[name]
-    reply = asyncio.run(spec.handler(app, spec.params.model_validate(params)))
+
+    async def run() -> Any:
+        return await spec.handler(app, spec.params.model_validate(params))
+
+    reply = asyncio.run(run())
     if isinstance(reply, BaseModel):
         return reply.model_dump()
     if isinstance(reply, list):
@@ -35,8 +39,14 @@ def app(tmp_path: Path) -> App:
 
 def test_method_names() -> None:
     assert set(SPECS) == {
-        "remote/resolve", "remote/upload", "remote/download", "remote/conversation-new",
-        "remote/hosts", "remote/attach", "remote/target", "remote/detach",
+        "remote/resolve",
+        "remote/upload",
+        "remote/download",
+        "remote/conversation-new",
+        "remote/hosts",
+        "remote/attach",
+        "remote/target",
+        "remote/detach",
     }
     assert all(m.doc for m in METHODS)
 
@@ -48,7 +58,9 @@ def test_resolve_upload_download(app: App, keyed: FakeAgentServer, tmp_path: Pat
     a, b = tmp_path / "a.py", tmp_path / "b.txt"
     a.write_text("print(1)\n")
     b.write_text("bee\n")
-    up = call(app, "remote/upload", working_dir="workspace/project/abc", files=[str(a), str(b)], **k)
+    up = call(
+        app, "remote/upload", working_dir="workspace/project/abc", files=[str(a), str(b)], **k
+    )
     assert up["working_dir"] == wd
     assert [u["path"] for u in up["uploaded"]] == [f"{wd}/a.py", f"{wd}/b.txt"]
     dest = tmp_path / "back.py"
@@ -70,13 +82,19 @@ def test_upload_reports_each_failed_file(app: App, fake: FakeAgentServer, tmp_pa
     assert [u["file"] for u in err.value.data["uploaded"]] == [str(good)]
 
 
-def test_upload_refuses_colliding_basenames(app: App, fake: FakeAgentServer, tmp_path: Path) -> None:
+def test_upload_refuses_colliding_basenames(
+    app: App, fake: FakeAgentServer, tmp_path: Path
+) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "a.txt").write_text("1")
     (tmp_path / "x" / "a.txt").write_text("2")
     with pytest.raises(TandemError, match="both upload as"):
-        call(app, "remote/upload", url=fake.url, files=[str(tmp_path / "a.txt"),
-                                                         str(tmp_path / "x" / "a.txt")])
+        call(
+            app,
+            "remote/upload",
+            url=fake.url,
+            files=[str(tmp_path / "a.txt"), str(tmp_path / "x" / "a.txt")],
+        )
     assert fake.home_requests == 0
 
 
@@ -91,20 +109,34 @@ def test_params_are_validated(app: App, fake: FakeAgentServer) -> None:
         )
     with pytest.raises(TandemError):
         call(app, "remote/resolve", url=fake.url, working_dir="../escape")
+    with pytest.raises(TandemError, match="absolute"):
+        call(app, "remote/upload", url=fake.url, files=["relative.txt"])
+    with pytest.raises(TandemError, match="absolute"):
+        call(app, "remote/download", url=fake.url, path="/x", dest="rel/out.txt")
+    assert fake.home_requests == 0
 
 
 def test_conversation_new(app: App, fake: FakeAgentServer) -> None:
-    conv = call(app, "remote/conversation-new", url=fake.url, working_dir="",
-                llm={"model": "openai/dummy", "base_url": "http://127.0.0.1:9/v1"})
+    conv = call(
+        app,
+        "remote/conversation-new",
+        url=fake.url,
+        working_dir="",
+        llm={"model": "openai/dummy", "base_url": "http://127.0.0.1:9/v1"},
+    )
     assert conv["working_dir"] == fake.home and conv["id"]
 
 
 def test_hosts_probe(app: App, keyed: FakeAgentServer, fake: FakeAgentServer) -> None:
-    rows = call(app, "remote/hosts", hosts=[
-        {"name": "ok", "url": keyed.url, "api_key": "s3cret-key"},
-        {"name": "nokey", "url": keyed.url + "/"},
-        {"name": "bad", "url": "ftp://x"},
-    ])
+    rows = call(
+        app,
+        "remote/hosts",
+        hosts=[
+            {"name": "ok", "url": keyed.url, "api_key": "s3cret-key"},
+            {"name": "nokey", "url": keyed.url + "/"},
+            {"name": "bad", "url": "ftp://x"},
+        ],
+    )
     assert rows[0] == {"name": "ok", "url": keyed.url, "home": keyed.home, "error": None}
     # Cached per host and key: a keyless probe never borrows the keyed lookup.
     assert rows[1]["home"] is None and "Unauthorized" in rows[1]["error"]
@@ -112,8 +144,15 @@ def test_hosts_probe(app: App, keyed: FakeAgentServer, fake: FakeAgentServer) ->
 
 
 def test_attach_target_detach_store_no_key(app: App, keyed: FakeAgentServer) -> None:
-    t = call(app, "remote/attach", session="01J-sess", host="box", url=keyed.url + "/",
-             api_key="s3cret-key", working_dir="workspace/project/p1")
+    t = call(
+        app,
+        "remote/attach",
+        session="01J-sess",
+        host="box",
+        url=keyed.url + "/",
+        api_key="s3cret-key",
+        working_dir="workspace/project/p1",
+    )
     assert t["resolved_working_dir"] == f"{keyed.home}/workspace/project/p1"
     assert t["url"] == keyed.url
     assert call(app, "remote/target", session="01J-sess") == t

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from tandem.protocol.base import TandemError
 from tandem.remote.client import AgentServerClient, normalize_base_url
@@ -100,6 +102,16 @@ def test_missing_local_file_is_named(fake: FakeAgentServer, tmp_path: Path) -> N
     with pytest.raises(TandemError) as err:
         asyncio.run(run())
     assert "nope.txt" in err.value.message and err.value.code == "invalid"
+    assert "no such local file" in err.value.message
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    async def run_fifo() -> None:
+        async with AgentServerClient(fake.url) as c:
+            await c.upload(fifo, f"{fake.home}/fifo")
+
+    with pytest.raises(TandemError, match="not a regular file"):
+        asyncio.run(run_fifo())
 
 
 def test_key_is_sent_and_enforced(keyed: FakeAgentServer, tmp_path: Path) -> None:
@@ -107,10 +119,10 @@ def test_key_is_sent_and_enforced(keyed: FakeAgentServer, tmp_path: Path) -> Non
     svc = RemoteService(tmp_path)
     for key in (None, "wrong-key"):
         with pytest.raises(TandemError) as err:
-            asyncio.run(svc.upload(keyed.url, key, "w", [src]))  # type: ignore[arg-type]
+            asyncio.run(svc.upload(keyed.url, key, "w", [src]))
         assert err.value.code == "unauthorized"
         assert "HTTP 401" in err.value.message and "API key" in err.value.message
-    wd, done = asyncio.run(svc.upload(keyed.url, KEY, "w", [src]))  # type: ignore[arg-type]
+    wd, done = asyncio.run(svc.upload(keyed.url, KEY, "w", [src]))
     assert wd == f"{keyed.home}/w" and done[0].path == f"{keyed.home}/w/a.txt"
     assert keyed.seen_keys[-1] == KEY
 
@@ -160,15 +172,21 @@ def test_unreachable_server(tmp_path: Path) -> None:
 
 def test_conversation_uses_resolved_working_dir(fake: FakeAgentServer, tmp_path: Path) -> None:
     svc = RemoteService(tmp_path)
-    llm = LlmSettings(model="openai/dummy", base_url="http://127.0.0.1:9/v1", api_key="llm-key")
+    llm = LlmSettings(
+        model="openai/dummy", base_url="http://127.0.0.1:9/v1", api_key=SecretStr("llm-key")
+    )
     conv = asyncio.run(svc.create_conversation(fake.url, None, "workspace/project/ab", llm))
-    wd, _ = asyncio.run(svc.upload(fake.url, None, "workspace/project/ab", [_file(tmp_path, "f", b"")]))
+    wd, _ = asyncio.run(
+        svc.upload(fake.url, None, "workspace/project/ab", [_file(tmp_path, "f", b"")])
+    )
     assert conv.working_dir == wd == f"{fake.home}/workspace/project/ab"
     sent = fake.conversations[0]
     assert sent["workspace"] == {"working_dir": wd}
     assert sent["agent_settings"]["llm"] == {
-        "usage_id": "tandem", "model": "openai/dummy",
-        "base_url": "http://127.0.0.1:9/v1", "api_key": "llm-key",
+        "usage_id": "tandem",
+        "model": "openai/dummy",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "llm-key",
     }
     assert fake.home_requests == 1
     assert "llm-key" not in repr(llm)

@@ -124,8 +124,8 @@ def test_keys_do_not_share_lookups(keyed: FakeAgentServer, tmp_path: Path) -> No
     async def run() -> list[object]:
         keyed.release.clear()
         tasks = [
-            asyncio.create_task(svc.resolve(keyed.url, None, "w")),  # type: ignore[arg-type]
-            asyncio.create_task(svc.resolve(keyed.url, "s3cret-key", "w")),  # type: ignore[arg-type]
+            asyncio.create_task(svc.resolve(keyed.url, None, "w")),
+            asyncio.create_task(svc.resolve(keyed.url, "s3cret-key", "w")),
         ]
         # Two separate requests reach the server: the keyed one is held there.
         await _wait_for(lambda: keyed.home_requests >= 1 and len(keyed.seen_keys) >= 2)

@@ -102,9 +102,10 @@ def test_build_upload_path_basename_only(name: str, wd: str, dest: str) -> None:
     assert got == dest
     # Always a direct child of the working dir.
     assert got.startswith(strip_trailing_separators(wd))
-    assert got[len(strip_trailing_separators(wd)) :].lstrip("/\\") == dest.rsplit(
-        "\\" if "\\" in dest else "/", 1
-    )[-1]
+    assert (
+        got[len(strip_trailing_separators(wd)) :].lstrip("/\\")
+        == dest.rsplit("\\" if "\\" in dest else "/", 1)[-1]
+    )
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "dir/", "dir/..", "dir\\.", "a\nb"])
@@ -166,4 +167,4 @@ def test_the_grep_catches_prefixing() -> None:
     ]
     for s in samples:
         assert any(p.search(s) for p in PREFIXING), s
-    assert not any(p.search('base + sep + tail') for p in PREFIXING)
+    assert not any(p.search("base + sep + tail") for p in PREFIXING)

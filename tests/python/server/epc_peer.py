@@ -61,8 +61,12 @@ def start_backend(home: Path, token: str = "secret-token") -> subprocess.Popen[s
     env = dict(os.environ, TANDEM_HOME=str(home), TANDEM_TOKEN=token)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tandem.cli", "serve"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

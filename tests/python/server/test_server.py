@@ -40,10 +40,14 @@ def peer(backend: subprocess.Popen[str]) -> Iterator[Peer]:
 
 
 def test_port_is_the_first_line_and_nothing_before_it(tmp_path: Path) -> None:
-    env = dict(os.environ, TANDEM_HOME=str(tmp_path), TANDEM_TOKEN=TOKEN,
-               PYTHONWARNINGS="always")
-    proc = subprocess.Popen([sys.executable, "-m", "tandem.cli", "serve"], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = dict(os.environ, TANDEM_HOME=str(tmp_path), TANDEM_TOKEN=TOKEN, PYTHONWARNINGS="always")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tandem.cli", "serve"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stdin is not None
     first = proc.stdout.readline()
     assert first.strip().isdigit()
@@ -56,18 +60,26 @@ def test_port_is_the_first_line_and_nothing_before_it(tmp_path: Path) -> None:
 def test_missing_token_in_environment_refuses_to_start(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TANDEM_TOKEN"}
     env["TANDEM_HOME"] = str(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "tandem.cli", "serve"], env=env,
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "tandem.cli", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 2
     assert "TANDEM_TOKEN must be set" in out.stdout
 
 
-@pytest.mark.parametrize("first", [
-    ("hello", {"token": "wrong"}),
-    ("hello", None),
-    ("hello", {"token": ""}),
-    ("ping", None),
-])
+@pytest.mark.parametrize(
+    "first",
+    [
+        ("hello", {"token": "wrong"}),
+        ("hello", None),
+        ("hello", {"token": ""}),
+        ("ping", None),
+    ],
+)
 def test_auth_is_required_first(backend: subprocess.Popen[str], first: tuple[str, Any]) -> None:
     p = Peer(backend.port)  # type: ignore[attr-defined]
     p.call(*first)
@@ -83,8 +95,11 @@ def test_auth_is_required_first(backend: subprocess.Popen[str], first: tuple[str
 
 def test_errors_are_structured_and_the_server_survives(peer: Peer) -> None:
     peer.call("nope")
-    assert peer.recv()[2] == {"code": "no-such-method", "message": "No such method: nope",
-                              "data": None}
+    assert peer.recv()[2] == {
+        "code": "no-such-method",
+        "message": "No such method: nope",
+        "data": None,
+    }
     peer.call("debug/sleep", {"seconds": "soon"})
     err = peer.recv()[2]
     assert err["code"] == "invalid" and err["message"].startswith("debug/sleep: seconds:")
@@ -188,13 +203,16 @@ async def _calls_back(app: Any, p: AnyParams) -> Any:
 
 
 async def _in_process_calls(calls: list[tuple[str, Any]]) -> list[Any]:
-    methods = {s.name: s for s in [
-        MethodSpec("hello", AnyParams, _refuses, ""),
-        MethodSpec("unserialisable", AnyParams, _unserialisable, ""),
-        MethodSpec("raises", AnyParams, _raises, ""),
-        MethodSpec("refuses", AnyParams, _refuses, ""),
-        MethodSpec("calls-back", AnyParams, _calls_back, ""),
-    ]}
+    methods = {
+        s.name: s
+        for s in [
+            MethodSpec("hello", AnyParams, _refuses, ""),
+            MethodSpec("unserialisable", AnyParams, _unserialisable, ""),
+            MethodSpec("raises", AnyParams, _raises, ""),
+            MethodSpec("refuses", AnyParams, _refuses, ""),
+            MethodSpec("calls-back", AnyParams, _calls_back, ""),
+        ]
+    }
     methods["hello"] = MethodSpec("hello", AnyParams, lambda a, p: asyncio.sleep(0, "hi"), "")
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
@@ -219,11 +237,17 @@ async def _in_process_calls(calls: list[tuple[str, Any]]) -> list[Any]:
 
 
 def test_misbehaving_handlers_get_error_replies_never_silence() -> None:
-    replies = asyncio.run(_in_process_calls([
-        ("unserialisable", {}), ("raises", {}), ("refuses", {}), ("calls-back", {"value": 7})]))
+    replies = asyncio.run(
+        _in_process_calls(
+            [("unserialisable", {}), ("raises", {}), ("refuses", {}), ("calls-back", {"value": 7})]
+        )
+    )
     assert replies[0][0] == "return-error" and replies[0][2]["code"] == "internal"
     assert "not serialisable" in replies[0][2]["message"]
-    assert replies[1][2] == {"code": "internal", "message": "raises: RuntimeError: boom",
-                             "data": None}
+    assert replies[1][2] == {
+        "code": "internal",
+        "message": "raises: RuntimeError: boom",
+        "data": None,
+    }
     assert replies[2][2] == {"code": "busy", "message": "A turn is in flight", "data": {"turn": 3}}
     assert replies[3] == ["return", 5, ["echoed", 7]]

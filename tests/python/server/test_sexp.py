@@ -12,24 +12,47 @@ from tandem.server.sexp import Symbol
 
 
 def test_plists_become_dicts_with_snake_case_keys() -> None:
-    assert sexp.loads('(:files-changed 3 :ok t :none nil)') == {
-        "files_changed": 3, "ok": True, "none": None}
+    assert sexp.loads("(:files-changed 3 :ok t :none nil)") == {
+        "files_changed": 3,
+        "ok": True,
+        "none": None,
+    }
 
 
 def test_dicts_become_plists_with_kebab_case_keys() -> None:
     assert sexp.dumps({"files_changed": [1, 2], "ok": True, "no": False}) == (
-        "(:files-changed (1 2) :ok t :no nil)")
+        "(:files-changed (1 2) :ok t :no nil)"
+    )
 
 
-@pytest.mark.parametrize("text", ["", "plain", 'quote " and \\ backslash', "new\nline\ttab",
-                                  "é ü 日本 🎉", "\x00\x1b\x7f", ";; not a comment ( ["])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "plain",
+        'quote " and \\ backslash',
+        "new\nline\ttab",
+        "é ü 日本 🎉",
+        "\x00\x1b\x7f",
+        ";; not a comment ( [",
+    ],
+)
 def test_strings_round_trip(text: str) -> None:
     assert sexp.loads(sexp.dumps(text)) == text
 
 
 def test_numbers_symbols_vectors() -> None:
     assert sexp.loads("(1 -2 3. 1.5 -0.25 1e3 foo :kw [1 2])") == [
-        1, -2, 3, 1.5, -0.25, 1000.0, Symbol("foo"), Symbol(":kw"), [1, 2]]
+        1,
+        -2,
+        3,
+        1.5,
+        -0.25,
+        1000.0,
+        Symbol("foo"),
+        Symbol(":kw"),
+        [1, 2],
+    ]
     assert isinstance(sexp.loads("foo"), Symbol)
     assert not isinstance(sexp.loads('"foo"'), Symbol)
 
@@ -67,11 +90,17 @@ def test_emacs_reads_what_we_print(tmp_path) -> None:  # type: ignore[no-untyped
     src, dst = tmp_path / "in.el", tmp_path / "out.el"
     src.write_text(sexp.dumps(value), encoding="utf-8")
     subprocess.run(
-        ["emacs", "-Q", "--batch", "--eval",
-         f"""(let* ((coding-system-for-read 'utf-8) (coding-system-for-write 'utf-8)
+        [
+            "emacs",
+            "-Q",
+            "--batch",
+            "--eval",
+            f"""(let* ((coding-system-for-read 'utf-8) (coding-system-for-write 'utf-8)
                    (v (with-temp-buffer (insert-file-contents "{src}") (read (current-buffer)))))
               (with-temp-file "{dst}"
-                (let ((print-escape-newlines nil)) (prin1 v (current-buffer)))))"""],
-        capture_output=True, check=True,
+                (let ((print-escape-newlines nil)) (prin1 v (current-buffer)))))""",
+        ],
+        capture_output=True,
+        check=True,
     )
     assert sexp.loads(dst.read_text(encoding="utf-8")) == value

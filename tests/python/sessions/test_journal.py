@@ -218,7 +218,22 @@ def test_page_after_and_before(home: Path, tmp_path: Path) -> None:
             j.append({"type": "user", "turn": i + 1, "text": str(i)})
         assert [e.seq for e in j.page(after=3, limit=4)] == [4, 5, 6, 7]
         assert [e.seq for e in j.page(before=5, limit=3)] == [2, 3, 4]
-        assert [e.seq for e in j.page(limit=2)] == [1, 2]
+        assert [e.seq for e in j.page(limit=2)] == [9, 10]  # the tail by default
+        assert [e.seq for e in j.page(after=8, limit=5)] == [9, 10]  # read backwards
+        assert [e.seq for e in j.page(after=0, limit=3)] == [1, 2, 3]
+        assert j.page(after=10) == []
+        big = j.append(
+            {
+                "type": "tool_result",
+                "turn": 11,
+                "call_id": "c",
+                "status": "completed",
+                "output": "y" * 200_000,
+            }
+        )  # spans several backward chunks
+        assert [e.seq for e in j.page(limit=3)] == [9, 10, 11]
+        assert j.page(limit=1)[0].model_dump() == big.model_dump()
+        assert [e.seq for e in j.page(before=11, limit=100)] == list(range(1, 11))
         with pytest.raises(TandemError):
             j.page(after=1, before=3)
         with pytest.raises(TandemError):
@@ -248,3 +263,14 @@ def test_listing_reads_header_and_tail(home: Path, tmp_path: Path) -> None:
     assert len(list_sessions(home)) == 2  # an unreadable journal is left out, not fatal
     os.rename(p1, tmp_path / "gone")
     assert summarize(a.path).cwd_exists is False  # type: ignore[union-attr]
+
+
+def test_read_only_page_sees_another_writers_new_entries(home: Path, tmp_path: Path) -> None:
+    with Journal.create(home, str(tmp_path)) as writer:
+        writer.append({"type": "user", "turn": 1, "text": "a"})
+        reader = Journal.open(writer.path)
+        assert not reader.writable and reader.last_seq == 1
+        writer.append({"type": "assistant", "turn": 1, "text": "b"})
+        assert [e.seq for e in reader.page(after=1)] == [2]
+        assert reader.last_seq == 2
+        reader.close()

@@ -156,3 +156,40 @@ def test_kill_9_at_random_points_loses_no_complete_entry(home: Path, tmp_path: P
         rounds += 1
     assert rounds >= 5 and seen_total > 0
     print(f"kill -9 rounds={rounds} entries={seen_total} torn tails set aside={torn_reports}")
+
+
+FULL_DISK = """
+import os, resource, signal, sys
+from pathlib import Path
+from tandem.protocol.base import TandemError
+from tandem.store.journal import Journal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+j = Journal.open(Path(sys.argv[1]))
+size = j.path.stat().st_size
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, size + 100))
+try:
+    j.append({"type": "user", "turn": 1, "text": "x" * 500})
+except TandemError as e:
+    print(e.code, flush=True)
+print(j.path.stat().st_size == size, j.last_seq, flush=True)
+"""
+
+
+def test_failed_write_leaves_no_partial_line(home: Path, tmp_path: Path) -> None:
+    """A write cut short by the file size limit (like a full disk) is undone."""
+    j = Journal.create(home, str(tmp_path))
+    j.append({"type": "user", "turn": 1, "text": "kept"})
+    j.close()
+    before = j.path.read_bytes()
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    out = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(j.path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert out.stdout.split() == ["io", "True", "1"], out.stderr
+    assert j.path.read_bytes() == before
+    with Journal.open(j.path) as again:
+        assert again.notices == [] and again.last_seq == 1

@@ -179,3 +179,18 @@ def test_cross_filesystem_move_copies_verifies_deletes(tmp_path: Path) -> None:
         assert not any(p.name.startswith(".back") for p in tmp_path.iterdir())
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_move_interrupted_before_header_rewrite_is_completed(home: Path, lost) -> None:
+    """A crash after the journal rename left it in DEST's folder with the old cwd:
+    resuming with consent finishes the move instead of failing."""
+    path, dest = lost
+    folder = layout.slug_dir(home, str(dest), create=True)
+    os.rename(path, folder / path.name)
+    header, _ = read_header(folder / path.name)
+    m = SessionManager(home)
+    active = m.resume_id(header.id, str(dest), lambda q: True)
+    assert active.journal.path == folder / path.name and active.relocated
+    assert active.journal.header.cwd == str(dest.resolve())
+    assert [e.seq for e in active.journal.entries()] == [1, 2, 3]
+    m.close()

@@ -216,3 +216,22 @@ def test_resume_unknown_and_ambiguous(cli: Cli, project) -> None:
     assert r.code == 1 and "sessions start with" in r.err
     r = cli.run(["resume", str(a / "nope.jsonl")], a)
     assert r.code == 1 and "No session journal" in r.err
+
+
+def test_picker_cancel_and_bad_choice(cli: Cli, project) -> None:
+    """An empty picker answer cancels (exit 0); a bad number fails (exit 1)."""
+    a = project("a")
+    s = make_session(cli, a)
+    r = cli.pty(["resume"], a, [("Resume which session?", "")])
+    assert r.code == 0 and r.out.strip() == "Resume cancelled: no session selected."
+    r = cli.pty(["resume"], a, [("Resume which session?", "7")])
+    assert r.code == 1 and "Not a number between 1 and 1" in r.err
+    r = cli.pty(["resume"], a, [("Resume which session?", "1")])
+    assert r.code == 0 and s["id"] in r.out
+
+
+def test_new_rejects_missing_directory(cli: Cli, project, tmp_path: Path) -> None:
+    """`sessions new --cwd` of a missing directory fails clearly."""
+    a = project("a")
+    r = cli.run(["sessions", "new", "--cwd", str(tmp_path / "missing"), "--json"], a)
+    assert r.code == 1 and "Not a directory" in r.err and r.out == ""

@@ -212,3 +212,15 @@ def test_new_validates_input(mgr, tmp_path) -> None:
     with pytest.raises(TandemError):
         mgr.new(str(tmp_path), "two\nlines")
     assert mgr.list(None) == []
+
+
+def test_resume_id_moves_a_session_this_manager_had_opened_directly(mgr, project) -> None:
+    """Opened by path first (held here), then resumed by id with consent: it moves."""
+    a, b = project("a"), project("b")
+    j = seeded(mgr, a)
+    shutil.rmtree(a)
+    direct = mgr.open_file(str(j.path), str(b))
+    assert not direct.relocated and direct.journal.writable
+    moved = mgr.resume_id(j.id, str(b), lambda q: True)
+    assert moved.relocated and moved.journal.writable and moved.journal.path != j.path
+    assert not direct.journal.writable  # the old handle was closed, not left writing

@@ -1,0 +1,179 @@
+;;; bench_view.el --- Session buffer figures beside same-run anchors  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+;; Run by bench/run.py in batch Emacs (`bench-view-main').  Prints one JSON
+;; line per figure, each a median over several runs, beside an anchor
+;; measured in the same run against the same real backend:
+;;
+;;   view_open_5k_first_screen   open a 5000-turn session buffer
+;;                               (anchor: open it rendering every turn at once)
+;;   view_open_5k_whole_history  then load the whole history on demand
+;;                               (anchor: fetching those entries alone)
+;;   view_stream_10k_deltas      10k streamed deltas until all are on screen
+;;                               (anchor: the same events to a no-op handler)
+;;   view_input_latency_p99      lateness of a 10 ms timer while they stream
+;;                               (anchor: the same with a no-op handler)
+;;
+;; Batch Emacs has no redisplay, so the figures are Lisp-side costs.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'json)
+(defvar bench-view-root (expand-file-name ".." (file-name-directory load-file-name))
+  "The tandem checkout.")
+(add-to-list 'load-path (expand-file-name "tests/elisp" bench-view-root))
+
+;; Measure compiled code, as an installed package runs: byte-compile the
+;; view's files into a scratch directory that comes first on `load-path'
+;; (tandem-client stays the checkout's, it finds the backend from there).
+(defvar bench-view-elc
+  (let ((dir (make-temp-file "bench-view-elc-" t)))
+    (dolist (name '("tandem-view-markdown" "tandem-composer" "tandem-view-render"
+                    "tandem-view-live" "tandem-view"))
+      (copy-file (expand-file-name (concat "elisp/" name ".el") bench-view-root)
+                 (expand-file-name (concat name ".el") dir)))
+    (let ((load-path (cons dir load-path)) (byte-compile-verbose nil))
+      (dolist (name '("tandem-view-markdown" "tandem-composer" "tandem-view-render"
+                      "tandem-view-live" "tandem-view"))
+        (byte-compile-file (expand-file-name (concat name ".el") dir))))
+    (push dir load-path)
+    dir)
+  "Scratch directory holding the compiled view.")
+(require 'tandem-view-test-helpers)
+
+(defun bench-view-emit (name value unit anchor anchor-value target)
+  "Print figure NAME (VALUE in UNIT) beside ANCHOR (ANCHOR-VALUE) and TARGET."
+  (princ (concat (json-encode `((bench . ,name) (value . ,(bench-view-round value))
+                                (unit . ,unit) (anchor . ,anchor)
+                                (anchor_value . ,(bench-view-round anchor-value))
+                                (target . ,target)))
+                 "\n")))
+
+(defun bench-view-round (x)
+  "Round X to 3 decimals."
+  (/ (fround (* x 1000)) 1000.0))
+
+(defun bench-view-median (samples)
+  "Return the median of SAMPLES."
+  (nth (/ (length samples) 2) (sort (copy-sequence samples) #'<)))
+
+(defun bench-view-ms (fn)
+  "Return the milliseconds FN takes (after a garbage collection)."
+  (garbage-collect)
+  (let ((t0 (float-time))) (funcall fn) (* 1000 (- (float-time) t0))))
+
+(defun bench-view-kill ()
+  "Kill every session buffer."
+  (dolist (b (buffer-list))
+    (when (string-prefix-p "*tandem: " (buffer-name b)) (kill-buffer b))))
+
+;;;; Opening a long session
+
+(defun bench-view-open (info)
+  "Figures for opening the session INFO and loading its whole history."
+  (let (first all whole fetch)
+    (dotimes (_ 5)
+      (bench-view-kill)
+      (let (buffer)
+        (push (bench-view-ms (lambda () (setq buffer (tandem-view-show info t)))) first)
+        (with-current-buffer buffer
+          (push (bench-view-ms (lambda () (tandem-view-load-older t))) whole)
+          (cl-assert (= 5000 (length tandem-view--blocks))))))
+    (dotimes (_ 3)
+      (bench-view-kill)
+      ;; Anchor: the same buffer built with every turn rendered at open.
+      (let ((tandem-view-initial-entries 10000) buffer)
+        (push (bench-view-ms (lambda ()
+                               (setq buffer (tandem-view-show info t))
+                               (with-current-buffer buffer (tandem-view-load-older t))))
+              all)))
+    (dotimes (_ 3)
+      (push (bench-view-ms
+             (lambda ()
+               (let ((before most-positive-fixnum) (n 0))
+                 (while (let ((page (plist-get (tandem-request "sessions/entries"
+                                                               (list :session (plist-get info :id)
+                                                                     :before before :limit 10000))
+                                               :entries)))
+                          (setq n (+ n (length page)))
+                          (when page (setq before (plist-get (car page) :seq)))
+                          (and page (> before 1)))))))
+            fetch))
+    (bench-view-kill)
+    (bench-view-emit "view_open_5k_first_screen" (bench-view-median first) "ms"
+                     "view_open_5k_render_all_at_open" (bench-view-median all) 150)
+    (bench-view-emit "view_open_5k_whole_history" (bench-view-median whole) "ms"
+                     "sessions_entries_fetch_all" (bench-view-median fetch) nil)))
+
+;;;; Streaming
+
+(defun bench-view-stream-once (session buffer noop)
+  "Stream 10k deltas to SESSION; return (TOTAL-MS . LATENESS-SAMPLES).
+With NOOP the events go to a handler that does nothing (the anchor);
+else to the session BUFFER."
+  (let* ((received 0) (late nil) (last (float-time))
+         (tandem-event-functions
+          (if noop (list (lambda (e) (cl-incf received (length (plist-get e :text)))))
+            tandem-event-functions))
+         (timer (run-at-time 0.01 0.01 (lambda ()
+                                         (let ((now (float-time)))
+                                           (push (* 1000 (max 0 (- now last 0.01))) late)
+                                           (setq last now)))))
+         (t0 (float-time)))
+    (unwind-protect
+        (progn
+          (tandem-request "debug/emit" (list :session session :count 10000 :text "ab"
+                                             :kind "delta"))
+          (tandem-test-wait-until
+           (if noop (lambda () (>= received 20000))
+             (lambda () (with-current-buffer buffer
+                          (let ((b (gethash 1 tandem-view--by-turn)))
+                            (and b (>= (tandem-view-block-text-shown b)
+                                       (length (tandem-view-block-live-text b)))
+                                 (>= (length (tandem-view-block-live-text b)) 20000))))))
+           60))
+      (cancel-timer timer))
+    (cons (* 1000 (- (float-time) t0)) late)))
+
+(defun bench-view-stream ()
+  "Figures for 10k streamed deltas: total time and timer lateness."
+  (let (totals anchors late anchor-late)
+    (dotimes (_ 5)
+      (bench-view-kill)
+      (let* ((dir (make-temp-file "bench-view-stream-" t))
+             (info (tandem-request "sessions/new" (list :cwd dir)))
+             (buffer (tandem-view-show info t))
+             (ours (bench-view-stream-once (plist-get info :id) buffer nil))
+             (anchor (bench-view-stream-once (plist-get info :id) buffer t)))
+        (push (car ours) totals)
+        (push (car anchor) anchors)
+        (setq late (append (cdr ours) late) anchor-late (append (cdr anchor) anchor-late))
+        (delete-directory dir t)))
+    (cl-flet ((p99 (xs) (nth (min (1- (length xs)) (floor (* 0.99 (length xs))))
+                             (sort (copy-sequence xs) #'<))))
+      (bench-view-emit "view_stream_10k_deltas" (bench-view-median totals) "ms"
+                       "event_transport_10k_deltas_noop" (bench-view-median anchors) 1000)
+      (bench-view-emit "view_input_latency_p99" (p99 late) "ms"
+                       "timer_latency_p99_noop_handler" (p99 anchor-late) 50))))
+
+(defun bench-view-main ()
+  "Run every view figure against a fresh backend and state directory."
+  (let ((tandem-home (make-temp-file "bench-view-home-" t))
+        (dir (make-temp-file "bench-view-5k-" t))
+        (tandem-log-events nil))
+    (unwind-protect
+        (progn
+          (tandem-start)
+          (bench-view-open
+           (tandem-view-test-session-with
+            dir (apply #'append (mapcar #'tandem-view-test-chat-turn (number-sequence 1 5000)))
+            "five thousand turns"))
+          (bench-view-stream))
+      (tandem-stop)
+      (delete-directory bench-view-elc t)
+      (delete-directory tandem-home t)
+      (delete-directory dir t))))
+
+(provide 'bench_view)
+;;; bench_view.el ends here

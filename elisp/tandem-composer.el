@@ -1,0 +1,375 @@
+;;; tandem-composer.el --- The composer at the bottom of a tandem session buffer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The composer is the last part of a session buffer: a read-only prompt
+;; prefix, then the editable draft up to the end of the buffer.  RET
+;; inserts a newline; C-c C-c sends (or cancels while a turn is in
+;; flight); M-p / M-n walk the history.
+;;
+;; It has a scope: chat (the default) or a directive with its next action,
+;; e.g. (:directive "D7" :action implement).  The scope shows in the
+;; prefix, the header line and the mode line; it is sticky across sends
+;; and left only with C-c C-k (Back to chat), which restores the chat
+;; draft that entering the directive scope stashed.
+;;
+;; The composer does not talk to the backend itself: the buffer that hosts
+;; it sets `tandem-composer-send-function', `tandem-composer-cancel-function'
+;; and `tandem-composer-busy-function'.  Directive sends go through
+;; `tandem-composer-directive-send-function' (set by the directive code).
+;;
+;; Public API:
+;;   `tandem-composer-setup'       -- insert the composer at the buffer's end.
+;;   `tandem-composer-set-scope'   -- chat or (:directive ID :action ACTION).
+;;   `tandem-composer-scope'       -- the current scope.
+;;   `tandem-composer-draft', `tandem-composer-set-draft'.
+;;   `tandem-composer-refresh'     -- redraw the prefix (draft and point kept).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defconst tandem-composer-actions
+  '(discuss implement implement-this discuss-result request-changes retry)
+  "The directive actions a directive scope may name.")
+
+(defvar-local tandem-composer-send-function nil
+  "Function called as (FUNCTION TEXT SCOPE) to send the draft.
+It signals an error when the text could not be sent; the draft is then
+kept.  Set by the buffer hosting the composer.")
+
+(defvar-local tandem-composer-cancel-function nil
+  "Function called with no argument to cancel the turn in flight.")
+
+(defvar-local tandem-composer-busy-function nil
+  "Function returning non-nil while a turn is in flight (C-c C-c cancels).")
+
+(defvar tandem-composer-directive-send-function nil
+  "Function called as (FUNCTION ID ACTION TEXT BUFFER) for a directive send.
+ID is the directive id, ACTION a symbol of `tandem-composer-actions'.
+It is set by the directive code; while nil a directive send fails with
+a message and the draft is kept.")
+
+(defvar tandem-composer-scope-change-functions nil
+  "Abnormal hook run with (BUFFER OLD NEW) after a scope change.")
+
+(defvar-local tandem-composer--start nil
+  "Marker: start of the composer (its prefix).")
+
+(defvar-local tandem-composer--draft-start nil
+  "Marker: start of the editable draft (end of the prefix).")
+
+(defvar-local tandem-composer--scope 'chat
+  "The scope: `chat' or a plist (:directive ID :action ACTION).")
+
+(defvar-local tandem-composer--chat-stash nil
+  "The chat draft stashed while a directive scope is active.")
+
+(defvar-local tandem-composer--directive-drafts nil
+  "Alist of directive id to the draft left there by Back to chat.")
+
+(defvar-local tandem-composer-history nil
+  "Sent texts of this buffer, newest first (M-p / M-n walk them).")
+
+(defvar-local tandem-composer--history-index -1
+  "Index into `tandem-composer-history' shown in the draft; -1 is the draft.")
+
+(defvar-local tandem-composer--history-saved nil
+  "The draft as it was before the history walk started.")
+
+(defface tandem-composer-prefix
+  '((t :inherit minibuffer-prompt))
+  "Face of the composer's prompt prefix."
+  :group 'tandem)
+
+(defface tandem-composer-rule
+  '((t :inherit shadow))
+  "Face of the rule line above the composer."
+  :group 'tandem)
+
+(defface tandem-composer-directive
+  '((t :inherit font-lock-keyword-face :weight bold))
+  "Face of a directive scope in the prefix."
+  :group 'tandem)
+
+(defvar tandem-composer-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'newline)
+    (define-key map (kbd "C-c C-c") #'tandem-composer-send)
+    (define-key map (kbd "C-c C-k") #'tandem-composer-back-to-chat)
+    (define-key map (kbd "M-p") #'tandem-composer-history-previous)
+    (define-key map (kbd "M-n") #'tandem-composer-history-next)
+    map)
+  "Keys of the composer; a session buffer's mode map inherits them.")
+
+;;;; Scope
+
+(defun tandem-composer--valid-scope (scope)
+  "Return SCOPE normalized (`chat' or a directive plist), or signal an error."
+  (cond ((memq scope '(nil chat)) 'chat)
+        ((and (consp scope) (plist-member scope :directive))
+         (let ((id (plist-get scope :directive))
+               (action (plist-get scope :action)))
+           (when (stringp action) (setq action (intern action)))
+           (unless (and (stringp id) (string-match-p "\\`[[:alnum:]_.-]+\\'" id))
+             (error "Directive scope: the id must be a non-empty word, not %S" id))
+           (unless (memq action tandem-composer-actions)
+             (error "Directive scope: action must be one of %s, not %S"
+                    (mapconcat #'symbol-name tandem-composer-actions " ") action))
+           (list :directive id :action action)))
+        (t (error "Composer scope must be `chat' or (:directive ID :action ACTION), not %S"
+                  scope))))
+
+(defun tandem-composer-scope (&optional buffer)
+  "Return the composer scope of BUFFER (default: current buffer)."
+  (buffer-local-value 'tandem-composer--scope (or buffer (current-buffer))))
+
+(defun tandem-composer-scope-label (&optional scope)
+  "Return a short label for SCOPE (default: the current one)."
+  (let ((scope (or scope tandem-composer--scope)))
+    (if (eq scope 'chat) "chat"
+      (format "%s %s" (plist-get scope :directive) (plist-get scope :action)))))
+
+(defun tandem-composer-set-scope (buffer scope)
+  "Set the composer scope of BUFFER to SCOPE and redraw it.
+SCOPE is `chat' (or nil) or a plist (:directive ID :action ACTION) with
+ACTION one of `tandem-composer-actions'.  Entering a directive scope
+from chat stashes the chat draft; returning to chat restores it."
+  (unless (buffer-live-p buffer) (error "No live buffer: %S" buffer))
+  (let ((new (tandem-composer--valid-scope scope)))
+    (with-current-buffer buffer
+      (unless (markerp tandem-composer--start)
+        (error "Buffer %s has no composer" (buffer-name)))
+      (let ((old tandem-composer--scope)
+            (draft (tandem-composer-draft)))
+        (cond
+         ((equal old new))
+         ((eq new 'chat)
+          (unless (string-empty-p draft)
+            (setf (alist-get (plist-get old :directive) tandem-composer--directive-drafts
+                             nil nil #'equal)
+                  draft))
+          (setq tandem-composer--scope 'chat)
+          (tandem-composer-set-draft (or tandem-composer--chat-stash ""))
+          (setq tandem-composer--chat-stash nil))
+         (t
+          (when (eq old 'chat) (setq tandem-composer--chat-stash draft))
+          (setq tandem-composer--scope new)
+          (when (eq old 'chat)
+            (tandem-composer-set-draft
+             (or (alist-get (plist-get new :directive) tandem-composer--directive-drafts
+                            nil nil #'equal)
+                 "")))))
+        (tandem-composer-refresh)
+        (unless (equal old new)
+          (run-hook-with-args 'tandem-composer-scope-change-functions buffer old new))
+        new))))
+
+(defun tandem-composer-back-to-chat ()
+  "Leave the directive scope and restore the stashed chat draft."
+  (interactive)
+  (if (eq tandem-composer--scope 'chat)
+      (message "The composer is already in chat scope")
+    (tandem-composer-set-scope (current-buffer) 'chat)
+    (goto-char (point-max))
+    (message "Back to chat")))
+
+;;;; Keeping undo to the draft
+
+(defun tandem-composer--shift-undo (list from delta)
+  "Move positions at or after FROM in the undo LIST by DELTA, in place."
+  (let ((shift (lambda (pos) (if (and (integerp pos) (>= pos from)) (+ pos delta) pos))))
+    (while (consp list)
+      (let ((e (car list)))
+        (cond ((integerp e) (setcar list (funcall shift e)))
+              ((and (consp e) (integerp (car e)) (integerp (cdr e)))
+               (setcar e (funcall shift (car e)))
+               (setcdr e (funcall shift (cdr e))))
+              ((and (consp e) (stringp (car e)) (integerp (cdr e)))
+               (setcdr e (if (>= (abs (cdr e)) from)
+                             (* (cl-signum (cdr e)) (+ (abs (cdr e)) delta))
+                           (cdr e))))
+              ((and (consp e) (null (car e)) (consp (cdr e)) (consp (cddr e))
+                    (consp (cdr (cddr e))))
+               (let ((range (cdr (cddr e))))
+                 (setcar range (funcall shift (car range)))
+                 (setcdr range (funcall shift (cdr range)))))))
+      (setq list (cdr list)))))
+
+(defmacro tandem-composer-outside-draft (&rest body)
+  "Run BODY, which edits only text before the draft, without undo records.
+The draft's own undo records are moved by the size change, so undo in
+the composer keeps working while the transcript changes above it."
+  (declare (indent 0) (debug t))
+  (let ((old (make-symbol "old")) (saved (make-symbol "saved")))
+    `(let ((,old (and (markerp tandem-composer--draft-start)
+                      (marker-position tandem-composer--draft-start)))
+           (,saved buffer-undo-list))
+       (prog1 (let ((buffer-undo-list t)) ,@body)
+         (when (and ,old (consp ,saved)
+                    (/= ,old tandem-composer--draft-start))
+           (tandem-composer--shift-undo ,saved ,old
+                                        (- tandem-composer--draft-start ,old)))))))
+
+;;;; Drawing
+
+(defun tandem-composer-busy-p ()
+  "Return non-nil while the host reports a turn in flight."
+  (and tandem-composer-busy-function (funcall tandem-composer-busy-function)))
+
+(defun tandem-composer--prefix ()
+  "Return the prefix text for the current scope and state."
+  (let* ((busy (tandem-composer-busy-p))
+         (directive (not (eq tandem-composer--scope 'chat)))
+         (label (tandem-composer-scope-label))
+         (keys (concat (if busy "C-c C-c cancel the running turn" "C-c C-c send")
+                       (if directive " · C-c C-k back to chat" " · M-p/M-n history")))
+         (rule (format "── %s · %s " (if directive (concat "directive " label) "chat") keys)))
+    (concat (propertize (concat rule (make-string (max 3 (- 72 (string-width rule))) ?─) "\n")
+                        'font-lock-face 'tandem-composer-rule)
+            (if directive
+                (propertize label 'font-lock-face 'tandem-composer-directive)
+              (propertize "chat" 'font-lock-face 'tandem-composer-prefix))
+            (propertize " ❯ " 'font-lock-face 'tandem-composer-prefix))))
+
+(defun tandem-composer--insert-prefix ()
+  "Insert the prefix at point with the properties that protect it."
+  (let ((start (point)))
+    (insert (tandem-composer--prefix))
+    (add-text-properties start (point)
+                         '(read-only "The composer prompt is not editable; type after it"
+                                     tandem-composer-prefix t
+                                     front-sticky (read-only)
+                                     rear-nonsticky t))))
+
+(defun tandem-composer--update-modeline ()
+  "Show the scope in the mode line and the header line."
+  (setq mode-line-process (format " [%s%s]" (tandem-composer-scope-label)
+                                  (if (tandem-composer-busy-p) " · running" "")))
+  (force-mode-line-update))
+
+(defun tandem-composer-setup ()
+  "Insert the composer at the end of the current buffer.
+The prefix is read-only; everything after it is the draft."
+  (goto-char (point-max))
+  (let ((inhibit-read-only t))
+    (setq tandem-composer--start (copy-marker (point)))
+    (tandem-composer--insert-prefix)
+    (setq tandem-composer--draft-start (copy-marker (point))))
+  (tandem-composer--update-modeline))
+
+(defun tandem-composer--positions ()
+  "Return the draft offsets of point and of every window point in the draft.
+The result is a list of (WINDOW-OR-nil . OFFSET) for positions at or
+after the draft start."
+  (let ((start (marker-position tandem-composer--draft-start)) (out nil))
+    (when (>= (point) start) (push (cons nil (- (point) start)) out))
+    (dolist (w (get-buffer-window-list (current-buffer) nil t))
+      (when (>= (window-point w) start) (push (cons w (- (window-point w) start)) out)))
+    out))
+
+(defun tandem-composer--restore-positions (saved)
+  "Restore the positions SAVED by `tandem-composer--positions'."
+  (let ((start (marker-position tandem-composer--draft-start)))
+    (dolist (entry saved)
+      (let ((pos (min (point-max) (+ start (cdr entry)))))
+        (if (car entry) (set-window-point (car entry) pos) (goto-char pos))))))
+
+(defun tandem-composer-refresh ()
+  "Redraw the composer prefix; the draft and point stay as they are."
+  (when (markerp tandem-composer--start)
+    (let ((saved (tandem-composer--positions))
+          (modified (buffer-modified-p))
+          (inhibit-read-only t)
+          (inhibit-modification-hooks t))
+      (tandem-composer-outside-draft
+        (save-excursion
+          (delete-region tandem-composer--start tandem-composer--draft-start)
+          (goto-char tandem-composer--start)
+          (tandem-composer--insert-prefix)
+          (set-marker tandem-composer--draft-start (point))))
+      (tandem-composer--restore-positions saved)
+      (restore-buffer-modified-p modified))
+    (tandem-composer--update-modeline)))
+
+(defun tandem-composer-draft (&optional buffer)
+  "Return the draft text of BUFFER (default: current buffer), without properties."
+  (with-current-buffer (or buffer (current-buffer))
+    (unless (markerp tandem-composer--draft-start)
+      (error "Buffer %s has no composer" (buffer-name)))
+    (buffer-substring-no-properties tandem-composer--draft-start (point-max))))
+
+(defun tandem-composer-set-draft (text &optional buffer)
+  "Replace the draft of BUFFER (default: current buffer) with TEXT.
+Point moves to the end of the draft when it was in it."
+  (unless (stringp text) (signal 'wrong-type-argument (list 'stringp text)))
+  (with-current-buffer (or buffer (current-buffer))
+    (let ((in-draft (>= (point) tandem-composer--draft-start)))
+      (delete-region tandem-composer--draft-start (point-max))
+      (save-excursion (goto-char (point-max)) (insert text))
+      (when in-draft (goto-char (point-max))))))
+
+;;;; Sending and history
+
+(defun tandem-composer-send ()
+  "Send the draft in the current scope; while a turn is in flight, cancel it.
+Return what the send function returned (for chat: the turn number)."
+  (interactive)
+  (cond
+   ((tandem-composer-busy-p)
+    (unless tandem-composer-cancel-function (user-error "Nothing can cancel this turn"))
+    (funcall tandem-composer-cancel-function))
+   (t
+    (let ((text (string-trim (tandem-composer-draft)))
+          (scope tandem-composer--scope)
+          (result nil))
+      (when (string-empty-p text) (user-error "The draft is empty"))
+      (setq result
+	    (if (eq scope 'chat)
+		(progn
+		  (unless tandem-composer-send-function
+		    (user-error "This buffer cannot send"))
+		  (funcall tandem-composer-send-function text scope))
+              (unless tandem-composer-directive-send-function
+		(user-error "Directive actions are not available (tandem-directive is not loaded)"))
+              (funcall tandem-composer-directive-send-function
+                       (plist-get scope :directive) (plist-get scope :action) text
+                       (current-buffer))))
+      ;; Sent: only now is the draft cleared (a failure above keeps it).
+      (unless (equal text (car tandem-composer-history))
+        (push text tandem-composer-history))
+      (setq tandem-composer--history-index -1 tandem-composer--history-saved nil)
+      (tandem-composer-set-draft "")
+      (tandem-composer-refresh)
+      result))))
+
+(defun tandem-composer--history-move (delta)
+  "Show the history item DELTA places older (negative: newer) in the draft."
+  (let* ((index (+ tandem-composer--history-index delta))
+         (size (length tandem-composer-history)))
+    (cond ((>= index size) (user-error "No older history item"))
+          ((< index -1) (user-error "No newer history item")))
+    (when (= tandem-composer--history-index -1)
+      (setq tandem-composer--history-saved (tandem-composer-draft)))
+    (setq tandem-composer--history-index index)
+    (tandem-composer-set-draft (if (= index -1)
+                                   (or tandem-composer--history-saved "")
+                                 (nth index tandem-composer-history)))
+    (goto-char (point-max))))
+
+(defun tandem-composer-history-previous ()
+  "Replace the draft with the previous (older) sent text."
+  (interactive)
+  (tandem-composer--history-move 1))
+
+(defun tandem-composer-history-next ()
+  "Replace the draft with the next (newer) sent text, or the saved draft."
+  (interactive)
+  (tandem-composer--history-move -1))
+
+(provide 'tandem-composer)
+;;; tandem-composer.el ends here

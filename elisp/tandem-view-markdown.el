@@ -1,0 +1,211 @@
+;;; tandem-view-markdown.el --- Markdown fontification for the tandem view  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Turns a Markdown message into a string with `font-lock-face'
+;; properties, ready to insert into the session buffer.  With
+;; `markdown-mode' installed its own fontification is used (code blocks
+;; fontified natively in their language's mode); otherwise a small
+;; built-in fontifier handles headings, emphasis, inline code and fenced
+;; code blocks (those too in their language's mode).
+;;
+;; `face' properties are turned into `font-lock-face' so that font-lock in
+;; the view buffer never strips them.  Results are cached by text, so a
+;; re-render of the same message costs one hash lookup.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defgroup tandem-view nil
+  "The tandem session buffer."
+  :group 'tandem
+  :prefix "tandem-view-")
+
+(defcustom tandem-view-markdown-engine 'auto
+  "How message bodies are fontified as Markdown.
+`auto' uses `markdown-mode' when it can be loaded, else the built-in
+fontifier; `markdown-mode' and `builtin' force one of them."
+  :type '(choice (const auto) (const markdown-mode) (const builtin)))
+
+(defcustom tandem-view-code-languages
+  '(("py" . python-mode) ("python" . python-mode) ("sh" . sh-mode)
+    ("bash" . sh-mode) ("shell" . sh-mode) ("console" . sh-mode)
+    ("js" . js-mode) ("javascript" . js-mode) ("ts" . js-mode)
+    ("json" . js-mode) ("el" . emacs-lisp-mode) ("elisp" . emacs-lisp-mode)
+    ("emacs-lisp" . emacs-lisp-mode) ("lisp" . lisp-mode) ("c" . c-mode)
+    ("cpp" . c++-mode) ("c++" . c++-mode) ("rust" . rust-mode) ("go" . go-mode)
+    ("diff" . diff-mode) ("patch" . diff-mode) ("ruby" . ruby-mode)
+    ("java" . java-mode) ("css" . css-mode) ("html" . mhtml-mode)
+    ("xml" . nxml-mode) ("sql" . sql-mode) ("makefile" . makefile-mode))
+  "Alist of fence language name to major mode, for the built-in fontifier.
+A language not listed uses LANG-mode when that function exists."
+  :type '(alist :key-type string :value-type function))
+
+(defvar tandem-view-markdown--cache (make-hash-table :test #'equal)
+  "Fontified strings by (ENGINE . TEXT).")
+
+(defconst tandem-view-markdown--cache-limit 4000
+  "Entries kept in `tandem-view-markdown--cache' before it is cleared.")
+
+(declare-function markdown-mode "markdown-mode")
+(defvar markdown-fontify-code-blocks-natively)
+(defvar markdown-hide-markup)
+(defvar python-indent-guess-indent-offset)
+
+(defun tandem-view-markdown--load ()
+  "Load `markdown-mode' if possible; return non-nil when it is available.
+Under `emacs -Q' the Debian package's directory is not on `load-path';
+look for it there too."
+  (or (featurep 'markdown-mode)
+      (require 'markdown-mode nil t)
+      (let ((dir (car (file-expand-wildcards
+                       "/usr/share/emacs/site-lisp/elpa/markdown-mode-*"))))
+        (when dir
+          (add-to-list 'load-path dir t)
+          (require 'markdown-mode nil t)))))
+
+(defun tandem-view-markdown-engine ()
+  "Return the engine in use: the symbol `markdown-mode' or `builtin'."
+  (pcase tandem-view-markdown-engine
+    ('builtin 'builtin)
+    ('markdown-mode (if (tandem-view-markdown--load) 'markdown-mode
+                      (user-error "Markdown-mode is not installed")))
+    (_ (if (tandem-view-markdown--load) 'markdown-mode 'builtin))))
+
+(defun tandem-view-markdown--face-to-font-lock (string)
+  "Return STRING with its `face' properties moved to `font-lock-face'."
+  (let ((pos 0) (len (length string)))
+    (while (< pos len)
+      (let ((next (next-single-property-change pos 'face string len))
+            (face (get-text-property pos 'face string)))
+        (when face
+          (put-text-property pos next 'font-lock-face face string))
+        (setq pos next)))
+    (remove-list-of-text-properties 0 len '(face fontified) string)
+    string))
+
+(defun tandem-view-markdown--work-buffer (name setup)
+  "Return the hidden work buffer NAME, creating it with SETUP on first use."
+  (or (get-buffer name)
+      (with-current-buffer (get-buffer-create name)
+        (funcall setup)
+        (current-buffer))))
+
+(defun tandem-view-markdown--with-markdown-mode (text)
+  "Fontify TEXT with `markdown-mode'; return the propertized copy."
+  (with-current-buffer
+      (tandem-view-markdown--work-buffer
+       " *tandem-markdown*"
+       (lambda ()
+         (delay-mode-hooks (markdown-mode))
+         (setq-local markdown-fontify-code-blocks-natively t)
+         (setq-local markdown-hide-markup nil)))
+    (let ((inhibit-modification-hooks t))
+      (erase-buffer)
+      (insert text)
+      (font-lock-ensure)
+      (buffer-substring (point-min) (point-max)))))
+
+(defun tandem-view-markdown--language-mode (lang)
+  "Return the major mode for fence language LANG, or nil."
+  (let* ((name (downcase (or lang "")))
+         (mode (or (cdr (assoc name tandem-view-code-languages))
+                   (and (not (string-empty-p name)) (intern (concat name "-mode"))))))
+    (and mode (fboundp mode) mode)))
+
+(defun tandem-view-markdown-fontify-code (code lang)
+  "Return CODE fontified in the major mode of language LANG.
+Without a mode for LANG, CODE comes back with `font-lock-constant-face'
+only.  Errors of the language's mode never reach the caller."
+  (let ((mode (tandem-view-markdown--language-mode lang)))
+    (or (and mode
+             (condition-case nil
+                 (with-current-buffer
+                     (tandem-view-markdown--work-buffer
+                      (format " *tandem-code-%s*" mode)
+                      (lambda () (delay-mode-hooks (funcall mode))))
+                   (let ((inhibit-modification-hooks t))
+                     (erase-buffer)
+                     (insert code)
+                     (font-lock-ensure)
+                     (tandem-view-markdown--face-to-font-lock
+                      (buffer-substring (point-min) (point-max)))))
+               (error nil)))
+        (propertize code 'font-lock-face 'font-lock-constant-face))))
+
+(defconst tandem-view-markdown--inline-rules
+  '(("\\*\\*\\([^*\n]+\\)\\*\\*" . bold)
+    ("`\\([^`\n]+\\)`" . font-lock-constant-face)
+    ("\\(?:^\\|[^*]\\)\\*\\([^*\n]+\\)\\*" . italic))
+  "Inline rules of the built-in fontifier: (REGEXP . FACE of group 1).")
+
+(defun tandem-view-markdown--builtin (text)
+  "Fontify TEXT with the small built-in Markdown fontifier."
+  (with-temp-buffer
+    (insert text)
+    (goto-char (point-min))
+    ;; Fenced code blocks first: nothing inside them is Markdown.
+    (let ((code-spans nil))
+      (while (re-search-forward "^\\([ \t]*\\)```[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n" nil t)
+        (let* ((open-beg (match-beginning 0)) (body-beg (match-end 0))
+               (lang (match-string 2))
+               (close (and (re-search-forward "^[ \t]*```[ \t]*$" nil t) (match-beginning 0)))
+               (body-end (or close (point-max)))
+               (code (buffer-substring-no-properties body-beg body-end)))
+          (put-text-property open-beg body-beg 'font-lock-face 'shadow)
+          (when close (put-text-property close (line-end-position) 'font-lock-face 'shadow))
+          (delete-region body-beg body-end)
+          (goto-char body-beg)
+          (insert (tandem-view-markdown-fontify-code code lang))
+          (push (cons open-beg (if close (line-end-position) (point-max))) code-spans)
+          (goto-char (if close (line-end-position) (point-max)))))
+      (cl-flet ((in-code (pos) (cl-some (lambda (s) (and (>= pos (car s)) (<= pos (cdr s))))
+                                        code-spans)))
+        (goto-char (point-min))
+        (while (re-search-forward "^#+[ \t]+.*$" nil t)
+          (unless (in-code (match-beginning 0))
+            (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)))
+        (dolist (rule tandem-view-markdown--inline-rules)
+          (goto-char (point-min))
+          (while (re-search-forward (car rule) nil t)
+            (unless (in-code (match-beginning 1))
+              (put-text-property (match-beginning 1) (match-end 1)
+                                 'font-lock-face (cdr rule)))))))
+    (buffer-string)))
+
+(defmacro tandem-view-markdown--quietly (&rest body)
+  "Run BODY with language modes kept from guessing aloud."
+  (declare (indent 0) (debug t))
+  `(let ((python-indent-guess-indent-offset nil)
+         (inhibit-message t)
+         (message-log-max nil))
+     ,@body))
+
+(defun tandem-view-markdown-fontify (text)
+  "Return TEXT, a Markdown string, with `font-lock-face' properties.
+The engine is chosen by `tandem-view-markdown-engine'.  The result is a
+fresh string; the cache keeps its own copy."
+  (unless (stringp text)
+    (signal 'wrong-type-argument (list 'stringp text)))
+  (let* ((engine (tandem-view-markdown-engine))
+         (key (cons engine text))
+         (hit (gethash key tandem-view-markdown--cache)))
+    (unless hit
+      (setq hit (tandem-view-markdown--quietly
+                  (if (eq engine 'markdown-mode)
+                      (tandem-view-markdown--face-to-font-lock
+                       (tandem-view-markdown--with-markdown-mode text))
+                    (tandem-view-markdown--builtin text))))
+      (when (> (hash-table-count tandem-view-markdown--cache)
+               tandem-view-markdown--cache-limit)
+        (clrhash tandem-view-markdown--cache))
+      (puthash key hit tandem-view-markdown--cache))
+    (copy-sequence hit)))
+
+(provide 'tandem-view-markdown)
+;;; tandem-view-markdown.el ends here

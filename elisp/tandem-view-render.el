@@ -1,0 +1,517 @@
+;;; tandem-view-render.el --- Turn rendering for the tandem session buffer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A session buffer shows blocks: one per turn (every journal entry that
+;; names the turn) and one per entry that belongs to no turn (rewind,
+;; compaction, unknown types).  This file defines the block and inserts
+;; one at point, given a predicate that says which parts are folded.
+;;
+;; Parts are named by keys: `turn' (the whole turn), (prompt SEQ) for a
+;; directive's submitted prompt, (reasoning SEQ), (tool CALL-ID),
+;; `live-reasoning' and (compaction SEQ).  Rendering never decides fold
+;; state itself; tandem-view.el keeps it.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'iso8601)
+(require 'seq)
+(require 'tandem-view-markdown)
+
+(cl-defstruct (tandem-view-block (:constructor tandem-view-block-create) (:copier nil))
+  "One rendered unit of the session buffer: a turn, or an entry outside turns."
+  (key nil :documentation "Unique key: seq of the block's first entry.")
+  (turn nil :documentation "Turn number, or nil for an entry outside turns.")
+  (entries nil :documentation "Journal entries (plists), newest first.")
+  (start nil :documentation "Marker at the block's first character once rendered.")
+  (meta nil :documentation "Plist from a `turn-started' event (:provider :model :directive).")
+  (live-text "" :documentation "Streamed assistant text not yet in an entry.")
+  (live-reasoning "" :documentation "Streamed reasoning not yet in an entry.")
+  (text-marker nil :documentation "Marker where streamed text is appended.")
+  (text-shown 0 :documentation "Characters of live-text already in the buffer.")
+  (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
+  (reasoning-shown 0 :documentation "Characters of live-reasoning already in the buffer.")
+  (interactions nil :documentation "Interaction plists announced by events, newest first.")
+  (files-changed nil :documentation "Files changed, from the `turn-ended' event."))
+
+(defface tandem-view-header '((t :inherit font-lock-function-name-face :weight bold))
+  "Face of a turn's header line."
+  :group 'tandem-view)
+(defface tandem-view-directive-header '((t :inherit font-lock-keyword-face :weight bold))
+  "Face of a directive turn's header line."
+  :group 'tandem-view)
+(defface tandem-view-badge '((t :inherit warning :weight normal))
+  "Face of the \"excluded from chat\" badge."
+  :group 'tandem-view)
+(defface tandem-view-role '((t :inherit font-lock-type-face :weight bold))
+  "Face of a role label (Assistant)."
+  :group 'tandem-view)
+(defface tandem-view-muted '((t :inherit shadow))
+  "Face of muted lines: unknown entries, meta information."
+  :group 'tandem-view)
+(defface tandem-view-reasoning '((t :inherit shadow :slant italic))
+  "Face of reasoning text."
+  :group 'tandem-view)
+(defface tandem-view-tool '((t :inherit font-lock-builtin-face))
+  "Face of a tool call line."
+  :group 'tandem-view)
+(defface tandem-view-interaction '((t :inherit warning :weight bold))
+  "Face of a pending interaction row."
+  :group 'tandem-view)
+(defface tandem-view-error '((t :inherit error))
+  "Face of a failed outcome."
+  :group 'tandem-view)
+(defface tandem-view-success '((t :inherit success))
+  "Face of a succeeded outcome."
+  :group 'tandem-view)
+
+(defconst tandem-view-render-indent "  "
+  "Line prefix of everything inside a turn.")
+
+(defconst tandem-view-answer-labels
+  '(("allow_once" . "Allow once") ("allow_session" . "Allow for session")
+    ("reject" . "Reject"))
+  "Answers of a permission interaction with their button labels.")
+
+(defconst tandem-view-answer-keys
+  '(("allow_once" . "y") ("allow_session" . "a") ("reject" . "n"))
+  "Default key of each answer while point is on an interaction row.
+The backend's options may name other keys.")
+
+;;;; Block queries
+
+(defun tandem-view-block-ordered (block)
+  "Return BLOCK's entries oldest first."
+  (reverse (tandem-view-block-entries block)))
+
+(defun tandem-view-block-find (block type)
+  "Return BLOCK's oldest entry of TYPE (a string), or nil."
+  (cl-find type (tandem-view-block-ordered block)
+           :key (lambda (e) (plist-get e :type)) :test #'equal))
+
+(defun tandem-view-block-end-entry (block)
+  "Return BLOCK's `turn_end' entry, or nil while the turn is in flight."
+  (cl-find "turn_end" (tandem-view-block-entries block)
+           :key (lambda (e) (plist-get e :type)) :test #'equal))
+
+(defun tandem-view-block-directive (block)
+  "Return BLOCK's directive as (:directive ID :action ACTION), or nil."
+  (let ((open (tandem-view-block-find block "directive_open"))
+        (meta (plist-get (tandem-view-block-meta block) :directive))
+        (start (tandem-view-block-find block "turn_start")))
+    (cond (open (list :directive (plist-get open :directive)
+                      :action (plist-get open :action)))
+          ((stringp meta) (list :directive meta :action nil))
+          ((consp meta) (list :directive (or (plist-get meta :directive) (plist-get meta :id))
+                              :action (plist-get meta :action)))
+          ((equal (plist-get start :origin) "directive") (list :directive "?" :action nil)))))
+
+(defun tandem-view-block-answered (block interaction-id)
+  "Return the answer given to INTERACTION-ID in BLOCK, or nil."
+  (cl-loop for e in (tandem-view-block-entries block)
+           when (and (equal (plist-get e :type) "interaction_answer")
+                     (equal (plist-get e :interaction-id) interaction-id))
+           return (plist-get e :answer)))
+
+(defun tandem-view-block-pending-interactions (block)
+  "Return BLOCK's interactions still waiting for an answer (plists), oldest first."
+  (unless (tandem-view-block-end-entry block)
+    (let ((seen nil) (out nil))
+      (dolist (i (append (cl-remove-if-not (lambda (e) (equal (plist-get e :type) "interaction"))
+                                           (tandem-view-block-ordered block))
+                         (reverse (tandem-view-block-interactions block))))
+        (let ((id (plist-get i :interaction-id)))
+          (unless (or (member id seen) (tandem-view-block-answered block id))
+            (push id seen)
+            (push i out))))
+      (nreverse out))))
+
+;;;; Small formatters
+
+(defun tandem-view-render-time (ts)
+  "Format the ISO 8601 timestamp TS as local time (HH:MM:SS today, else a date).
+Journal timestamps are UTC (\"2026-11-30T04:59:22.551Z\"); anything
+else goes through `iso8601-parse'."
+  (condition-case nil
+      (let ((time (if (string-match "\\`\\([0-9]\\{4\\}\\)-\\([0-9]\\{2\\}\\)-\\([0-9]\\{2\\}\\)T\\([0-9]\\{2\\}\\):\\([0-9]\\{2\\}\\):\\([0-9]\\{2\\}\\)\\(?:\\.[0-9]*\\)?\\(?:Z\\|[+]00:00\\)\\'" ts)
+                      (encode-time (list (string-to-number (match-string 6 ts))
+                                         (string-to-number (match-string 5 ts))
+                                         (string-to-number (match-string 4 ts))
+                                         (string-to-number (match-string 3 ts))
+                                         (string-to-number (match-string 2 ts))
+                                         (string-to-number (match-string 1 ts))
+                                         nil nil t))
+                    (encode-time (iso8601-parse ts)))))
+        (format-time-string (if (equal (format-time-string "%F" time)
+                                       (format-time-string "%F"))
+                                "%H:%M:%S" "%F %H:%M")
+                            time))
+    (error (or ts ""))))
+
+(defun tandem-view-render--first-line (text &optional width)
+  "Return the first non-blank line of TEXT, cut to WIDTH (default 60)."
+  (let* ((line (or (cl-find-if (lambda (l) (not (string-blank-p l)))
+                               (split-string (or text "") "\n"))
+                   ""))
+         (line (string-trim line)))
+    (truncate-string-to-width line (or width 60) nil nil "…")))
+
+(defun tandem-view-render--value (value)
+  "Return VALUE (a tool input or output from the journal) as readable text."
+  (cond ((stringp value) value)
+        ((null value) "")
+        ((and (consp value) (keywordp (car value)))
+         (mapconcat (lambda (pair)
+                      (format "%s: %s" (substring (symbol-name (car pair)) 1)
+                              (let ((v (cadr pair)))
+                                (if (stringp v) v (prin1-to-string v)))))
+                    (seq-partition value 2) "\n"))
+        (t (prin1-to-string value))))
+
+(defun tandem-view-render--outcome (outcome &optional error)
+  "Return a propertized outcome label for OUTCOME and ERROR."
+  (pcase outcome
+    ("succeeded" (propertize "✔ succeeded" 'font-lock-face 'tandem-view-success))
+    ("failed" (propertize (concat "✘ failed" (if error (concat ": " error) ""))
+                          'font-lock-face 'tandem-view-error))
+    ("aborted" (propertize (concat "⊘ aborted" (if error (concat ": " error) ""))
+                           'font-lock-face 'tandem-view-muted))
+    (_ (propertize (format "%s" outcome) 'font-lock-face 'tandem-view-muted))))
+
+;;;; Inserting
+
+(defun tandem-view-render--line (text part &rest props)
+  "Insert TEXT and a newline; mark it as PART with extra PROPS."
+  (let ((start (point)))
+    (insert text "\n")
+    (when part (put-text-property start (point) 'tandem-part part))
+    (when props (add-text-properties start (point) props))))
+
+(defvar tandem-view-render-lazy t
+  "When non-nil, Markdown bodies are fontified when first displayed.
+They are inserted with a `tandem-markdown' property that
+`tandem-view-fontify-region' (run by jit-lock) replaces with faces.")
+
+(defun tandem-view-render--body (text &optional face)
+  "Insert TEXT as an indented Markdown body (or in FACE, not as Markdown)."
+  (let ((start (point)))
+    (insert (cond (face (propertize text 'font-lock-face face))
+                  (tandem-view-render-lazy (propertize text 'tandem-markdown t))
+                  (t (tandem-view-markdown-fontify text))))
+    (unless (bolp) (insert "\n"))
+    (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
+                                             'wrap-prefix tandem-view-render-indent))))
+
+(defun tandem-view-render--arrow (folded)
+  "Return the fold arrow for FOLDED."
+  (if folded "▸ " "▾ "))
+
+(defun tandem-view-render--header (block folded)
+  "Insert BLOCK's header line, with a one-line summary when FOLDED."
+  (let* ((start (tandem-view-block-find block "turn_start"))
+         (meta (tandem-view-block-meta block))
+         (directive (tandem-view-block-directive block))
+         (end (tandem-view-block-end-entry block))
+         (provider (or (plist-get start :provider) (plist-get meta :provider) ""))
+         (model (or (plist-get start :model) (plist-get meta :model) ""))
+         (who (if directive
+                  (concat (propertize (format "Directive %s" (plist-get directive :directive))
+                                      'font-lock-face 'tandem-view-directive-header)
+                          (if (plist-get directive :action)
+                              (format " · %s" (plist-get directive :action)) "")
+                          " · " (propertize "[excluded from chat]"
+                                            'font-lock-face 'tandem-view-badge))
+                "You"))
+         (provider-label (string-join (delete "" (list provider
+                                                       (if (string-suffix-p model provider) ""
+                                                         model)))
+                                      " "))
+         (fields (delq nil (list (format "Turn %s" (tandem-view-block-turn block))
+                                 who
+                                 (and start (tandem-view-render-time (plist-get start :ts)))
+                                 (and (not (string-empty-p provider-label)) provider-label))))
+         (line (concat (tandem-view-render--arrow folded) (string-join fields " · "))))
+    (when folded
+      (let ((user (tandem-view-block-find block "user")))
+        (setq line (concat line
+                           (if (and user (not directive))
+                               (concat " — " (tandem-view-render--first-line
+                                              (plist-get user :text) 50))
+                             "")
+                           (if end (concat "  " (tandem-view-render--outcome
+                                                 (plist-get end :outcome)))
+                             "  …")))))
+    (tandem-view-render--line
+     (propertize line 'font-lock-face (if directive 'tandem-view-directive-header
+                                        'tandem-view-header))
+     'turn 'tandem-header t)))
+
+(defun tandem-view-render--tool (block call folded)
+  "Insert the tool CALL entry of BLOCK as one line, expanded unless FOLDED."
+  (let* ((id (plist-get call :call-id))
+         (result (cl-find-if (lambda (e) (and (equal (plist-get e :type) "tool_result")
+                                               (equal (plist-get e :call-id) id)))
+                             (tandem-view-block-entries block)))
+         (status (cond (result (plist-get result :status))
+                       ((tandem-view-block-end-entry block) "no result")
+                       (t "running…")))
+         (title (or (plist-get call :title) "")))
+    (tandem-view-render--line
+     (concat tandem-view-render-indent (tandem-view-render--arrow folded)
+             (propertize (format "⚙ %s" (plist-get call :name)) 'font-lock-face 'tandem-view-tool)
+             (if (string-empty-p title) "" (concat " " title))
+             (propertize (format "  [%s]" status)
+                         'font-lock-face (if (member status '("failed" "refused"))
+                                             'tandem-view-error 'tandem-view-muted)))
+     (list 'tool id))
+    (unless folded
+      (tandem-view-render--body (concat "input:\n" (tandem-view-render--value (plist-get call :input)))
+                                'tandem-view-muted)
+      (when result
+        (tandem-view-render--body (concat "output:\n" (tandem-view-render--value
+                                                       (plist-get result :output)))
+                                  'tandem-view-muted)))))
+
+(defvar tandem-view-interaction-map)
+
+(defun tandem-view-render--options (entry)
+  "Return ENTRY's answers as a list of (ID LABEL KEY), in the offered order.
+Options come from the backend as plists (:id :label :key); missing
+ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
+  (let ((out nil))
+    (dolist (o (plist-get entry :options))
+      (let ((id (cond ((stringp o) o)
+                      ((consp o) (or (plist-get o :id) (plist-get o :option-id))))))
+        (when (assoc id tandem-view-answer-labels)
+          (push (list id
+                      (or (and (consp o) (plist-get o :label))
+                          (cdr (assoc id tandem-view-answer-labels)))
+                      (or (and (consp o) (plist-get o :key))
+                          (cdr (assoc id tandem-view-answer-keys))))
+                out))))
+    (or (nreverse out)
+        (mapcar (lambda (a) (list (car a) (cdr a) (cdr (assoc (car a) tandem-view-answer-keys))))
+                tandem-view-answer-labels))))
+
+(defun tandem-view-render--row-map (options)
+  "Return the keymap of an interaction row offering OPTIONS."
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map tandem-view-interaction-map)
+    (dolist (o options)
+      (let ((answer (car o)))
+        (define-key map (nth 2 o)
+                    (lambda () (interactive) (tandem-view-answer-at (point) answer)))))
+    map))
+
+(defun tandem-view-render--interaction (block entry)
+  "Insert the interaction ENTRY of BLOCK: actionable when pending."
+  (let* ((id (plist-get entry :interaction-id))
+         (answer (tandem-view-block-answered block id))
+         (options (tandem-view-render--options entry))
+         (title (or (plist-get entry :title) "Permission")))
+    (if (or answer (tandem-view-block-end-entry block))
+        (tandem-view-render--line
+         (propertize (format "%s? %s — %s" tandem-view-render-indent title
+                             (or (cadr (assoc answer options))
+                                 (cdr (assoc answer tandem-view-answer-labels))
+                                 "not answered"))
+                     'font-lock-face 'tandem-view-muted)
+         nil)
+      (let ((start (point)))
+        (insert tandem-view-render-indent
+                (propertize (format "? %s  " title) 'font-lock-face 'tandem-view-interaction))
+        (dolist (o options)
+          (insert-text-button (format "[%s] %s" (nth 2 o) (nth 1 o))
+                              'type 'tandem-view-answer 'tandem-answer (car o))
+          (insert " "))
+        (insert "\n")
+        (add-text-properties start (point)
+                             (list 'tandem-interaction (list :id id :turn (tandem-view-block-turn block))
+                                   'keymap (tandem-view-render--row-map options)
+                                   'tandem-part (list 'interaction id)))))))
+
+(declare-function tandem-view-answer-at "tandem-view-live" (pos answer))
+
+(define-button-type 'tandem-view-answer
+  'follow-link t
+  'help-echo "Answer this question"
+  'action (lambda (button)
+            (tandem-view-answer-at (button-start button)
+                     (button-get button 'tandem-answer))))
+
+(defun tandem-view-render--entry (block entry folded-p)
+  "Insert ENTRY of BLOCK, with FOLDED-P telling whether a part key is folded."
+  (let ((type (plist-get entry :type)) (seq (plist-get entry :seq)))
+    (pcase type
+      ((or "turn_start" "directive_open" "tool_result" "interaction_answer"))
+      ("user"
+       (if (tandem-view-block-directive block)
+           (let ((folded (funcall folded-p (list 'prompt seq)))
+                 (text (plist-get entry :text)))
+             (tandem-view-render--line
+              (concat tandem-view-render-indent (tandem-view-render--arrow folded)
+                      (propertize (let ((n (1+ (cl-count ?\n (string-trim-right text)))))
+                                    (format "Prompt (%d line%s, exactly as submitted)"
+                                            n (if (= n 1) "" "s")))
+                                  'font-lock-face 'tandem-view-muted))
+              (list 'prompt seq))
+             (unless folded (tandem-view-render--body text)))
+         (tandem-view-render--body (plist-get entry :text))))
+      ("assistant"
+       (tandem-view-render--line (concat tandem-view-render-indent
+                                         (propertize "Assistant" 'font-lock-face 'tandem-view-role))
+                                 nil)
+       (tandem-view-render--body (plist-get entry :text)))
+      ("reasoning"
+       (let ((folded (funcall folded-p (list 'reasoning seq))))
+         (tandem-view-render--line
+          (concat tandem-view-render-indent (tandem-view-render--arrow folded)
+                  (propertize (format "Reasoning (%d words)"
+                                      (length (split-string (plist-get entry :text))))
+                              'font-lock-face 'tandem-view-reasoning))
+          (list 'reasoning seq))
+         (unless folded (tandem-view-render--body (plist-get entry :text) 'tandem-view-reasoning))))
+      ("tool_call"
+       (tandem-view-render--tool block entry (funcall folded-p (list 'tool (plist-get entry :call-id)))))
+      ("interaction" (tandem-view-render--interaction block entry))
+      ("turn_end"
+       (let ((files (tandem-view-block-files-changed block)))
+         (tandem-view-render--line
+          (concat tandem-view-render-indent
+                  (tandem-view-render--outcome (plist-get entry :outcome) (plist-get entry :error))
+                  (if files (propertize (format " · %d file%s changed" (length files)
+                                                (if (cdr files) "s" ""))
+                                        'font-lock-face 'tandem-view-muted)
+                    ""))
+          nil)))
+      ("directive_close"
+       (tandem-view-render--line
+        (concat tandem-view-render-indent
+                (propertize (format "◇ Directive %s closed: " (plist-get entry :directive))
+                            'font-lock-face 'tandem-view-muted)
+                (tandem-view-render--outcome (plist-get entry :outcome))
+                (let ((summary (plist-get entry :summary)))
+                  (if (and summary (not (string-empty-p summary)))
+                      (concat " — " (tandem-view-render--first-line summary 70)) "")))
+        nil))
+      (_ (tandem-view-render--line
+          (propertize (format "%s· %s (seq %s)" tandem-view-render-indent type seq)
+                      'font-lock-face 'tandem-view-muted)
+          nil)))))
+
+(defun tandem-view-render--live (block folded-p)
+  "Insert BLOCK's streamed reasoning and text, with their markers.
+FOLDED-P tells whether a part key is folded."
+  (let ((reasoning (tandem-view-block-live-reasoning block))
+        (text (tandem-view-block-live-text block)))
+    (setf (tandem-view-block-reasoning-marker block) nil
+          (tandem-view-block-text-marker block) nil)
+    (unless (string-empty-p reasoning)
+      (let ((folded (funcall folded-p 'live-reasoning)))
+        (tandem-view-render--line
+         (concat tandem-view-render-indent (tandem-view-render--arrow folded)
+                 (propertize "Reasoning…" 'font-lock-face 'tandem-view-reasoning))
+         'live-reasoning)
+        (unless folded
+          (let ((start (point)))
+            (insert (propertize reasoning 'font-lock-face 'tandem-view-reasoning))
+            ;; The marker is made after the newline so that it stays before it.
+            (let ((end (point)))
+              (insert "\n")
+              (setf (tandem-view-block-reasoning-marker block) (copy-marker end t)))
+            (put-text-property start (point) 'line-prefix tandem-view-render-indent)))))
+    (setf (tandem-view-block-reasoning-shown block) (length reasoning))
+    (unless (string-empty-p text)
+      (tandem-view-render--line (concat tandem-view-render-indent
+                                        (propertize "Assistant" 'font-lock-face 'tandem-view-role))
+                                nil)
+      (let ((start (point)))
+        (insert text)
+        (let ((end (point)))
+          (insert "\n")
+          (setf (tandem-view-block-text-marker block) (copy-marker end t)))
+        (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
+                                                 'wrap-prefix tandem-view-render-indent))))
+    (setf (tandem-view-block-text-shown block) (length text))))
+
+(defun tandem-view-render--outside (block folded-p)
+  "Insert BLOCK, an entry outside any turn; FOLDED-P as for a turn."
+  (let* ((entry (car (tandem-view-block-entries block)))
+         (type (plist-get entry :type)) (seq (plist-get entry :seq)))
+    (pcase type
+      ("rewind"
+       (tandem-view-render--line
+        (propertize (format "⟲ Rewound to before turn %s · %s" (plist-get entry :before-turn)
+                            (tandem-view-render-time (plist-get entry :ts)))
+                    'font-lock-face 'tandem-view-muted)
+        nil))
+      ("compaction"
+       (let ((folded (funcall folded-p (list 'compaction seq))))
+         (tandem-view-render--line
+          (propertize (format "%s≡ Compacted%s" (tandem-view-render--arrow folded)
+                              (if (plist-get entry :tokens-before)
+                                  (format " (%s → %s tokens)" (plist-get entry :tokens-before)
+                                          (plist-get entry :tokens-after))
+                                ""))
+                      'font-lock-face 'tandem-view-muted)
+          (list 'compaction seq))
+         (unless folded (tandem-view-render--body (plist-get entry :summary)))))
+      (_ (tandem-view-render--line
+          (propertize (format "· %s (seq %s)" type seq) 'font-lock-face 'tandem-view-muted)
+          nil)))))
+
+(defun tandem-view-render-block (block folded-p)
+  "Insert BLOCK at point.
+FOLDED-P is called with a part key and returns non-nil when that part
+is folded.  The block ends with an empty line."
+  (if (null (tandem-view-block-turn block))
+      (tandem-view-render--outside block folded-p)
+    (let ((folded (funcall folded-p 'turn)))
+      (tandem-view-render--header block folded)
+      (unless folded
+        (let ((ordered (tandem-view-block-ordered block)) (end nil))
+          (dolist (entry ordered)
+            (if (equal (plist-get entry :type) "turn_end")
+                (setq end entry)
+              (tandem-view-render--entry block entry folded-p)))
+          (dolist (i (reverse (tandem-view-block-interactions block)))
+            (unless (cl-find (plist-get i :interaction-id) ordered
+                             :key (lambda (e) (and (equal (plist-get e :type) "interaction")
+                                                   (plist-get e :interaction-id)))
+                             :test #'equal)
+              (tandem-view-render--interaction block i)))
+          (tandem-view-render--live block folded-p)
+          (when end (tandem-view-render--entry block end folded-p))))))
+  (insert "\n"))
+
+(defun tandem-view-fontify-region (beg end)
+  "Fontify the Markdown bodies that overlap BEG..END and are still plain.
+Run by jit-lock when text is displayed; call it with the buffer's
+bounds to fontify everything at once (batch use)."
+  (let ((pos (if (get-text-property beg 'tandem-markdown) beg
+               (next-single-property-change beg 'tandem-markdown nil end)))
+        (inhibit-read-only t))
+    (while (and pos (< pos end))
+      (let* ((start (or (and (> pos (point-min))
+                             (get-text-property (1- pos) 'tandem-markdown)
+                             (previous-single-property-change pos 'tandem-markdown))
+                        pos))
+             (stop (next-single-property-change pos 'tandem-markdown nil (point-max)))
+             (styled (tandem-view-markdown-fontify (buffer-substring-no-properties start stop))))
+        (with-silent-modifications
+          (remove-list-of-text-properties start stop '(tandem-markdown))
+          (let ((i 0) (len (length styled)))
+            (while (< i len)
+              (let ((next (next-single-property-change i 'font-lock-face styled len))
+                    (face (get-text-property i 'font-lock-face styled)))
+                (when face (put-text-property (+ start i) (+ start next) 'font-lock-face face))
+                (setq i next)))))
+        (setq pos (next-single-property-change stop 'tandem-markdown nil end))))))
+
+(provide 'tandem-view-render)
+;;; tandem-view-render.el ends here

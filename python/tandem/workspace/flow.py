@@ -1,0 +1,183 @@
+"""The request flow of a directive action: preview, accept as a turn, record at the end.
+
+`act` builds the isolated prompt (never the projection), binds the directive
+to its session on the first accepted request, and hands the turn to
+`TurnEngine.accept` with the directive frame: the engine reserves the turn,
+checkpoints, flushes the preceding transcript, opens the boundary, runs the
+provider in isolation (read-only for a discussion) and ends through its one
+terminal path, which calls our hook to record the attempt or discussion turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from tandem.protocol.base import TandemError
+from tandem.providers.base import Message
+from tandem.store.layout import canonical_cwd
+from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec, run_blocking
+from tandem.workspace.actions import check
+from tandem.workspace.models import (
+    DISCUSSION_ACTIONS,
+    MAX_TEXT,
+    Attempt,
+    DirectiveState,
+    Discussion,
+    SystemDirective,
+)
+from tandem.workspace.prompts import build_prompt
+from tandem.workspace.references import resolve_anchor, resolve_reference
+from tandem.workspace.service import Workspace, workspaces
+
+log = logging.getLogger("tandem.workspace")
+
+DEFAULT_SYSTEM: dict[str, str] = {
+    "implement": ("You are a careful coding agent working in the user's project. Carry out the "
+                  "directive below: make the change in the files, keep it minimal, and end with "
+                  "a short summary of what you changed."),
+    "discuss": ("You are a coding assistant discussing a directive with the user. You may read "
+                "files but must not change anything. Answer concisely."),
+}
+MAX_DIFF_RECORD = 400_000
+
+
+@dataclass
+class Prepared:
+    """What an action would send: the exact prompt and its context."""
+
+    state: DirectiveState
+    action: str
+    text: str
+    based_on: Attempt | None
+    prompt: str
+    system: SystemDirective
+    messages: list[Message]
+
+
+def system_for(action: str, given: SystemDirective | None) -> SystemDirective:
+    """The system directive of ACTION: the one GIVEN by the front end, else the default."""
+    if given is not None and (given.system or given.template or given.name):
+        if len(given.template) % 2:
+            raise TandemError("invalid", "A directive template must alternate user and "
+                              "assistant turns (an even number of strings)")
+        return given
+    name = "discuss" if action in DISCUSSION_ACTIONS else "implement"
+    return SystemDirective(name=name, system=DEFAULT_SYSTEM[name])
+
+
+def prepare(ws: Workspace, state: DirectiveState, action: str, text: str,
+            attempt: int | None, system: SystemDirective | None) -> Prepared:
+    """Validate ACTION on STATE and build its isolated prompt from disk as it is now."""
+    if not isinstance(text, str) or len(text) > MAX_TEXT:
+        raise TandemError("invalid", f"The text must be a string of at most {MAX_TEXT} characters")
+    based = check(state, action, text, attempt)
+    anchor = resolve_anchor(ws.root, state.anchor)
+    refs = [resolve_reference(ws.root, r) for r in state.references]
+    prompt = build_prompt(state, action, text, anchor, refs, based)
+    sysdir = system_for(action, system)
+    messages = [Message(role="user" if i % 2 == 0 else "assistant", text=t)
+                for i, t in enumerate(sysdir.template)]
+    messages.append(Message(role="user", text=prompt))
+    return Prepared(state, action, text, based, prompt, sysdir, messages)
+
+
+def _diff_text(app: Any, root: str, patch: dict[str, Any] | None) -> str:
+    if not patch or not patch.get("from_id"):
+        return ""
+    from tandem.checkpoints.service import checkpoints
+
+    full = checkpoints(app).for_root(root).diff(str(patch["from_id"]), patch.get("to_id"))
+    return full.diff[:MAX_DIFF_RECORD]
+
+
+def _choose_session(app: Any, ws: Workspace, requested: str | None) -> str:
+    from tandem.sessions.api import manager
+
+    m = manager(app)
+    if requested:
+        return requested
+    current = m.current
+    if current is not None and canonical_cwd(current.active_cwd) == str(ws.root):
+        return current.journal.id
+    listed = m.list(str(ws.root))
+    if listed:
+        return listed[0].id
+    return m.new(str(ws.root)).journal.id
+
+
+async def act(app: Any, ws: Workspace, directive: str, action: str, text: str = "",
+              attempt: int | None = None, provider: str | None = None, model: str = "",
+              session: str | None = None, permission_mode: str | None = None,
+              system: SystemDirective | None = None) -> dict[str, Any]:
+    """Start ACTION on DIRECTIVE as a turn; return its identity (session, turn, attempt)."""
+    from tandem.turns.service import (
+        choose_permission_mode,
+        choose_provider,
+        settings_for,
+        turns,
+    )
+
+    svc = workspaces(app)
+    service = turns(app)
+    state = svc.get(ws, directive)
+    prep = prepare(ws, state, action, text, attempt, system)
+    if state.session:
+        svc.check_available(state.session, ws.root)
+        sid = state.session
+    else:
+        sid = _choose_session(app, ws, session)
+    try:
+        journal = service.journal(sid)
+    except TandemError as exc:
+        raise TandemError("unavailable", f"Session {sid} is unavailable: {exc.message}") from None
+    if canonical_cwd(service.root_of(journal)) != str(ws.root):
+        raise TandemError("invalid", f"Session {journal.id} works in {service.root_of(journal)}, "
+                          f"not in this workspace ({ws.root})")
+    settings = settings_for(ws.root, service.config)
+    provider_name = choose_provider(settings, provider)
+    discussion = action in DISCUSSION_ACTIONS
+    mode = "read-only" if discussion else choose_permission_mode(settings, permission_mode,
+                                                                 service.config)
+    seq = None if discussion else state.next_attempt
+    frame_attempt = seq if not discussion else (prep.based_on.seq if prep.based_on else None)
+
+    async def on_terminal(ended: TurnEnded) -> None:
+        await record_terminal(app, ws, prep, ended, provider_name, seq)
+
+    spec = TurnSpec(session=journal.id, text=prep.prompt, provider=provider_name,
+                    model=model or "", permission_mode=mode, system=prep.system.system,
+                    messages=prep.messages,
+                    directive=DirectiveFrame(ws.id, directive, action, frame_attempt),
+                    read_only=discussion, on_terminal=on_terminal)
+    turn = await service.engine.accept(spec)
+    if state.session != journal.id:
+        svc.bind(ws, directive, journal.id)  # the first accepted request binds
+    return {"directive": directive, "action": action, "session": journal.id, "turn": turn,
+            "attempt": frame_attempt, "workspace": ws.id}
+
+
+async def record_terminal(app: Any, ws: Workspace, prep: Prepared, ended: TurnEnded,
+                          provider: str, seq: int | None) -> None:
+    """The terminal hook: record the attempt or discussion turn with its exact prompt."""
+    svc = workspaces(app)
+    common: dict[str, Any] = {
+        "action": prep.action, "request": prep.state.request, "text": prep.text,
+        "prompt": prep.prompt, "directive": prep.system, "answer": ended.answer,
+        "error": ended.error, "outcome": ended.outcome, "session": ended.session,
+        "turn": ended.turn, "provider": provider}
+    rec: Attempt | Discussion
+    if seq is None:  # `record` numbers it under the log's lock
+        rec = Discussion(seq=1, attempt=prep.based_on.seq if prep.based_on else None,
+                         **common)
+    else:
+        try:
+            diff = await run_blocking(_diff_text, app, str(ws.root), ended.patch)
+        except Exception as exc:  # the record still gets written; the gap is said
+            log.warning("diff of %s/%s failed: %s", ended.session, ended.turn, exc)
+            diff = ""
+        rec = Attempt(seq=seq, patch=ended.patch, diff=diff, completeness=ended.completeness,
+                      checkpoint=ended.checkpoint,
+                      based_on=prep.based_on.seq if prep.based_on else None, **common)
+    svc.record(ws, prep.state.id, rec)

@@ -1,0 +1,181 @@
+"""Records of a workspace on disk: the events of its log and the state folded from them.
+
+The log is append-only: each line is one `Event`. Nothing in it is ever
+rewritten; the directive state (request, anchor, binding, attempts,
+discussion, lifecycle) is a fold over the events plus, at read time, the
+rewind entries of the bound session journals. Unknown event kinds and extra
+keys are kept, so a newer tandem's records survive.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Action = Literal["discuss", "implement", "implement-this", "discuss-result", "request-changes",
+                 "retry"]
+ACTIONS: tuple[Action, ...] = ("discuss", "implement", "implement-this", "discuss-result",
+                               "request-changes", "retry")
+DISCUSSION_ACTIONS: frozenset[str] = frozenset({"discuss", "discuss-result"})
+"""Actions that run read-only and record a discussion turn, not an attempt."""
+
+Lifecycle = Literal["ready", "discussed", "implemented", "failed"]
+AnchorStatus = Literal["attached", "detached", "source-missing"]
+
+MAX_REQUEST = 20_000
+MAX_TEXT = 100_000
+
+
+class Record(BaseModel):
+    """Base of every on-disk record: extra keys are kept, not dropped."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Anchor(Record):
+    """Where a directive points: a path relative to the root, a line range, its text."""
+
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    text: str = ""
+    status: AnchorStatus = "attached"
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if not value or value.startswith("/") or "\0" in value or ".." in value.split("/"):
+            raise ValueError(f"anchor path must be relative to the root, not {value!r}")
+        return value
+
+    @field_validator("end_line")
+    @classmethod
+    def _order(cls, value: int, info: Any) -> int:
+        start = info.data.get("start_line")
+        if isinstance(start, int) and value < start:
+            raise ValueError(f"end_line {value} is before start_line {start}")
+        return value
+
+
+class Reference(Record):
+    """Another file or region the prompt includes, re-read at send time."""
+
+    path: str
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        return Anchor._relative(value)  # type: ignore[no-any-return]
+
+
+class SystemDirective(Record):
+    """The system directive a request used (the gptel-shaped ``tandem-directives`` entry)."""
+
+    name: str = ""
+    system: str = ""
+    template: list[str] = Field(default_factory=list)
+    """Alternating user/assistant template turns sent before the prompt."""
+
+    @field_validator("name", "system", "template", mode="before")
+    @classmethod
+    def _nil(cls, value: Any, info: Any) -> Any:
+        # Emacs sends nil for an empty list or string.
+        if value is None:
+            return [] if info.field_name == "template" else ""
+        return value
+
+
+class Attempt(Record):
+    """One implementation request: immutable once recorded."""
+
+    seq: int = Field(ge=1)
+    action: str
+    request: str
+    text: str = ""
+    """The user's guidance or feedback (part of the prompt)."""
+    prompt: str
+    """The exact submitted prompt."""
+    directive: SystemDirective = Field(default_factory=SystemDirective)
+    answer: str = ""
+    error: str | None = None
+    outcome: Literal["succeeded", "failed", "aborted"]
+    patch: dict[str, Any] | None = None
+    diff: str = ""
+    completeness: str | None = None
+    session: str
+    turn: int = Field(ge=1)
+    checkpoint: str | None = None
+    provider: str = ""
+    based_on: int | None = None
+    """The attempt a Request changes / Retry followed."""
+    repaired: bool = False
+    """Recorded at startup from the journal after a crash."""
+
+
+class Discussion(Record):
+    """One read-only exchange about a directive, maybe attached to an attempt."""
+
+    seq: int = Field(ge=1)
+    action: str
+    request: str
+    text: str = ""
+    """The user's question."""
+    prompt: str
+    directive: SystemDirective = Field(default_factory=SystemDirective)
+    answer: str = ""
+    error: str | None = None
+    outcome: Literal["succeeded", "failed", "aborted"]
+    attempt: int | None = None
+    session: str
+    turn: int = Field(ge=1)
+    provider: str = ""
+    repaired: bool = False
+
+
+class Event(Record):
+    """One line of a workspace log: ``kind``, ``seq``, ``ts``, ``directive`` and a body."""
+
+    kind: str
+    seq: int = Field(ge=1)
+    ts: str
+    directive: str | None = None
+
+
+class Binding(Record):
+    """A directive's bound session, and the sessions it was bound to before."""
+
+    session: str
+    previous: list[str] = Field(default_factory=list)
+
+
+def _no_discards() -> dict[str, list[int]]:
+    return {"attempts": [], "discussion": []}
+
+
+class DirectiveState(BaseModel):
+    """A directive as folded from its events (and the journals' rewinds)."""
+
+    id: str
+    request: str
+    request_history: list[dict[str, Any]] = Field(default_factory=list)
+    anchor: Anchor
+    references: list[Reference] = Field(default_factory=list)
+    session: str | None = None
+    previous_sessions: list[str] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(default_factory=list)
+    """Surviving attempts (not rewound), oldest first."""
+    discussion: list[Discussion] = Field(default_factory=list)
+    """Surviving discussion turns, oldest first."""
+    discarded: dict[str, list[int]] = Field(default_factory=_no_discards)
+    """Sequence numbers of attempts and discussion turns a rewind removed."""
+    archived: bool = False
+    state: Lifecycle = "ready"
+    request_changed: bool = False
+    created: str = ""
+    next_attempt: int = 1
+    next_discussion: int = 1
+    last_activity: int = 0
+    """Log seq of the event that decided the state (0: none)."""
