@@ -6,7 +6,8 @@ nothing), restore of those 10 changes (target ≤ 500 ms). Each one
 beside its anchor measured in the same run on the same tree: a naive shadow
 repository (separate GIT_DIR, work tree = the root) doing
 ``git add -A && git commit`` and, for restore, ``git reset --hard && git
-clean -fd`` — the approach other agents use. Medians over a few runs; warm
+clean -fd`` — the approach other agents use (its auto-gc off, so no
+background work leaks into the next measurement). Medians over a few runs; warm
 page cache. Prints JSON lines ``{"bench", "value", "unit", "anchor",
 "anchor_value", "target"}``. Run: ``.venv/bin/python bench/bench_checkpoints.py``
 (add ``--files N`` for a smaller tree).
@@ -86,6 +87,9 @@ class Shadow:
         )
         self.root = root
         self.git("init", "-q")
+        # A detached auto-gc after a 20k-object commit would run on into the
+        # next measurement (ours or its own); keep both measurements clean.
+        self.git("config", "gc.auto", "0")
 
     def git(self, *args: str) -> str:
         """Run git in the shadow repository."""
@@ -132,12 +136,20 @@ def main() -> None:
         subprocess.run(["sync"], check=False)
 
         # First checkpoint: a fresh store each run (3 runs: it writes 20k objects).
+        # Writing 20k objects leaves seconds of writeback behind it: sync before
+        # each measurement and alternate who goes first, so neither pays for
+        # the other's (or the previous round's) disk work.
         firsts, shadow_firsts = [], []
         for n in range(3):
             home = base / f"home-first-{n}"
-            firsts.append(timed_ms(lambda h=home: Checkpointer(h, root).snapshot("first")))
             shadow = Shadow(base / f"shadow-first-{n}", root)
-            shadow_firsts.append(timed_ms(shadow.commit))
+            order = ["tandem", "shadow"] if n % 2 == 0 else ["shadow", "tandem"]
+            for who in order:
+                subprocess.run(["sync"], check=False)
+                if who == "tandem":
+                    firsts.append(timed_ms(lambda h=home: Checkpointer(h, root).snapshot("first")))
+                else:
+                    shadow_firsts.append(timed_ms(shadow.commit))
             shutil.rmtree(home)
             shutil.rmtree(base / f"shadow-first-{n}")
         emit(

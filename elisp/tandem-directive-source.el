@@ -96,7 +96,8 @@
   "Return (BEG . END) of ROW's anchor in the current buffer, or nil."
   (let ((text (plist-get row :anchor-text))
         (start (plist-get row :start-line))
-        (end (plist-get row :end-line)))
+        (end (plist-get row :end-line))
+        (case-fold-search nil))
     (save-excursion
       (save-restriction
         (widen)

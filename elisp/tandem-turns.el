@@ -53,6 +53,12 @@ Use one as provider \"acp:NAME\"."
   :type '(alist :key-type string :value-type string)
   :group 'tandem)
 
+(defcustom tandem-send-timeout 300
+  "Seconds `tandem-send' waits for a turn to be accepted.
+Long because acceptance may first compact a long session."
+  :type 'number
+  :group 'tandem)
+
 (defvar-local tandem-session nil
   "The session id a buffer belongs to (set by session buffers).")
 
@@ -105,10 +111,12 @@ SESSION defaults to the current project's session, PROVIDER to
 `tandem-provider' (then the backend's settings)."
   (tandem-configure)
   (let* ((session (or session (tandem-project-session)))
+         ;; Sending may first compact the session (a provider round trip).
          (reply (tandem-request "turns/send"
                                 (append (list :session session :text text)
                                         (and (or provider tandem-provider)
-                                             (list :provider (or provider tandem-provider)))))))
+                                             (list :provider (or provider tandem-provider))))
+                                tandem-send-timeout)))
     (cons (plist-get reply :session) (plist-get reply :turn))))
 
 (defun tandem-wait-turn (session turn &optional timeout)

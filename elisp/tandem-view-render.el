@@ -91,8 +91,10 @@ The backend's options may name other keys.")
 
 (defun tandem-view-block-find (block type)
   "Return BLOCK's oldest entry of TYPE (a string), or nil."
-  (cl-find type (tandem-view-block-ordered block)
-           :key (lambda (e) (plist-get e :type)) :test #'equal))
+  (let ((found nil))
+    ;; Entries are kept newest first: the last match is the oldest.
+    (dolist (e (tandem-view-block-entries block) found)
+      (when (equal (plist-get e :type) type) (setq found e)))))
 
 (defun tandem-view-block-end-entry (block)
   "Return BLOCK's `turn_end' entry, or nil while the turn is in flight."
@@ -133,6 +135,16 @@ The backend's options may name other keys.")
 
 ;;;; Small formatters
 
+(defvar tandem-view-render--today nil
+  "Cache of today's date: (TIME-IN-SECONDS . \"YYYY-MM-DD\").")
+
+(defun tandem-view-render--today ()
+  "Return today's local date as YYYY-MM-DD (recomputed at most every 10 s)."
+  (let ((now (float-time)))
+    (unless (and tandem-view-render--today (< (- now (car tandem-view-render--today)) 10))
+      (setq tandem-view-render--today (cons now (format-time-string "%F"))))
+    (cdr tandem-view-render--today)))
+
 (defun tandem-view-render-time (ts)
   "Format the ISO 8601 timestamp TS as local time (HH:MM:SS today, else a date).
 Journal timestamps are UTC (\"2026-11-30T04:59:22.551Z\"); anything
@@ -148,7 +160,7 @@ else goes through `iso8601-parse'."
                                          nil nil t))
                     (encode-time (iso8601-parse ts)))))
         (format-time-string (if (equal (format-time-string "%F" time)
-                                       (format-time-string "%F"))
+                                       (tandem-view-render--today))
                                 "%H:%M:%S" "%F %H:%M")
                             time))
     (error (or ts ""))))
@@ -192,10 +204,11 @@ else goes through `iso8601-parse'."
     (when part (put-text-property start (point) 'tandem-part part))
     (when props (add-text-properties start (point) props))))
 
-(defvar tandem-view-render-lazy t
+(defvar tandem-view-render-lazy nil
   "When non-nil, Markdown bodies are fontified when first displayed.
 They are inserted with a `tandem-markdown' property that
-`tandem-view-fontify-region' (run by jit-lock) replaces with faces.")
+`tandem-view-fontify-region' (run by jit-lock) replaces with faces.
+Session buffers set it locally; elsewhere bodies are fontified at once.")
 
 (defun tandem-view-render--body (text &optional face)
   "Insert TEXT as an indented Markdown body (or in FACE, not as Markdown)."

@@ -129,6 +129,7 @@ In the composer:
 \\{tandem-view-mode-map}"
   (setq-local font-lock-defaults '(nil t))
   (font-lock-mode 1)
+  (setq-local tandem-view-render-lazy t)
   (jit-lock-register #'tandem-view-fontify-region)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
@@ -175,12 +176,14 @@ In the composer:
 
 ;;;; Opening
 
+;;;###autoload
 (defun tandem-view-open (root)
   "Open the session buffer of the project at ROOT (continue its latest session)."
   (unless (and (stringp root) (file-directory-p root))
     (user-error "Not a directory: %S" root))
   (tandem-view-show (tandem-request "sessions/continue" (list :cwd (expand-file-name root)))))
 
+;;;###autoload
 (defun tandem-view-show (info &optional no-select)
   "Show the session buffer of INFO, a session plist with :id; return the buffer.
 Unless NO-SELECT, the buffer is displayed and selected."
@@ -322,6 +325,7 @@ the buffer.  A block with streamed text is rendered in place."
             (setq-local tandem-view--session session)
             (setq-local tandem-view--blocks all)
             (setq-local tandem-view--newest newest)
+            (setq-local tandem-view-render-lazy t)
             (dolist (b (cdr r))
               (let ((start (point)))
                 (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))

@@ -77,4 +77,14 @@ With no view loaded yet this shows a placeholder that says so."
     report))
 
 (provide 'tandem)
+
+;; The parts, loaded after `tandem' is provided because several require it.
+(require 'tandem-turns)
+(require 'tandem-view)
+(require 'tandem-sessions)
+(require 'tandem-directive)
+(require 'tandem-inspector)
+(require 'tandem-compact)
+(require 'tandem-remote)
+
 ;;; tandem.el ends here

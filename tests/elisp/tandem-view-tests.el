@@ -453,6 +453,23 @@
         (should (get-text-property bold 'font-lock-face out)))))
   (should-error (tandem-view-markdown-fontify 42) :type 'wrong-type-argument))
 
+(ert-deftest tandem-view-m-x-tandem-opens-the-view ()
+  "`tandem' (M-x tandem) opens the project's session buffer through the view."
+  (tandem-test-with-backend
+    (let ((dir (make-temp-file "tandem-view-mx-" t)))
+      (should (eq tandem-open-session-function #'tandem-view-open))
+      (let ((buffer (tandem dir)))
+        (should (bufferp buffer))
+        (with-current-buffer buffer
+          (should (derived-mode-p 'tandem-view-mode))
+          (should (string-match-p (regexp-quote (file-name-nondirectory dir)) (buffer-name)))
+          (should (string-match-p "start of session" (tandem-view-test-text)))
+          (should (string-match-p "chat ❯ \\'" (tandem-view-test-text))))
+        ;; Twice: the same buffer.
+        (should (eq (tandem dir) buffer))
+        (kill-buffer buffer))
+      (delete-directory dir t))))
+
 (ert-deftest tandem-view-open-validates ()
   "Opening refuses bad input with a clear error."
   (should-error (tandem-view-show '(:title "no id")) :type 'error)

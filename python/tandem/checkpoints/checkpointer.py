@@ -84,11 +84,12 @@ class Checkpointer:
         self._watch = IgnoreWatch(
             [_global_excludes(excludes_file), root_path / ".git/info/exclude"]
         )
-        # Never capture our own store when it lives inside the root.
+        # Never capture (nor restore!) tandem's own state when it lives inside
+        # the root, e.g. a root of ~ with TANDEM_HOME in ~/.local/state.
         self._excludes: list[str] = []
-        if self.layout.dir.is_relative_to(root_path) or root_path == self.layout.dir:
-            rel = self.layout.dir.relative_to(root_path).as_posix()
-            self._excludes.append(f"/{rel}/")
+        if home_path.is_relative_to(root_path) and home_path != root_path:
+            rel = home_path.relative_to(root_path).as_posix()
+            self._excludes.append("/" + _literal_pattern(rel) + "/")
         self._head: str | None = None  # chain head as we last wrote it
         with self.layout.locked():
             self.layout.ensure(self.git)
@@ -341,8 +342,6 @@ class Checkpointer:
     def _capture_locked(self) -> Capture:
         try:
             return capture(self.git, self.layout, self.size_cap, self._excludes, self._watch)
-        except GitError:
-            raise
         except OSError as e:
             raise TandemError("checkpoint-failed", f"cannot capture {self.root}: {e}") from e
 
@@ -386,6 +385,12 @@ def _global_excludes(configured: str | None) -> Path:
         return Path(configured).expanduser()
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(xdg) / "git" / "ignore"
+
+
+def _literal_pattern(path: str) -> str:
+    """PATH as a gitignore pattern that matches only itself."""
+    escaped = re.sub(r"([\\*?\[\]!#])", r"\\\1", path)
+    return escaped[:-1] + "\\ " if escaped.endswith(" ") else escaped
 
 
 def _check_label(label: str) -> str:

@@ -15,6 +15,7 @@ from tandem.protocol.turns import (
     TurnParams,
     TurnStatus,
 )
+from tandem.sessions.compaction_api import maybe_compact
 from tandem.turns.engine import TurnSpec
 from tandem.turns.service import (
     ClientConfig,
@@ -34,6 +35,9 @@ async def send(app: Any, p: SendParams) -> Accepted:
                     provider=choose_provider(settings, p.provider), model=p.model or "",
                     permission_mode=choose_permission_mode(settings, p.permission_mode,
                                                            service.config))
+    # Automatic compaction when the projected context passes the threshold
+    # (a failed automatic compaction is logged and the turn goes ahead).
+    await maybe_compact(app, journal.id, provider=spec.provider, text=p.text)
     turn = await service.engine.accept(spec)
     return Accepted(session=journal.id, turn=turn)
 

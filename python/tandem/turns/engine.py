@@ -184,6 +184,8 @@ class TurnEngine:
         inner = asyncio.create_task(provider.run(request, sink))
         if running is not None:
             running.provider_task = inner
+            if running.cancelled:  # cancelled before the provider started
+                inner.cancel()
         try:
             result = await inner
         except asyncio.CancelledError:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,10 @@ from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
 from tandem.store.journal import now_iso
 from tandem.workspace.models import Event
+
+Items = list[tuple[str, dict[str, Any]]]
+Compute = Callable[[list[Event]], Items]
+"""Given the events in the log (read under the lock), the items to append."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,7 @@ class WorkspaceLog:
         return self.append_many([(kind, body)])[0]
 
     def append_many(self, items: list[tuple[str, dict[str, Any]]],
-                    compute: Any = None) -> list[Event]:
+                    compute: Compute | None = None) -> list[Event]:
         """Append ITEMS as one write under the lock.
 
         COMPUTE, if given, is called as ``compute(events)`` with the events

@@ -78,3 +78,12 @@ def test_projection_starts_at_the_latest_compaction() -> None:
     _check_golden("projection_compacted", messages)
     text = json.dumps(messages)
     assert "hello" not in text and "SUMMARY" in text and "after rewind" in text
+
+
+def test_fast_messages_equal_validated_ones() -> None:
+    from tandem.providers.base import Message
+
+    for m in project(JOURNAL):
+        again = Message.model_validate(m.model_dump())
+        assert again == m and again.model_dump() == m.model_dump()
+        assert m.model_copy().tool_calls == m.tool_calls

@@ -171,3 +171,42 @@ async def test_system_directive_is_sent_as_data_and_recorded(project: Path, tmp_
         assert (await get(app, project, "D1"))["discussion"][0]["directive"]["name"] == "discuss"
     finally:
         await turns(app).aclose()
+
+
+def _partial_then_fail(body: dict[str, Any]) -> Any:
+    from fakes.script import Reply, ToolCallSpec
+    from ws_helpers import content
+
+    msgs = body["messages"]
+    prompt = content([m for m in msgs if m.get("role") == "user"][-1])
+    if "Try again and complete the request" in prompt:
+        return Reply(text="RETRY-OK finished it")
+    if msgs[-1].get("role") == "tool":
+        return Reply(status=400, message="UPSTREAM-BROKE mid-way")
+    return Reply(text="Starting.", tool_calls=[ToolCallSpec(
+        name="write_file", input={"path": "a.txt", "content": "half done\n"})])
+
+
+async def test_retry_carries_the_error_and_partial_changes(project: Path, tmp_path: Path,
+                                                           model: Any) -> None:
+    fake = model(_partial_then_fail)
+    app = make_app(tmp_path / "home", fake)
+    try:
+        sid = await new_session(app, project)
+        await create(app, project, "Rewrite the greeting")
+        _, ended = await act(app, project, "D1", "implement", session=sid)
+        assert ended.outcome == "failed" and "UPSTREAM-BROKE" in (ended.error or "")
+        rec = await get(app, project, "D1")
+        assert rec["state"] == "failed" and rec["actions"] == ["discuss", "discuss-result",
+                                                               "retry"]
+        assert rec["attempts"][0]["patch"]["files"][0]["path"] == "a.txt"
+        seen = len(fake.api_requests("/v1/chat/completions"))
+        _, ended = await act(app, project, "D1", "retry", "GUIDE-1 finish the job")
+        assert ended.outcome == "succeeded"
+        sent = body_text(fake.api_requests("/v1/chat/completions")[seen])
+        assert "UPSTREAM-BROKE" in sent and "+half done" in sent and "GUIDE-1" in sent
+        assert "historical" in sent
+        rec = await get(app, project, "D1")
+        assert rec["state"] == "implemented" and rec["attempts"][1]["based_on"] == 1
+    finally:
+        await turns(app).aclose()
