@@ -1,0 +1,52 @@
+;;; tandem-chat-tests.el --- A chat turn from the composer, across a restart  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+;; Issue 4: a chat turn sent from the composer streams into the session
+;; buffer, and the buffer survives a backend restart: it is rebuilt from
+;; the journal by the new backend, with nothing kept only in Emacs.
+
+;;; Code:
+
+(require 'tandem-view-test-helpers)
+
+(defconst tandem-chat-test--script
+  '(:steps [(:reply (:text "Streaming an answer in several pieces, about **tandem**."
+                     :delay 0.01))
+            (:reply (:text "Second answer after the restart."))])
+  "Two plain answers.")
+
+(ert-deftest tandem-chat-composer-turn-survives-backend-restart ()
+  "Send from the composer; kill -9 the backend; `g' shows the same turn."
+  (tandem-view-test-with-session tandem-chat-test--script
+    (let ((deltas 0))
+      (add-hook 'tandem-event-functions
+                (lambda (e) (when (equal (plist-get e :kind) "delta") (cl-incf deltas))))
+      (let ((turn (tandem-view-test-send "Tell me about tandem")))
+        (should (equal turn 1))
+        (tandem-view-test-wait-turn turn 30)
+        (should (> deltas 0)))
+      (let ((before (tandem-view-test-text))
+            (pid (tandem-backend-pid)))
+        (should (string-match-p "Tell me about tandem" before))
+        (should (string-match-p "Streaming an answer in several pieces" before))
+        (signal-process pid 9)
+        (tandem-test-wait-until (lambda () (not (process-live-p (oref tandem--connection process)))))
+        ;; `g' re-renders from the journal through a new backend.
+        (goto-char (point-min))
+        (funcall (key-binding (kbd "g")))
+        (tandem-test-wait-until (lambda () (not (equal (tandem-backend-pid) pid))))
+        (tandem-test-wait-until
+         (lambda () (string-match-p "Streaming an answer in several pieces"
+                                    (tandem-view-test-text))))
+        (should-not (equal (tandem-backend-pid) pid))
+        (should (string-match-p "Tell me about tandem" (tandem-view-test-text)))
+        (should (string-match-p "succeeded" (tandem-view-test-text)))
+        ;; And the session goes on: turn 2 in the new backend.
+        (let ((turn (tandem-view-test-send "And now?")))
+          (should (equal turn 2))
+          (tandem-view-test-wait-turn turn 30)
+          (should (string-match-p "Second answer after the restart"
+                                  (tandem-view-test-text))))))))
+
+(provide 'tandem-chat-tests)
+;;; tandem-chat-tests.el ends here
