@@ -1,0 +1,98 @@
+"""``tandem ask``: one headless turn, its exit codes and its JSON line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fakes.openai_server import FakeOpenAI
+from fakes.script import Reply, ToolCallSpec
+
+
+def _ask(fake: FakeOpenAI, project: Path, *args: str, **popen: object) -> subprocess.Popen[str]:
+    env = dict(os.environ, OPENAI_BASE_URL=fake.base_url + "/v1", OPENAI_API_KEY="sk-cli")
+    return subprocess.Popen(
+        [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project),
+         "--provider", "openai:m", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, **popen)  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("old\n")
+    return root
+
+
+def test_success_streams_and_ends_with_one_json_line(project: Path) -> None:
+    script = [Reply(text="Editing.", tool_calls=[ToolCallSpec(
+        name="edit_file", input={"path": "a.txt", "old_text": "old", "new_text": "new"})]),
+        Reply(text="All done.")]
+    with FakeOpenAI(script) as fake:
+        proc = _ask(fake, project, "--permission-mode", "auto-edit", "--json", "edit a.txt")
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = out.strip().splitlines()
+    assert "Editing." in out and "All done." in out
+    result = json.loads(lines[-1])
+    assert result["outcome"] == "succeeded" and result["turn"] == 1
+    assert result["files_changed"] == ["a.txt"]
+    assert (project / "a.txt").read_text() == "new\n"
+    # --session continues the same session: turn 2.
+    with FakeOpenAI([Reply(text="again")]) as fake:
+        proc = _ask(fake, project, "--json", "--session", result["session"][:13], "more")
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["turn"] == 2
+
+
+def test_permission_without_a_terminal_is_rejected_and_said(project: Path) -> None:
+    script = [Reply(text="Writing.", tool_calls=[ToolCallSpec(
+        name="write_file", input={"path": "b.txt", "content": "x"})]), Reply(text="Ok, not.")]
+    with FakeOpenAI(script) as fake:
+        proc = _ask(fake, project, "--permission-mode", "ask", "--json", "write b")
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "no terminal to ask; rejected write_file" in err
+    assert not (project / "b.txt").exists()
+
+
+def test_provider_failure_exits_1_with_the_providers_message(project: Path) -> None:
+    with FakeOpenAI([Reply(status=401, message="Incorrect API key provided")]) as fake:
+        proc = _ask(fake, project, "--json", "hi")
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "Incorrect API key provided" in err
+    assert json.loads(out.strip().splitlines()[-1])["outcome"] == "failed"
+
+
+def test_bad_provider_name_exits_1(project: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project), "--provider",
+         "bogus", "hi"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "must look like openai:MODEL" in proc.stderr
+
+
+def test_interrupt_exits_130_and_the_turn_is_closed(project: Path, tmp_path: Path) -> None:
+    with FakeOpenAI([Reply(text="slow", stall=True)]) as fake:
+        proc = _ask(fake, project, "--json", "wait forever")
+        deadline = time.time() + 30
+        while not fake.api_requests("/v1/chat/completions") and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    journals = list(Path(os.environ["TANDEM_HOME"]).glob("sessions/*/*.jsonl"))
+    ends = [json.loads(line) for j in journals for line in j.read_text().splitlines()
+            if '"turn_end"' in line]
+    assert ends and ends[-1]["outcome"] == "aborted"
