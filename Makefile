@@ -87,6 +87,10 @@ protocol-doc: venv
 
 test: setup test-deps lint typecheck pytest elisp-compile checkdoc ert
 
+# A scripted local model server: the demo's answers are canned, no API key.
+demo: setup
+	tests/demo/run-demo.sh
+
 bench: setup
 	$(VPY) bench/run.py
 

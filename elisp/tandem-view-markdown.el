@@ -105,11 +105,12 @@ look for it there too."
          (delay-mode-hooks (markdown-mode))
          (setq-local markdown-fontify-code-blocks-natively t)
          (setq-local markdown-hide-markup nil)))
-    (let ((inhibit-modification-hooks t))
-      (erase-buffer)
-      (insert text)
-      (font-lock-ensure)
-      (buffer-substring (point-min) (point-max)))))
+    ;; Modification hooks must run: they reset `syntax-propertize' state,
+    ;; which markdown-mode relies on to find fenced code blocks.
+    (erase-buffer)
+    (insert text)
+    (font-lock-ensure)
+    (buffer-substring (point-min) (point-max))))
 
 (defun tandem-view-markdown--language-mode (lang)
   "Return the major mode for fence language LANG, or nil."
@@ -129,12 +130,11 @@ only.  Errors of the language's mode never reach the caller."
                      (tandem-view-markdown--work-buffer
                       (format " *tandem-code-%s*" mode)
                       (lambda () (delay-mode-hooks (funcall mode))))
-                   (let ((inhibit-modification-hooks t))
-                     (erase-buffer)
-                     (insert code)
-                     (font-lock-ensure)
-                     (tandem-view-markdown--face-to-font-lock
-                      (buffer-substring (point-min) (point-max)))))
+                   (erase-buffer)
+                   (insert code)
+                   (font-lock-ensure)
+                   (tandem-view-markdown--face-to-font-lock
+                    (buffer-substring (point-min) (point-max))))
                (error nil)))
         (propertize code 'font-lock-face 'font-lock-constant-face))))
 
@@ -206,6 +206,30 @@ fresh string; the cache keeps its own copy."
         (clrhash tandem-view-markdown--cache))
       (puthash key hit tandem-view-markdown--cache))
     (copy-sequence hit)))
+
+(defun tandem-view-fontify-region (beg end)
+  "Fontify the Markdown bodies that overlap BEG..END and are still plain.
+Run by jit-lock when text is displayed; call it with the buffer's
+bounds to fontify everything at once (batch use)."
+  (let ((pos (if (get-text-property beg 'tandem-markdown) beg
+               (next-single-property-change beg 'tandem-markdown nil end)))
+        (inhibit-read-only t))
+    (while (and pos (< pos end))
+      (let* ((start (or (and (> pos (point-min))
+                             (get-text-property (1- pos) 'tandem-markdown)
+                             (previous-single-property-change pos 'tandem-markdown))
+                        pos))
+             (stop (next-single-property-change pos 'tandem-markdown nil (point-max)))
+             (styled (tandem-view-markdown-fontify (buffer-substring-no-properties start stop))))
+        (with-silent-modifications
+          (remove-list-of-text-properties start stop '(tandem-markdown))
+          (let ((i 0) (len (length styled)))
+            (while (< i len)
+              (let ((next (next-single-property-change i 'font-lock-face styled len))
+                    (face (get-text-property i 'font-lock-face styled)))
+                (when face (put-text-property (+ start i) (+ start next) 'font-lock-face face))
+                (setq i next)))))
+        (setq pos (next-single-property-change stop 'tandem-markdown nil end))))))
 
 (provide 'tandem-view-markdown)
 ;;; tandem-view-markdown.el ends here

@@ -502,29 +502,5 @@ is folded.  The block ends with an empty line."
           (when end (tandem-view-render--entry block end folded-p))))))
   (insert "\n"))
 
-(defun tandem-view-fontify-region (beg end)
-  "Fontify the Markdown bodies that overlap BEG..END and are still plain.
-Run by jit-lock when text is displayed; call it with the buffer's
-bounds to fontify everything at once (batch use)."
-  (let ((pos (if (get-text-property beg 'tandem-markdown) beg
-               (next-single-property-change beg 'tandem-markdown nil end)))
-        (inhibit-read-only t))
-    (while (and pos (< pos end))
-      (let* ((start (or (and (> pos (point-min))
-                             (get-text-property (1- pos) 'tandem-markdown)
-                             (previous-single-property-change pos 'tandem-markdown))
-                        pos))
-             (stop (next-single-property-change pos 'tandem-markdown nil (point-max)))
-             (styled (tandem-view-markdown-fontify (buffer-substring-no-properties start stop))))
-        (with-silent-modifications
-          (remove-list-of-text-properties start stop '(tandem-markdown))
-          (let ((i 0) (len (length styled)))
-            (while (< i len)
-              (let ((next (next-single-property-change i 'font-lock-face styled len))
-                    (face (get-text-property i 'font-lock-face styled)))
-                (when face (put-text-property (+ start i) (+ start next) 'font-lock-face face))
-                (setq i next)))))
-        (setq pos (next-single-property-change stop 'tandem-markdown nil end))))))
-
 (provide 'tandem-view-render)
 ;;; tandem-view-render.el ends here

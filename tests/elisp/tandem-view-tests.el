@@ -284,7 +284,7 @@
 ;;;; Cancel and gaps
 
 (ert-deftest tandem-view-send-key-cancels-running-turn ()
-  "While a turn runs, the prefix says so and C-c C-c cancels it."
+  "While a turn runs, the prefix says so and the send key cancels it."
   (tandem-view-test-with-session '(:steps [(:reply (:text "Thinking forever" :stall t))])
     (let ((turn (tandem-view-test-send "never ends")))
       (tandem-test-wait-until (lambda () (string-match-p "Thinking forever" (tandem-view-test-text))))
@@ -451,6 +451,15 @@
                       (ensure-list (get-text-property def 'font-lock-face out)))))
       (let ((bold (string-match "bold" out)))
         (should (get-text-property bold 'font-lock-face out)))))
+  ;; The work buffer is reused: a later, different message still gets its
+  ;; code block found (syntax-propertize state is reset between uses).
+  (let ((tandem-view-markdown-engine 'markdown-mode))
+    (dotimes (i 3)
+      (let* ((text (format "Step %d `x`\n\n```python\nimport os%d\n```\n" i i))
+             (out (tandem-view-markdown-fontify text)))
+        (should (memq 'font-lock-keyword-face
+                      (ensure-list (get-text-property (string-match "import" out)
+                                                      'font-lock-face out)))))))
   (should-error (tandem-view-markdown-fontify 42) :type 'wrong-type-argument))
 
 (ert-deftest tandem-view-m-x-tandem-opens-the-view ()

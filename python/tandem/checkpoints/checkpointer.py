@@ -153,7 +153,13 @@ class Checkpointer:
         an agent reported writes outside the root); they make the patch
         ``incomplete`` because those changes are not in it.
         """
-        outside = [str(p) for p in wrote_outside]
+        if not isinstance(ran_shell, bool):
+            raise TandemError("invalid", f"ran_shell must be true or false: {ran_shell!r}")
+        outside = [] if isinstance(wrote_outside, str | bytes) else list(wrote_outside)
+        if isinstance(wrote_outside, str | bytes) or not all(isinstance(p, str) for p in outside):
+            raise TandemError(
+                "invalid", f"wrote_outside must be a list of paths: {wrote_outside!r}"
+            )
         begin = self._resolve(start)
         with self.layout.locked():
             self._recover_locked()
@@ -275,6 +281,8 @@ class Checkpointer:
         touched (the fault-injection seam of the tests).
         """
         target = self._resolve(checkpoint)
+        if before_file is not None and not callable(before_file):
+            raise TandemError("invalid", "before_file must be callable")
         if expected_current is not None and not _ID.match(str(expected_current)):
             raise TandemError("invalid", f"not a tree id: {expected_current!r}")
         with self.layout.locked():

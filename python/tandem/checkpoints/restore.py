@@ -11,6 +11,7 @@ next operation on the workspace (see `Checkpointer.recover`).
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -187,9 +188,20 @@ def rollback(git: Git, root: Path, touched: list[Op], made_dirs: list[Path]) -> 
 
 
 def _safe(root: Path, rel: str) -> Path:
+    """ROOT/REL, refusing anything that could land outside ROOT or in a .git."""
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
         raise TandemError("invalid", f"refusing to restore unsafe path {rel!r}")
+    # A parent that is a symbolic link (say, one the ignore rules hide) would
+    # carry the write or the delete outside the root.
+    parent = root
+    for part in parts[:-1]:
+        parent = parent / part
+        try:
+            if stat.S_ISLNK(os.lstat(parent).st_mode):
+                raise OSError(errno.ELOOP, "refusing to go through a symbolic link", str(parent))
+        except FileNotFoundError:
+            break
     return root.joinpath(*parts)
 
 

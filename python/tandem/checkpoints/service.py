@@ -6,14 +6,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tandem.checkpoints.checkpointer import Checkpointer
+from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
 
 
 class CheckpointService:
     """The app's registry of checkpointers, keyed by resolved root."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, size_cap: int = DEFAULT_SIZE_CAP) -> None:
         self.home = home
+        self.size_cap = size_cap
         self._lock = threading.Lock()
         self._by_root: dict[Path, Checkpointer] = {}
 
@@ -26,7 +27,7 @@ class CheckpointService:
                 known = self._by_root.get(key)
             if known is not None:
                 return known
-        fresh = Checkpointer(self.home, Path(root))
+        fresh = Checkpointer(self.home, Path(root), size_cap=self.size_cap)
         with self._lock:
             return self._by_root.setdefault(fresh.root, fresh)
 

@@ -90,3 +90,19 @@ def test_over_the_wire(peer: Peer, home: Path, root: Path) -> None:
     uid = peer.call("checkpoints/diff", {"root": str(root), "start": "0" * 40})
     reply = peer.recv()
     assert reply[0] == "return-error" and "not-found" in str(reply), reply
+
+
+def test_service_keeps_one_engine_per_root(home: Path, root: Path, tmp_path: Path) -> None:
+    from tandem.checkpoints.service import checkpoints
+
+    app = App(home=home)
+    service = checkpoints(app)
+    assert checkpoints(app) is service
+    first = service.for_root(root)
+    assert service.for_root(str(root)) is first
+    assert service.for_root(root / ".") is first
+    link = tmp_path / "link"
+    link.symlink_to(root)
+    assert service.for_root(link) is first  # resolved: one store per real root
+    with pytest.raises(TandemError):
+        service.for_root("relative")

@@ -269,3 +269,26 @@ def test_failed_rollback_keeps_the_record_and_is_retried(root: Path, make: Make)
     assert cp.recover() is True
     assert tree_state(root) == before
     assert not cp.layout.pending.exists()
+
+
+def test_restore_never_writes_through_a_symlinked_parent(
+    tmp_path: Path, root: Path, make: Make
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(root, "d/f.txt", "inside\n")
+    write(root, "a.txt", "a\n")
+    cp = make(root)
+    start = cp.snapshot("pre")
+    # Now d is an ignored symlink to a folder outside the root.
+    (root / "d" / "f.txt").unlink()
+    (root / "d").rmdir()
+    os.symlink(outside, root / "d")
+    write(root, ".gitignore", "d\n")
+    write(root, "a.txt", "changed\n")
+    before = tree_state(root)
+    with pytest.raises(TandemError) as info:
+        cp.restore(start)
+    assert info.value.code == "restore-failed" and "symbolic link" in info.value.message
+    assert list(outside.iterdir()) == []
+    assert tree_state(root) == before

@@ -147,12 +147,20 @@ def test_symlinks_captured_as_links(root: Path, make: Make) -> None:
     assert os.readlink(root / "dangling") == "/nonexistent/elsewhere"
 
 
-def test_store_inside_root_is_not_captured(tmp_path: Path) -> None:
+@pytest.mark.parametrize("state", [".state", "st*ate [1]"])
+def test_tandem_home_inside_root_is_never_captured(tmp_path: Path, state: str) -> None:
     write(tmp_path, "proj/a.txt", "a\n")
-    cp = Checkpointer(tmp_path / "proj" / ".state", tmp_path / "proj")
+    home = tmp_path / "proj" / state
+    journal = write(home, "sessions/x/1.jsonl", '{"type":"header"}\n')
+    cp = Checkpointer(home, tmp_path / "proj")
     first = cp.snapshot("one")
     second = cp.snapshot("two")
     assert cp.paths(second) == ["a.txt"] and second.tree == first.tree
+    # A journal appended after the checkpoint survives a restore untouched.
+    with open(journal, "a") as f:
+        f.write('{"type":"rewind"}\n')
+    cp.restore(first)
+    assert journal.read_text().count("\n") == 2
 
 
 def test_damaged_private_index_is_rebuilt(root: Path, make: Make) -> None:
@@ -210,6 +218,12 @@ def test_bad_inputs(tmp_path: Path, home: Path, root: Path, make: Make) -> None:
         (lambda: cp.get(first.tree), "not-found"),  # a tree is not a checkpoint
         (lambda: cp.history(limit=0), "invalid"),
         (lambda: cp.restore(first, expected_current="nope"), "invalid"),
+        (lambda: cp.restore(first, before_file="not callable"), "invalid"),  # type: ignore[arg-type]
+        (lambda: cp.diff(first, wrote_outside="/etc/passwd"), "invalid"),
+        (lambda: cp.diff(first, wrote_outside=[1, 2]), "invalid"),  # type: ignore[list-item]
+        (lambda: cp.diff(first, ran_shell="yes"), "invalid"),  # type: ignore[arg-type]
+        (lambda: cp.diff(first, to="0" * 40), "not-found"),
+        (lambda: cp.paths("nope"), "invalid"),
     ]
     other_root = tmp_path / "other"
     other_root.mkdir()

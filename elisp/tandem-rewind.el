@@ -1,0 +1,281 @@
+;;; tandem-rewind.el --- Rewind a tandem session before a turn  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Rewind before turn N puts the workspace files back to the checkpoint
+;; taken before turn N and hides turns N and later from the view and the
+;; model's context, as one transaction in the backend
+;; (`sessions/rewind').  The journal keeps every byte: a `rewind' entry
+;; does the hiding.
+;;
+;; `tandem-rewind' first shows the impact plan in a `diff-mode' buffer:
+;; the turns and directive attempts discarded, files changed outside
+;; tandem since (which the rewind overwrites), known capture gaps, then
+;; the diff the restore applies.  It asks with `y-or-n-p' (see
+;; `tandem-rewind-confirm-function'); the backend refuses when the plan
+;; changed since it was shown, and the new plan is shown instead.
+;; Afterwards the session buffer re-renders and its composer is empty, in
+;; chat scope.
+;;
+;; Public API:
+;;   `tandem-rewind-plan'  -- the impact plan of a rewind, as a plist.
+;;   `tandem-rewind'       -- show the plan, confirm, rewind.
+;;   `tandem-rewind-before-turn-at-point' -- R on a turn in a session buffer.
+;;   `tandem-view-turn-patch' -- one turn's patch (= on a turn).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'diff-mode)
+(require 'tandem-client)
+(require 'tandem-turns)
+(require 'tandem-composer)
+(require 'tandem-view-render)
+
+(declare-function tandem-view-buffer "tandem-view" (session))
+(declare-function tandem-view-refresh "tandem-view" ())
+(defvar tandem-view-transcript-map)
+(defvar tandem-directive-changed-functions)
+
+(defvar tandem-rewind-confirm-function #'y-or-n-p
+  "Function asking the user to confirm a rewind; called with the prompt.
+Tests bind it to answer without a minibuffer.")
+
+(defvar tandem-rewind-finished-functions nil
+  "Abnormal hook run after a rewind.
+Each function gets SESSION and the reply plist.")
+
+(defconst tandem-rewind--buffer-name "*tandem-rewind*"
+  "Name of the impact buffer (one, reused).")
+
+(defconst tandem-rewind--patch-buffer-name "*tandem-patch*"
+  "Name of the turn patch buffer (one, reused).")
+
+(defconst tandem-rewind--attempts 3
+  "How many times `tandem-rewind' re-plans when the plan changed under it.")
+
+;;;; The plan
+
+(defun tandem-rewind--check (session turn)
+  "Signal an error unless SESSION is a session id and TURN a turn number."
+  (unless (and (stringp session) (not (string-empty-p session)))
+    (signal 'wrong-type-argument (list 'stringp session)))
+  (unless (and (integerp turn) (> turn 0))
+    (signal 'wrong-type-argument (list 'natnump turn))))
+
+(defun tandem-rewind-plan (session turn)
+  "Return the impact plan of rewinding SESSION before TURN, as a plist.
+Keys: :session :before-turn :root :checkpoint :to-restore :to-delete
+:changed-externally (plists :path :when) :turns (plists :turn :origin
+:request :outcome :directive :files) :attempts (plists :turn :directive
+:action :attempt) :gaps (plists :kind :path :detail :turn) :diff
+:diff-truncated :acp-reset :digest.  Signals `tandem-error' when the
+rewind is refused (busy, not-found, no-checkpoint, compaction)."
+  (tandem-rewind--check session turn)
+  (tandem-request "sessions/rewind-plan" (list :session session :turn turn) 120))
+
+(defun tandem-rewind--section (title items fn)
+  "Insert a section TITLE listing ITEMS, each inserted by FN; nothing when empty."
+  (when items
+    (insert (propertize (format "%s (%d)\n" title (length items))
+                        'font-lock-face 'bold))
+    (dolist (item items) (insert "  " (funcall fn item) "\n"))
+    (insert "\n")))
+
+(defun tandem-rewind--turn-line (turn)
+  "A one-line description of TURN, a discarded turn plist."
+  (format "Turn %s · %s · %s%s"
+          (plist-get turn :turn)
+          (if (plist-get turn :directive)
+              (format "directive %s" (plist-get turn :directive))
+            (or (plist-get turn :origin) "chat"))
+          (or (plist-get turn :outcome) "not ended")
+          (let ((request (plist-get turn :request)))
+            (if (and request (not (string-empty-p request))) (concat " — " request) ""))))
+
+(defun tandem-rewind--insert-plan (plan)
+  "Insert the impact description of PLAN at point."
+  (let ((external (plist-get plan :changed-externally)))
+    (insert (propertize (format "Rewind before turn %s\n" (plist-get plan :before-turn))
+                        'font-lock-face 'diff-file-header)
+            (format "Session %s in %s\n" (plist-get plan :session) (plist-get plan :root))
+            (format "Files go back to the checkpoint taken before turn %s; turns %s and later \
+leave the view and the model's context.\n\n"
+                    (plist-get plan :before-turn) (plist-get plan :before-turn)))
+    (tandem-rewind--section "Turns discarded" (plist-get plan :turns) #'tandem-rewind--turn-line)
+    (tandem-rewind--section
+     "Directive attempts discarded" (plist-get plan :attempts)
+     (lambda (a) (format "%s · %s%s (turn %s)" (plist-get a :directive) (plist-get a :action)
+                         (if (plist-get a :attempt) (format " · attempt %s" (plist-get a :attempt))
+                           " · discussion")
+                         (plist-get a :turn))))
+    (when external
+      (insert (propertize "Changed outside tandem — the rewind overwrites these edits\n"
+                          'font-lock-face 'warning)))
+    (tandem-rewind--section
+     "Changed outside tandem" external
+     (lambda (c) (format "%s (%s)" (plist-get c :path) (plist-get c :when))))
+    (tandem-rewind--section
+     "Known gaps" (plist-get plan :gaps)
+     (lambda (g) (format "%s%s: %s" (or (plist-get g :path)
+                                        (format "turn %s" (plist-get g :turn)))
+                         (format " [%s]" (plist-get g :kind)) (plist-get g :detail))))
+    (tandem-rewind--section
+     "Files" (append (mapcar (lambda (p) (cons "restore" p)) (plist-get plan :to-restore))
+                     (mapcar (lambda (p) (cons "delete " p)) (plist-get plan :to-delete)))
+     (lambda (f) (format "%s %s" (car f) (cdr f))))
+    (when (and (null (plist-get plan :to-restore)) (null (plist-get plan :to-delete)))
+      (insert "No file changes: the files already match the checkpoint.\n\n"))
+    (when (plist-get plan :acp-reset)
+      (insert "The agent's conversation starts afresh from the kept turns.\n\n"))
+    (insert (or (plist-get plan :diff) ""))
+    (when (plist-get plan :diff-truncated)
+      (insert "\n# The diff is cut here (too long); every listed file is restored.\n"))))
+
+(defun tandem-rewind-show-plan (plan)
+  "Show PLAN in the impact buffer (`diff-mode'); return the buffer."
+  (let ((buffer (get-buffer-create tandem-rewind--buffer-name)))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (setq default-directory (file-name-as-directory (plist-get plan :root)))
+        (tandem-rewind--insert-plan plan)
+        (diff-mode)
+        (setq buffer-read-only t)
+        (goto-char (point-min))))
+    (display-buffer buffer)
+    buffer))
+
+(defun tandem-rewind--prompt (plan)
+  "The confirmation question for PLAN."
+  (let ((external (length (plist-get plan :changed-externally))))
+    (format "Rewind before turn %s: restore %d file(s), delete %d, discard %d turn(s)%s? "
+            (plist-get plan :before-turn) (length (plist-get plan :to-restore))
+            (length (plist-get plan :to-delete)) (length (plist-get plan :turns))
+            (if (> external 0) (format ", overwriting %d outside change(s)" external) ""))))
+
+;;;; Rewinding
+
+(defun tandem-rewind--after (session)
+  "Re-render SESSION's buffer and leave its composer empty, in chat scope."
+  (let ((buffer (and (fboundp 'tandem-view-buffer) (tandem-view-buffer session))))
+    (when buffer
+      (with-current-buffer buffer
+        (when (fboundp 'tandem-view-refresh) (tandem-view-refresh))
+        (when (markerp tandem-composer--start)
+          (tandem-composer-set-scope buffer 'chat)
+          (let ((draft (tandem-composer-draft buffer)))
+            (unless (string-empty-p draft)
+              (kill-new draft)
+              (message "tandem: the composer's draft is in the kill ring")))
+          (tandem-composer-set-draft "" buffer)))))
+  (when (boundp 'tandem-directive-changed-functions)
+    (run-hooks 'tandem-directive-changed-functions)))
+
+(defun tandem-rewind (session turn &optional no-confirm)
+  "Rewind SESSION before TURN, restoring the files of TURN's checkpoint.
+TURN and later turns leave the view and the model's context.  Show the
+impact plan and ask first, unless NO-CONFIRM.  Return the reply
+plist (:seq :restored :deleted :turns :backup ...), or nil when declined.
+When the plan changed before the rewind ran, the new plan is shown and
+asked about again."
+  (interactive (tandem-rewind--at-point))
+  (tandem-rewind--check session turn)
+  (let ((tries 0) (result nil) (done nil))
+    (while (not done)
+      (let ((plan (tandem-rewind-plan session turn)))
+        (if (and (not no-confirm)
+                 (progn (tandem-rewind-show-plan plan)
+                        (not (funcall tandem-rewind-confirm-function
+                                      (tandem-rewind--prompt plan)))))
+            (progn (message "Rewind cancelled; nothing changed") (setq done t))
+          (condition-case err
+              (setq result (tandem-request "sessions/rewind"
+                                           (list :session session :turn turn
+                                                 :digest (plist-get plan :digest))
+                                           120)
+                    done t)
+            (tandem-error
+             (unless (and (equal (tandem-error-code err) "stale")
+                          (< (cl-incf tries) tandem-rewind--attempts))
+               (signal (car err) (cdr err)))
+             (message "tandem: %s" (tandem-error-message err)))))))
+    (when result
+      (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
+        (when window (quit-window nil window)))
+      (tandem-rewind--after session)
+      (message "Rewound before turn %s: %d file(s) restored, %d deleted" turn
+               (length (plist-get result :restored)) (length (plist-get result :deleted)))
+      (run-hook-with-args 'tandem-rewind-finished-functions session result))
+    result))
+
+(defun tandem-rewind--session-here ()
+  "Return this buffer's session id, or nil."
+  (and (boundp 'tandem-session) tandem-session))
+
+(defun tandem-rewind--turn-at (pos)
+  "Return the turn number of the turn block at POS in a session buffer, or nil."
+  (let ((block (get-text-property pos 'tandem-block)))
+    (and block (tandem-view-block-p block) (tandem-view-block-turn block))))
+
+(defun tandem-rewind--at-point ()
+  "Return (SESSION TURN) for the turn at point, else read them."
+  (let ((session (or (tandem-rewind--session-here) (tandem-project-session)))
+        (turn (tandem-rewind--turn-at (point))))
+    (list session (or turn (read-number "Turn: ")))))
+
+(defun tandem-rewind-before-turn-at-point ()
+  "Rewind this buffer's session before the turn at point (after confirmation)."
+  (interactive)
+  (let ((turn (tandem-rewind--turn-at (point)))
+        (session (tandem-rewind--session-here)))
+    (unless session (user-error "This buffer shows no tandem session"))
+    (unless turn (user-error "Point is not on a turn"))
+    (tandem-rewind session turn)))
+
+;;;; One turn's patch
+
+(defun tandem-view-turn-patch (session turn)
+  "Show the patch of TURN of SESSION in a reusable `diff-mode' buffer.
+Interactively, the turn at point (else read) of this buffer's session.
+Return the buffer."
+  (interactive (tandem-rewind--at-point))
+  (tandem-rewind--check session turn)
+  (let* ((reply (tandem-request "sessions/turn-patch" (list :session session :turn turn) 120))
+         (patch (plist-get reply :patch))
+         (diff (or (plist-get patch :diff) ""))
+         (buffer (get-buffer-create tandem-rewind--patch-buffer-name)))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "# Turn %s of session %s%s%s — %s\n" turn (plist-get reply :session)
+                        (if (plist-get reply :running) " (running: changes so far)" "")
+                        (if (plist-get reply :rewound) " (rewound)" "")
+                        (plist-get patch :completeness)))
+        (dolist (g (plist-get patch :gaps))
+          (insert (format "# gap: %s%s %s\n" (plist-get g :kind)
+                          (if (plist-get g :path) (concat " " (plist-get g :path)) "")
+                          (or (plist-get g :detail) ""))))
+        (insert (if (string-empty-p diff) "# No file changed.\n" diff))
+        (when (plist-get patch :diff-truncated)
+          (insert "\n# The diff is cut here (too long).\n"))
+        (setq default-directory (file-name-as-directory (plist-get reply :root)))
+        (diff-mode)
+        (setq buffer-read-only t)
+        (goto-char (point-min))))
+    (display-buffer buffer)
+    buffer))
+
+;;;; Keys in the session buffer
+
+(with-eval-after-load 'tandem-view
+  ;; On any turn of the transcript: R rewinds before it, = shows its patch.
+  (define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
+  (define-key tandem-view-transcript-map "=" #'tandem-view-turn-patch))
+
+(provide 'tandem-rewind)
+;;; tandem-rewind.el ends here

@@ -1,0 +1,91 @@
+;;; tandem-view-model.el --- The model behind a tandem session buffer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Blocks built from journal entries (a turn, or an entry outside turns),
+;; the turn index, and fold state: explicit choices in a buffer-local hash
+;; keyed by (session turn part), defaults otherwise.  No drawing here.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'tandem-view-render)
+
+;; Buffer-local state defined in tandem-view.el.
+(defvar tandem-view--session)
+(defvar tandem-view--blocks)
+(defvar tandem-view--by-turn)
+(defvar tandem-view--folds)
+
+(defun tandem-view--fold-key (block part)
+  "Return the fold-state key of PART of BLOCK."
+  (list tandem-view--session (or (tandem-view-block-turn block) (tandem-view-block-key block)) part))
+
+(defvar-local tandem-view--newest nil
+  "Cache of `tandem-view--newest-turn-block' (nil: compute it again).")
+
+(defun tandem-view--newest-turn-block ()
+  "Return the newest block that is a turn."
+  (or tandem-view--newest
+      (setq tandem-view--newest
+            (cl-find-if #'tandem-view-block-turn (reverse tandem-view--blocks)))))
+
+(defun tandem-view--default-folded (block part)
+  "Return non-nil when PART of BLOCK is folded by default."
+  (pcase part
+    ('turn (and (tandem-view-block-directive block)
+                (tandem-view-block-end-entry block)
+                (not (eq block (tandem-view--newest-turn-block)))))
+    (`(,(or 'prompt 'reasoning 'tool 'compaction) . ,_) t)
+    ('live-reasoning t)))
+
+(defun tandem-view--folded-p (block part)
+  "Return non-nil when PART of BLOCK is folded (an explicit fold wins)."
+  (pcase (gethash (tandem-view--fold-key block part) tandem-view--folds)
+    ('folded t)
+    ('open nil)
+    (_ (tandem-view--default-folded block part))))
+
+(defun tandem-view--new-block (entry)
+  "Return a new block whose first entry is ENTRY."
+  (tandem-view-block-create :key (plist-get entry :seq) :turn (plist-get entry :turn)))
+
+(defun tandem-view--build (entries)
+  "Return blocks (oldest first) for ENTRIES, a list oldest first.
+Turns a later `rewind' hides are left out.  Uses no buffer state."
+  (let ((by-turn (make-hash-table)) (blocks nil))
+    (dolist (e entries)
+      (let ((turn (plist-get e :turn)) (type (plist-get e :type)))
+        (cond
+         ((equal type "rewind")
+          (let ((before (plist-get e :before-turn)))
+            (setq blocks (cl-remove-if (lambda (b) (and (tandem-view-block-turn b)
+                                                        (>= (tandem-view-block-turn b) before)))
+                                       blocks))
+            (maphash (lambda (k _) (when (>= k before) (remhash k by-turn))) by-turn)
+            (push (tandem-view--new-block e) blocks)
+            (push e (tandem-view-block-entries (car blocks)))))
+         ((null turn)
+          (push (tandem-view--new-block e) blocks)
+          (push e (tandem-view-block-entries (car blocks))))
+         (t
+          (let ((block (gethash turn by-turn)))
+            (when (or (null block)
+                      (and (equal type "turn_start") (tandem-view-block-find block "turn_start")))
+              (setq block (tandem-view--new-block e))
+              (puthash turn block by-turn)
+              (push block blocks))
+            (push e (tandem-view-block-entries block)))))))
+    (nreverse blocks)))
+
+(defun tandem-view--index ()
+  "Rebuild the turn -> block index from `tandem-view--blocks'."
+  (setq tandem-view--by-turn (make-hash-table))
+  (dolist (b tandem-view--blocks)
+    (when (tandem-view-block-turn b) (puthash (tandem-view-block-turn b) b tandem-view--by-turn))))
+
+(provide 'tandem-view-model)
+;;; tandem-view-model.el ends here

@@ -1,0 +1,137 @@
+"""Rewind methods for Emacs: the impact plan, the rewind itself, one turn's patch.
+
+``sessions/rewind-plan`` returns the plan a user confirms (with its
+``digest``); ``sessions/rewind`` carries it out and refuses with ``stale``
+when the plan changed since (see `tandem.sessions.rewind`).
+``sessions/turn-patch`` returns one turn's unified diff, from its pre-turn
+checkpoint to the checkpoint at its end (to the files now while it runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from tandem.checkpoints.models import Patch, PatchGap
+from tandem.checkpoints.service import checkpoints
+from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
+from tandem.sessions.projection import visible_turns
+from tandem.sessions.rewind import (
+    RewindPlan,
+    RewindResult,
+    plan_rewind,
+    rewind,
+)
+from tandem.turns.engine import run_blocking
+from tandem.turns.service import turns
+
+
+class PlanParams(Params):
+    """``sessions/rewind-plan``: what rewinding ``session`` before ``turn`` would do."""
+
+    session: str = Field(min_length=1)
+    turn: int = Field(ge=1)
+
+
+class RewindParams(Params):
+    """``sessions/rewind``: rewind ``session`` before ``turn`` as planned with ``digest``."""
+
+    session: str = Field(min_length=1)
+    turn: int = Field(ge=1)
+    digest: str = Field(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+
+
+class TurnPatchParams(Params):
+    """``sessions/turn-patch``: the patch of ``turn`` of ``session``."""
+
+    session: str = Field(min_length=1)
+    turn: int = Field(ge=1)
+
+
+class TurnPatch(Reply):
+    """One turn's patch with the unified diff text."""
+
+    session: str
+    turn: int
+    root: str
+    """The workspace root the patch's paths are relative to."""
+    running: bool
+    """True while the turn is in flight: the patch goes to the files now."""
+    rewound: bool
+    """True when a rewind hid this turn (its patch is history)."""
+    patch: Patch
+
+
+async def plan_method(app: Any, p: PlanParams) -> RewindPlan:
+    """Handler of ``sessions/rewind-plan``."""
+    return await plan_rewind(app, p.session, p.turn)
+
+
+async def rewind_method(app: Any, p: RewindParams) -> RewindResult:
+    """Handler of ``sessions/rewind``."""
+    return await rewind(app, p.session, p.turn, p.digest)
+
+
+async def turn_patch(app: Any, p: TurnPatchParams) -> TurnPatch:
+    """Handler of ``sessions/turn-patch``."""
+    service = turns(app)
+    journal = service.journal(p.session)
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    entries = [e.model_dump() for e in journal.entries()]
+    for e in entries:
+        if e.get("turn") == p.turn and e.get("type") == "turn_start" and start is None:
+            start = e
+        elif e.get("turn") == p.turn and e.get("type") == "turn_end" and end is None:
+            end = e
+    if start is None:
+        raise TandemError("not-found", f"Session {journal.id} has no turn {p.turn}")
+    running = journal.id in service.engine.running and service.engine.running[
+        journal.id].turn == p.turn
+    patch = end.get("patch") if end else None
+    from_id = patch.get("from_id") if isinstance(patch, dict) else None
+    to_id = patch.get("to_id") if isinstance(patch, dict) else None
+    if running:
+        from_id, to_id = start.get("checkpoint"), None
+    elif not (isinstance(from_id, str) and isinstance(to_id, str)):
+        why = "it has no checkpoint" if not start.get("checkpoint") else "it recorded no patch"
+        raise TandemError("no-checkpoint", f"Turn {p.turn} has no patch to show: {why}")
+    if not isinstance(from_id, str):
+        raise TandemError("no-checkpoint", f"Turn {p.turn} has no checkpoint")
+    cp = checkpoints(app).for_root(service.root_of(journal))
+    try:
+        result: Patch = await run_blocking(cp.diff, from_id, to_id)
+    except TandemError as e:
+        if e.code in ("not-found", "invalid"):
+            raise TandemError("no-checkpoint", f"The checkpoints of turn {p.turn} are not in "
+                              f"the store of {cp.root}: {e.message}") from e
+        raise
+    if not running and isinstance(patch, dict):
+        result = _as_recorded(result, patch)
+    _, hidden = visible_turns(entries)
+    return TurnPatch(session=journal.id, turn=p.turn, root=str(cp.root), running=running,
+                     rewound=p.turn in hidden, patch=result)
+
+
+def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:
+    """RESULT with the completeness the turn recorded (shell runs, writes outside)."""
+    try:
+        gaps = [PatchGap.model_validate(g) for g in recorded.get("gaps") or []]
+    except ValueError:
+        return result
+    if recorded.get("completeness") not in ("no-changes", "captured", "incomplete"):
+        return result
+    return result.model_copy(update={"completeness": recorded["completeness"], "gaps": gaps})
+
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("sessions/rewind-plan", PlanParams, plan_method,
+               "What a rewind before a turn would do (files, turns, attempts, gaps).",
+               RewindPlan),
+    MethodSpec("sessions/rewind", RewindParams, rewind_method,
+               "Rewind before a turn as planned: restore files, then one rewind entry.",
+               RewindResult),
+    MethodSpec("sessions/turn-patch", TurnPatchParams, turn_patch,
+               "One turn's patch with its unified diff.", TurnPatch),
+]
