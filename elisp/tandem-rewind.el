@@ -78,11 +78,12 @@ rewind is refused (busy, not-found, no-checkpoint, compaction)."
   (tandem-rewind--check session turn)
   (tandem-request "sessions/rewind-plan" (list :session session :turn turn) 120))
 
-(defun tandem-rewind--section (title items fn)
-  "Insert a section TITLE listing ITEMS, each inserted by FN; nothing when empty."
+(defun tandem-rewind--section (title items fn &optional face)
+  "Insert a section TITLE listing ITEMS, each inserted by FN; nothing when empty.
+The title shows in FACE (default `bold')."
   (when items
     (insert (propertize (format "%s (%d)\n" title (length items))
-                        'font-lock-face 'bold))
+                        'font-lock-face (or face 'bold)))
     (dolist (item items) (insert "  " (funcall fn item) "\n"))
     (insert "\n")))
 
@@ -113,12 +114,10 @@ leave the view and the model's context.\n\n"
                          (if (plist-get a :attempt) (format " · attempt %s" (plist-get a :attempt))
                            " · discussion")
                          (plist-get a :turn))))
-    (when external
-      (insert (propertize "Changed outside tandem — the rewind overwrites these edits\n"
-                          'font-lock-face 'warning)))
     (tandem-rewind--section
-     "Changed outside tandem" external
-     (lambda (c) (format "%s (%s)" (plist-get c :path) (plist-get c :when))))
+     "Changed outside tandem — the rewind overwrites these edits" external
+     (lambda (c) (format "%s (%s)" (plist-get c :path) (plist-get c :when)))
+     'warning)
     (tandem-rewind--section
      "Known gaps" (plist-get plan :gaps)
      (lambda (g) (format "%s%s: %s" (or (plist-get g :path)
@@ -205,9 +204,10 @@ asked about again."
                (signal (car err) (cdr err)))
              (message "tandem: %s" (tandem-error-message err)))))))
     (when result
-      (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
-        (when window (quit-window nil window)))
-      (tandem-rewind--after session)
+      (save-current-buffer
+        (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
+          (when window (quit-window nil window)))
+        (tandem-rewind--after session))
       (message "Rewound before turn %s: %d file(s) restored, %d deleted" turn
                (length (plist-get result :restored)) (length (plist-get result :deleted)))
       (run-hook-with-args 'tandem-rewind-finished-functions session result))

@@ -7,12 +7,15 @@
 
 ;; Blocks built from journal entries (a turn, or an entry outside turns),
 ;; the turn index, and fold state: explicit choices in a buffer-local hash
-;; keyed by (session turn part), defaults otherwise.  No drawing here.
+;; keyed by (session turn part), defaults otherwise.  Turns a compaction
+;; summarised are left out; its row stands in their place
+;; (tandem-view-compaction.el).  No drawing here.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'tandem-view-render)
+(require 'tandem-view-compaction)
 
 ;; Buffer-local state defined in tandem-view.el.
 (defvar tandem-view--session)
@@ -40,7 +43,10 @@
                 (tandem-view-block-end-entry block)
                 (not (eq block (tandem-view--newest-turn-block)))))
     (`(,(or 'prompt 'reasoning 'tool 'compaction) . ,_) t)
-    ('live-reasoning t)))
+    ('live-reasoning t)
+    ;; Old turns inside an unfolded compaction row: open, their parts as usual.
+    (`(compacted ,_ turn) nil)
+    (`(compacted ,_ ,inner) (tandem-view--default-folded block inner))))
 
 (defun tandem-view--folded-p (block part)
   "Return non-nil when PART of BLOCK is folded (an explicit fold wins)."
@@ -53,9 +59,12 @@
   "Return a new block whose first entry is ENTRY."
   (tandem-view-block-create :key (plist-get entry :seq) :turn (plist-get entry :turn)))
 
-(defun tandem-view--build (entries)
+(defun tandem-view--build (entries &optional later)
   "Return blocks (oldest first) for ENTRIES, a list oldest first.
-Turns a later `rewind' hides are left out.  Uses no buffer state."
+Turns a later `rewind' hides are left out, and so are the turns a
+compaction summarised (its row is placed where they were); LATER are
+compaction entries newer than ENTRIES that count too.  Uses no buffer
+state."
   (let ((by-turn (make-hash-table)) (blocks nil))
     (dolist (e entries)
       (let ((turn (plist-get e :turn)) (type (plist-get e :type)))
@@ -79,7 +88,8 @@ Turns a later `rewind' hides are left out.  Uses no buffer state."
               (puthash turn block by-turn)
               (push block blocks))
             (push e (tandem-view-block-entries block)))))))
-    (nreverse blocks)))
+    (tandem-view-compaction-arrange
+     (tandem-view-compaction-drop (nreverse blocks) entries later))))
 
 (defun tandem-view--index ()
   "Rebuild the turn -> block index from `tandem-view--blocks'."

@@ -12,8 +12,9 @@
 ;;
 ;; Parts are named by keys: `turn' (the whole turn), (prompt SEQ) for a
 ;; directive's submitted prompt, (reasoning SEQ), (tool CALL-ID),
-;; `live-reasoning' and (compaction SEQ).  Rendering never decides fold
-;; state itself; tandem-view.el keeps it.
+;; `live-reasoning', (compaction SEQ), and (compacted TURN PART) for a
+;; part of a turn shown inside an unfolded compaction row.  Rendering
+;; never decides fold state itself; tandem-view.el keeps it.
 
 ;;; Code:
 
@@ -349,6 +350,8 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
                                    'tandem-part (list 'interaction id)))))))
 
 (declare-function tandem-view-answer-at "tandem-view-live" (pos answer))
+;; Not required: tandem-view-compaction needs tandem-compact, which needs this file.
+(declare-function tandem-view-compaction-insert-old "tandem-view-compaction" (entry folded-p))
 
 (define-button-type 'tandem-view-answer
   'follow-link t
@@ -464,16 +467,24 @@ FOLDED-P tells whether a part key is folded."
                     'font-lock-face 'tandem-view-muted)
         nil))
       ("compaction"
-       (let ((folded (funcall folded-p (list 'compaction seq))))
+       (let ((folded (funcall folded-p (list 'compaction seq)))
+             (first-kept (plist-get entry :first-kept-turn)))
          (tandem-view-render--line
-          (propertize (format "%s≡ Compacted%s" (tandem-view-render--arrow folded)
+          (propertize (format "%s≡ Compacted%s%s" (tandem-view-render--arrow folded)
                               (if (plist-get entry :tokens-before)
                                   (format " (%s → %s tokens)" (plist-get entry :tokens-before)
                                           (plist-get entry :tokens-after))
+                                "")
+                              (if (integerp first-kept)
+                                  (format " · turns before %d" first-kept)
                                 ""))
                       'font-lock-face 'tandem-view-muted)
           (list 'compaction seq))
-         (unless folded (tandem-view-render--body (plist-get entry :summary)))))
+         (unless folded
+           (tandem-view-render--body (plist-get entry :summary))
+           ;; The summarised turns themselves, from the journal (read-only).
+           (when (and (integerp first-kept) (fboundp 'tandem-view-compaction-insert-old))
+             (tandem-view-compaction-insert-old entry folded-p)))))
       (_ (tandem-view-render--line
           (propertize (format "· %s (seq %s)" type seq) 'font-lock-face 'tandem-view-muted)
           nil)))))
