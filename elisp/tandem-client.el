@@ -213,8 +213,11 @@ Only as deep and as far as the log prints, so logging stays cheap."
 ;;;; Encoding
 
 (defun tandem--plain (value)
-  "Return VALUE with text properties removed from every string in it."
-  (cond ((stringp value) (substring-no-properties value))
+  "Return VALUE with text properties removed from every string in it.
+Strings without properties are returned as they are (no copy)."
+  (cond ((stringp value)
+         (if (next-property-change 0 value) (substring-no-properties value)
+           (if (text-properties-at 0 value) (substring-no-properties value) value)))
         ((consp value) (cons (tandem--plain (car value)) (tandem--plain (cdr value))))
         ((vectorp value) (vconcat (mapcar #'tandem--plain value)))
         (t value)))
@@ -243,32 +246,44 @@ milliseconds per 100 KB here.  Our reader takes other characters raw."
                  (print-circle nil) (float-output-format nil))
              (prin1 value (current-buffer))))))
 
+(defun tandem--frame-into-buffer (message)
+  "Make the current buffer hold MESSAGE as one EPC frame, in bytes."
+  (erase-buffer)
+  (set-buffer-multibyte t)
+  (tandem--insert-value message)
+  (encode-coding-region (point-min) (point-max) 'utf-8)
+  (set-buffer-multibyte nil)
+  (let ((length (buffer-size)))
+    (when (> length #xffffff)
+      (tandem--signal "too-large" (format "Request of %d bytes is too large for one frame"
+                                          length)))
+    (goto-char (point-min))
+    (insert (format "%06x" length))))
+
 (defun tandem--frame (message)
   "Return MESSAGE as an EPC frame (a unibyte string)."
-  (let ((gc-cons-threshold (max gc-cons-threshold tandem--gc-threshold)))
-   (with-current-buffer (get-buffer-create " *tandem-out*")
-    (erase-buffer)
-    (set-buffer-multibyte t)
-    (tandem--insert-value message)
-    (encode-coding-region (point-min) (point-max) 'utf-8)
-    (set-buffer-multibyte nil)
-    (let ((length (buffer-size)))
-      (when (> length #xffffff)
-        (tandem--signal "too-large" (format "Request of %d bytes is too large for one frame"
-                                            length)))
-      (goto-char (point-min))
-      (insert (format "%06x" length))
-      (prog1 (buffer-string) (erase-buffer))))))
+  (with-temp-buffer
+    (tandem--frame-into-buffer message)
+    (buffer-string)))
 
 (defun tandem--send (conn message)
-  "Send MESSAGE to CONN's backend."
+  "Send MESSAGE to CONN's backend.
+The frame is built in a buffer and sent from it: no string of the whole
+frame is made, which keeps large requests from setting off a collection."
   (tandem--log '-> message)
-  (process-send-string (oref conn socket) (tandem--frame message)))
+  (let ((gc-cons-threshold (max gc-cons-threshold tandem--gc-threshold)))
+    (with-current-buffer (get-buffer-create " *tandem-out*")
+      (tandem--frame-into-buffer message)
+      (process-send-region (oref conn socket) (point-min) (point-max))
+      (erase-buffer))))
 
 ;;;; Receiving
 
 (defun tandem--filter (conn)
-  "Return the process filter of CONN's socket."
+  "Return the process filter of CONN's socket.
+The socket decodes UTF-8 itself (across read boundaries); frames are
+found by byte positions in the multibyte inbox and read straight from
+it, so a reply makes no copies on its way to `read'."
   (lambda (_proc string)
     (let ((inbox (oref conn inbox)) (messages nil)
           (gc-cons-threshold (max gc-cons-threshold tandem--gc-threshold)))
@@ -276,24 +291,21 @@ milliseconds per 100 KB here.  Our reader takes other characters raw."
         (goto-char (point-max))
         (insert string)
         (goto-char (point-min))
-        (while (and (>= (- (point-max) (point)) 6)
-                    (let ((len (string-to-number
-                                (buffer-substring-no-properties (point) (+ (point) 6)) 16)))
-                      (when (>= (- (point-max) (point) 6) len)
-                        (let ((payload (decode-coding-string
-                                        (buffer-substring-no-properties
-                                         (+ (point) 6) (+ (point) 6 len))
-                                        'utf-8 t)))
-                          (push payload messages)
-                          (goto-char (+ (point) 6 len))
-                          t)))))
+        (let (len end)
+          (while (and (>= (- (point-max) (point)) 6)
+                      (setq len (string-to-number
+                                 (buffer-substring-no-properties (point) (+ (point) 6)) 16))
+                      (setq end (byte-to-position (+ (position-bytes (+ (point) 6)) len))))
+            (forward-char 6)
+            (push (condition-case err (read (current-buffer))
+                    (error (tandem--log '<- (list 'unreadable err)) nil))
+                  messages)
+            (goto-char end)))
         (delete-region (point-min) (point)))
-      (dolist (payload (nreverse messages))
-        (let ((message (condition-case err (car (read-from-string payload))
-                         (error (tandem--log '<- (list 'unreadable err)) nil))))
-          (when message
-            (tandem--log '<- message)
-            (tandem--dispatch conn message)))))))
+      (dolist (message (nreverse messages))
+        (when message
+          (tandem--log '<- message)
+          (tandem--dispatch conn message))))))
 
 (defun tandem--dispatch (conn message)
   "Act on MESSAGE, one decoded frame from CONN."
@@ -506,14 +518,17 @@ An earlier backend is stopped first."
                 :token (secure-hash 'sha256 (format "%s%s%s" (random t) (float-time) (emacs-pid)))))
          (port (tandem--start-process conn))
          (inbox (generate-new-buffer " *tandem-inbox*")))
-    (with-current-buffer inbox (set-buffer-multibyte nil))
+    (with-current-buffer inbox (set-buffer-multibyte t))
     (oset conn inbox inbox)
     (oset conn port port)
     (oset conn socket
-          (make-network-process
-           :name "tandem-socket" :host "127.0.0.1" :service port :noquery t
-           :coding 'binary :filter (tandem--filter conn)
-           :sentinel (tandem--sentinel conn)))
+          ;; Adaptive read buffering delays reading after a short read (up
+          ;; to 20 ms): the tail of every large reply would wait for it.
+          (let ((process-adaptive-read-buffering nil))
+            (make-network-process
+             :name "tandem-socket" :host "127.0.0.1" :service port :noquery t
+             :coding '(utf-8 . binary) :filter (tandem--filter conn)
+             :sentinel (tandem--sentinel conn))))
     (setq tandem--connection conn)
     (oset conn info (tandem-request "hello" (list :token (oref conn token)
                                                   :client (format "Emacs %s" emacs-version))))

@@ -204,6 +204,8 @@ asked about again."
                (signal (car err) (cdr err)))
              (message "tandem: %s" (tandem-error-message err)))))))
     (when result
+      ;; The reply names the session by its full id (SESSION may be a prefix).
+      (setq session (or (plist-get result :session) session))
       (save-current-buffer
         (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
           (when window (quit-window nil window)))

@@ -33,7 +33,7 @@
   (delq nil (mapcar #'tandem-view-compaction-entry blocks)))
 
 (defun tandem-view-compaction-drop (blocks entries later)
-  "Return BLOCKS without the turns a compaction row stands in for.
+  "Return BLOCKS, leaving out what compaction rows stand in for.
 BLOCKS were built from ENTRIES (plists, oldest first); LATER are
 compaction entries newer than ENTRIES (already in the view), which
 also summarise turns of ENTRIES."
@@ -71,7 +71,7 @@ the row whose turn is at least the row's first kept turn."
     (nreverse out)))
 
 (defun tandem-view-compaction-insert-old (entry folded-p)
-  "Insert the turns the compaction ENTRY summarised, read-only, at point.
+  "Insert, read-only at point, what the compaction ENTRY summarised.
 FOLDED-P is the row's fold predicate: part PART of old turn TURN is
 asked as (compacted TURN PART), and the inserted text is marked with
 those keys, so TAB folds it.  A failure to fetch the turns is shown as

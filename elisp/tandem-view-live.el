@@ -19,6 +19,7 @@
 (require 'tandem-composer)
 (require 'tandem-turns)
 (require 'tandem-view-render)
+(require 'tandem-view-compaction)
 
 ;; State and helpers of tandem-view.el (which loads this file).
 (defvar tandem-view--session)
@@ -36,32 +37,37 @@
 (defvar tandem-view--running)
 (defvar tandem-view--newest)
 (defvar tandem-view-flush-count)
+(defvar tandem-view--refreshing)
+(defvar tandem-view--queued)
+(defvar tandem-view--lost)
 (defvar tandem-view-frame-interval)
 (defvar tandem-view-page-entries)
 (defvar tandem-view-transcript-map)
 (declare-function tandem-view-buffer "tandem-view" (session))
 (declare-function tandem-view-refresh "tandem-view" ())
-(declare-function tandem-view--block-end "tandem-view" (block))
-(declare-function tandem-view--build "tandem-view-model" (entries))
+(declare-function tandem-view--block-end "tandem-view-draw" (block))
+(declare-function tandem-view--build "tandem-view-model" (entries &optional later))
 (declare-function tandem-view--index "tandem-view-model" ())
 (declare-function tandem-view--fetch-before "tandem-view" (before limit))
-(declare-function tandem-view--insert-before "tandem-view" (marker fn))
-(declare-function tandem-view--insert-block "tandem-view" (block))
-(declare-function tandem-view--insert-blocks "tandem-view" (blocks boundary))
-(declare-function tandem-view--rerender "tandem-view" (block))
-(declare-function tandem-view--remove-block "tandem-view" (block))
-(declare-function tandem-view--redraw-older-row "tandem-view" ())
-(declare-function tandem-view--redraw-progress "tandem-view" ())
+(declare-function tandem-view--insert-before "tandem-view-draw" (marker fn))
+(declare-function tandem-view--insert-block "tandem-view-draw" (block))
+(declare-function tandem-view--insert-blocks "tandem-view-draw" (blocks boundary))
+(declare-function tandem-view--rerender "tandem-view-draw" (block))
+(declare-function tandem-view--remove-block "tandem-view-draw" (block))
+(declare-function tandem-view--redraw-older-row "tandem-view-draw" ())
+(declare-function tandem-view--redraw-progress "tandem-view-draw" ())
 (declare-function tandem-view--newest-turn-block "tandem-view-model" ())
 (declare-function tandem-view--folded-p "tandem-view-model" (block part))
 (declare-function tandem-view--fold-key "tandem-view-model" (block part))
 (declare-function tandem-view--new-block "tandem-view-model" (entry))
-(declare-function tandem-view--release "tandem-view" (block))
+(declare-function tandem-view--release "tandem-view-draw" (block))
 
 (defvar-local tandem-view--doomed nil "Blocks whose text goes at the next frame.")
 (defvar-local tandem-view--catching-up nil "Non-nil while missing entries are fetched.")
 (defvar-local tandem-view--seen-seq 0 "Highest entry seq announced by an event.")
 (defvar-local tandem-view--composer-dirty nil "Non-nil when the composer prefix must be redrawn.")
+(defvar-local tandem-view--refresh-pending nil
+  "Non-nil when the next frame re-renders from the journal (a compaction arrived).")
 
 ;;;; Keeping point and window start
 
@@ -126,30 +132,60 @@ Positions in the composer need nothing: BODY never edits it."
              (blocks (cl-remove-if (lambda (b) (and (tandem-view-block-turn b)
                                                     (cl-some (lambda (r) (>= (tandem-view-block-turn b) r))
                                                              later-rewinds)))
-                                   (tandem-view--build entries))))
+                                   (tandem-view--build entries (tandem-view-compaction-entries
+                                                                tandem-view--blocks)))))
         (tandem-view--keeping-place
           (setq tandem-view--first-seq (plist-get (car entries) :seq))
           (let ((first (car tandem-view--blocks)))
             (tandem-view--insert-blocks
              blocks (if first (tandem-view-block-start first) tandem-view--tail)))
-          (setq tandem-view--blocks (append blocks tandem-view--blocks))
+          (tandem-view--place-rows (append blocks tandem-view--blocks))
           (tandem-view--redraw-older-row))
         (tandem-view--index)
         (length blocks)))))
+
+(defun tandem-view--place-rows (blocks)
+  "Make BLOCKS, all drawn, the model, moving compaction rows where they belong.
+A row whose kept turns just arrived with an older page moves before them."
+  (let ((arranged (tandem-view-compaction-arrange blocks)))
+    (dolist (row (tandem-view-compaction-entries arranged))
+      (let* ((block (cl-find row arranged :key #'tandem-view-compaction-entry))
+             (next (cadr (memq block arranged))))
+        (unless (or (null next) (eq next (cadr (memq block blocks))))
+          (delete-region (tandem-view-block-start block) (tandem-view--block-end block))
+          (tandem-view--insert-before (tandem-view-block-start next)
+                                      (lambda () (tandem-view--insert-block block))))))
+    (setq tandem-view--blocks arranged tandem-view--newest nil)))
 
 
 ;;;; Events
 
 (defun tandem-view--on-event (event)
-  "Route EVENT from the backend to the buffer of its session."
+  "Route EVENT from the backend to the buffer of its session.
+During a refresh it waits in the buffer's queue (see `tandem-view--replay')."
   (let ((buffer (tandem-view-buffer (plist-get event :session))))
     (when buffer
-      (with-current-buffer buffer (tandem-view-handle-event event)))))
+      (with-current-buffer buffer
+        (if tandem-view--refreshing
+            (push event tandem-view--queued)
+          (tandem-view-handle-event event))))))
 
 (defun tandem-view--on-gap (session _expected _arrived)
   "Events of SESSION were lost: fetch the journal entries we miss."
   (let ((buffer (tandem-view-buffer session)))
-    (when buffer (with-current-buffer buffer (tandem-view--catch-up)))))
+    (when buffer
+      (with-current-buffer buffer
+        (if tandem-view--refreshing
+            (push 'gap tandem-view--queued)
+          (tandem-view--catch-up))))))
+
+(defun tandem-view--replay (events)
+  "Apply EVENTS (oldest first) that arrived during a refresh.
+Entries the refresh already rendered are skipped by seq; the symbol
+`gap' stands for lost events (fetched again)."
+  (dolist (event events)
+    (with-demoted-errors "tandem view: %S"
+      (if (eq event 'gap) (tandem-view--catch-up) (tandem-view-handle-event event)))))
 
 (defun tandem-view-install-hooks ()
   "Make sure backend events reach session buffers."
@@ -225,10 +261,24 @@ An entry seen before is ignored; one after a gap triggers a fetch."
   (let ((seq (plist-get entry :seq)))
     (unless (integerp seq) (error "Journal entry without an integer :seq: %S" entry))
     (setq tandem-view--seen-seq (max tandem-view--seen-seq seq))
-    (cond ((<= seq tandem-view--last-seq) nil)
+    (cond ((<= seq tandem-view--last-seq) (tandem-view--settle-stream entry))
           ((or tandem-view--catching-up (> seq (1+ tandem-view--last-seq)))
            (tandem-view--catch-up))
           (t (tandem-view--add-entry entry)))))
+
+(defun tandem-view--settle-stream (entry)
+  "Drop streamed text that ENTRY, already shown (from a fetch), completes.
+Events come in order, so the text streamed before ENTRY's own event
+belongs to entries already in the buffer."
+  (let ((b (and (plist-get entry :turn) (gethash (plist-get entry :turn) tandem-view--by-turn))))
+    (when b
+      (pcase (plist-get entry :type)
+        ("assistant" (unless (string-empty-p (tandem-view-block-live-text b))
+                       (setf (tandem-view-block-live-text b) "")
+                       (tandem-view--mark b)))
+        ("reasoning" (unless (string-empty-p (tandem-view-block-live-reasoning b))
+                       (setf (tandem-view-block-live-reasoning b) "")
+                       (tandem-view--mark b)))))))
 
 (defun tandem-view--add-entry (entry)
   "Add ENTRY, the next one in seq order, to the model."
@@ -250,7 +300,12 @@ An entry seen before is ignored; one after a gap triggers a fetch."
      ((null turn)
       (let ((b (tandem-view--new-block entry)))
         (push entry (tandem-view-block-entries b))
-        (tandem-view--append-block b)))
+        (tandem-view--append-block b))
+      ;; A compaction replaces turns above it: re-render from the journal
+      ;; at the next frame (not here: this may run in a process filter).
+      (when (equal type "compaction")
+        (setq tandem-view--refresh-pending t)
+        (tandem-view--schedule)))
      (t
       (let ((b (gethash turn tandem-view--by-turn)))
         (when (or (null b) (and (equal type "turn_start")
@@ -306,15 +361,25 @@ An entry seen before is ignored; one after a gap triggers a fetch."
       (setq tandem-view--composer-dirty t)
       (when tandem-view--clock (cancel-timer tandem-view--clock) (setq tandem-view--clock nil))
       (when turn
+        (setq tandem-view--lost nil)
         (let ((buffer (current-buffer)))
           (setq tandem-view--clock
                 (run-at-time 1 1 (lambda ()
                                    (when (buffer-live-p buffer)
                                      (with-current-buffer buffer
+                                       (tandem-view--check-backend)
                                        (setq tandem-view--progress-dirty t)
                                        (tandem-view--schedule)))))))))
     (setq tandem-view--progress-dirty t)
     (tandem-view--schedule)))
+
+(defun tandem-view--check-backend ()
+  "Notice that the backend died while a turn was running: it will not end.
+Run by the one-second clock; the progress row then says so until `g'."
+  (when (and tandem-view--running (not (tandem-backend-pid)))
+    (let ((turn (plist-get tandem-view--running :turn)))
+      (tandem-view--set-running nil)
+      (setq tandem-view--lost turn))))
 
 (defun tandem-view--set-waiting (turn title)
   "Say TURN waits for the user on TITLE (nil: no longer waiting)."
@@ -336,6 +401,12 @@ An entry seen before is ignored; one after a gap triggers a fetch."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
       (setq tandem-view--timer nil)
+      (when tandem-view--refresh-pending
+        (setq tandem-view--refresh-pending nil)
+        (condition-case err
+            (tandem-view-refresh)
+          (error (message "tandem: could not re-render %s: %s" (buffer-name)
+                          (error-message-string err)))))
       (tandem-view-flush))))
 
 (defun tandem-view--append-live (block)
@@ -390,94 +461,6 @@ An entry seen before is ignored; one after a gap triggers a fetch."
       (when composer (tandem-composer-refresh))
       (force-mode-line-update))))
 
-
-;;;; Commands
-
-(defun tandem-view--part-at (pos)
-  "Return (BLOCK . PART) at POS for folding, or nil."
-  (let ((block (get-text-property pos 'tandem-block))
-        (part (or (get-text-property pos 'tandem-part)
-                  (get-text-property (save-excursion (goto-char pos) (line-beginning-position))
-                                     'tandem-part))))
-    (when block
-      (cond ((and part (not (eq (car-safe part) 'interaction))) (cons block part))
-            ((tandem-view-block-turn block) (cons block 'turn))))))
-
-(defun tandem-view-toggle-fold (&optional pos)
-  "Fold or unfold the part at POS (default point).
-A part is a turn, a directive prompt, reasoning or a tool call.
-The choice is remembered for this buffer and wins over the defaults."
-  (interactive)
-  (let* ((pos (or pos (point)))
-         (found (or (tandem-view--part-at pos) (user-error "Nothing to fold here")))
-         (block (car found)) (part (cdr found))
-         (folded (tandem-view--folded-p block part)))
-    (puthash (tandem-view--fold-key block part) (if folded 'open 'folded) tandem-view--folds)
-    (tandem-view--keeping-place (tandem-view--rerender block))
-    (goto-char (tandem-view-block-start block))
-    (let ((at (text-property-any (point) (tandem-view--block-end block) 'tandem-part part)))
-      (when at (goto-char at)))
-    (not folded)))
-
-(defun tandem-view-next-turn (&optional n)
-  "Move to the header of the next turn (N times)."
-  (interactive "p")
-  (dotimes (_ (or n 1))
-    (let ((next (next-single-property-change (line-end-position) 'tandem-header nil
-                                             tandem-view--tail)))
-      (when (and next (< next tandem-view--tail))
-        (goto-char (if (get-text-property next 'tandem-header) next
-                     (or (next-single-property-change next 'tandem-header nil tandem-view--tail)
-                         next)))))))
-
-(defun tandem-view-previous-turn (&optional n)
-  "Move to the header of the previous turn (N times)."
-  (interactive "p")
-  (dotimes (_ (or n 1))
-    (let ((pos (previous-single-property-change (line-beginning-position) 'tandem-header)))
-      (while (and pos (> pos (point-min)) (not (get-text-property pos 'tandem-header)))
-        (setq pos (previous-single-property-change pos 'tandem-header)))
-      (when pos (goto-char pos) (beginning-of-line)))))
-
-(defun tandem-view-answer-at (pos answer)
-  "Answer the interaction on the row at POS with ANSWER (e.g. \"allow_once\").
-Nothing happens unless POS is on a pending interaction row."
-  (let ((interaction (get-text-property pos 'tandem-interaction)))
-    (unless interaction (user-error "No question at point"))
-    (unless (assoc answer tandem-view-answer-labels)
-      (error "Unknown answer %S" answer))
-    (tandem-request "turns/answer" (list :session tandem-view--session
-                                         :interaction-id (plist-get interaction :id)
-                                         :answer answer))
-    (message "Answered: %s" (cdr (assoc answer tandem-view-answer-labels)))
-    answer))
-
-(defun tandem-view-goto-question ()
-  "Move point to the first pending question (permission prompt) row."
-  (interactive)
-  (let ((pos (next-single-property-change (point-min) 'tandem-interaction)))
-    (unless pos (user-error "No question is waiting for you"))
-    (goto-char pos)
-    (skip-chars-forward " ")
-    (message "Answer with the key shown in brackets (or RET on a button)")))
-
-(defun tandem-view--send (text _scope)
-  "Send TEXT as a chat turn of this buffer's session; return the turn number."
-  (let* ((reply (tandem-send text tandem-view--session))
-         (turn (cdr reply))
-         (block (gethash turn tandem-view--by-turn)))
-    ;; Events may have ended the turn while `tandem-send' waited.
-    (unless (and block (tandem-view-block-end-entry block))
-      (tandem-view--set-running turn))
-    (tandem-view-flush)
-    turn))
-
-(defun tandem-view-cancel ()
-  "Cancel the turn in flight in this session."
-  (interactive)
-  (let ((cancelled (tandem-cancel-turn tandem-view--session)))
-    (message (if cancelled "Cancelling the turn…" "No turn to cancel"))
-    cancelled))
 
 (provide 'tandem-view-live)
 ;;; tandem-view-live.el ends here

@@ -349,7 +349,7 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
                                    'keymap (tandem-view-render--row-map options)
                                    'tandem-part (list 'interaction id)))))))
 
-(declare-function tandem-view-answer-at "tandem-view-live" (pos answer))
+(declare-function tandem-view-answer-at "tandem-view-commands" (pos answer))
 ;; Not required: tandem-view-compaction needs tandem-compact, which needs this file.
 (declare-function tandem-view-compaction-insert-old "tandem-view-compaction" (entry folded-p))
 

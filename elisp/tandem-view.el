@@ -39,17 +39,20 @@
 (require 'tandem-turns)
 (require 'tandem-view-render)
 (require 'tandem-view-model)
+(require 'tandem-view-draw)
+(require 'tandem-remote)
 
 (declare-function tandem-view--set-running "tandem-view-live" (turn))
 (declare-function tandem-view-install-hooks "tandem-view-live" ())
-(declare-function tandem-view--send "tandem-view-live" (text scope))
-(declare-function tandem-view-cancel "tandem-view-live" ())
-(declare-function tandem-view-toggle-fold "tandem-view-live" (&optional pos))
-(declare-function tandem-view-next-turn "tandem-view-live" (&optional n))
-(declare-function tandem-view-previous-turn "tandem-view-live" (&optional n))
+(declare-function tandem-view--send "tandem-view-commands" (text scope))
+(declare-function tandem-view-cancel "tandem-view-commands" ())
+(declare-function tandem-view-toggle-fold "tandem-view-commands" (&optional pos))
+(declare-function tandem-view-next-turn "tandem-view-commands" (&optional n))
+(declare-function tandem-view-previous-turn "tandem-view-commands" (&optional n))
 (declare-function tandem-view-load-older "tandem-view-live" (&optional all))
-(declare-function tandem-view-answer-at "tandem-view-live" (pos answer))
-(declare-function tandem-view-goto-question "tandem-view-live" ())
+(declare-function tandem-view-answer-at "tandem-view-commands" (pos answer))
+(declare-function tandem-view-goto-question "tandem-view-commands" ())
+(declare-function tandem-view--replay "tandem-view-live" (events))
 
 (defcustom tandem-view-frame-interval (/ 1.0 30)
   "Seconds between two applications of streamed events (one timer)."
@@ -86,6 +89,12 @@
 (defvar-local tandem-view--clock nil "Repeating one-second timer while a turn runs.")
 (defvar-local tandem-view--running nil
   "The turn in flight: plist (:turn N :since TIME :waiting TITLE), or nil.")
+(defvar-local tandem-view--refreshing nil
+  "Non-nil while `tandem-view-refresh' runs: events wait in `tandem-view--queued'.")
+(defvar-local tandem-view--queued nil
+  "Events (and `gap' markers) that arrived during a refresh, newest first.")
+(defvar-local tandem-view--lost nil
+  "Turn that was running when the backend died (progress row says so), or nil.")
 (defvar-local tandem-view-flush-count 0
   "Number of frames applied in this buffer (for tests and benchmarks).")
 
@@ -99,6 +108,7 @@
     (define-key map "n" #'tandem-view-next-turn)
     (define-key map "p" #'tandem-view-previous-turn)
     (define-key map "o" #'tandem-view-load-older)
+    (define-key map "E" #'tandem-compact-show-old-turns)
     (define-key map "q" #'quit-window)
     map)
   "Keys on rendered text (the transcript); the composer has ordinary keys.")
@@ -139,13 +149,26 @@ In the composer:
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function (lambda () (and tandem-view--running t)))
+  ;; State events need exists before the first rendering does.
+  (setq tandem-view--by-turn (make-hash-table)
+        tandem-view--folds (make-hash-table :test #'equal))
+  ;; `tandem-remote-attach', `-upload' … here act on this buffer's session.
+  (setq-local tandem-remote-session-function (lambda () tandem-view--session))
   (add-hook 'kill-buffer-hook #'tandem-view--forget nil t))
 
+(defface tandem-view-remote '((t :inherit font-lock-constant-face))
+  "Face of the remote execution target in the header line."
+  :group 'tandem-view)
+
 (defun tandem-view--header-line ()
-  "Return the header line: project, title, scope and turn state."
-  (let ((scope (tandem-composer-scope)))
+  "Return the header line: project, title, remote target, scope and turn state.
+The remote target is what `tandem-remote-attach' / `-detach' last
+recorded, or what the backend said at the last `g'."
+  (let ((scope (tandem-composer-scope))
+        (remote (and tandem-view--session (tandem-remote-header-string tandem-view--session))))
     (concat " " (propertize "tandem" 'face 'bold) " · "
             (tandem-view--project-name) " · " (tandem-view--title)
+            (if remote (concat " · " (propertize remote 'face 'tandem-view-remote)) "")
             " · scope: "
             (if (eq scope 'chat) "chat"
               (propertize (format "directive %s · next: %s" (plist-get scope :directive)
@@ -191,20 +214,26 @@ Unless NO-SELECT, the buffer is displayed and selected."
   (let ((id (plist-get info :id)))
     (unless (and (stringp id) (not (string-empty-p id)))
       (error "tandem-view-show: INFO has no session :id: %S" info))
-    (let ((buffer (gethash id tandem-view--buffers)))
+    (let ((buffer (gethash id tandem-view--buffers)) (fresh nil))
       (unless (buffer-live-p buffer)
-        (setq buffer (generate-new-buffer "*tandem*"))
+        (setq buffer (generate-new-buffer "*tandem*") fresh t)
         (with-current-buffer buffer
           (tandem-view-mode)
           (setq tandem-view--session id)
-          (setq-local tandem-session id)
-          (puthash id buffer tandem-view--buffers)))
+          (setq-local tandem-session id)))
       (tandem-view-install-hooks)
       (with-current-buffer buffer
         (setq tandem-view--info info)
         (rename-buffer (format "*tandem: %s — %s*" (tandem-view--project-name) (tandem-view--title))
                        t)
-        (tandem-view-refresh))
+        ;; Registered before the first refresh: events arriving while it
+        ;; fetches wait in the queue and are applied after it.
+        (puthash id buffer tandem-view--buffers)
+        (if (not fresh)
+            (tandem-view-refresh)
+          (condition-case err
+              (tandem-view-refresh)
+            (error (kill-buffer buffer) (signal (car err) (cdr err))))))
       (unless no-select (pop-to-buffer buffer))
       buffer)))
 
@@ -212,172 +241,6 @@ Unless NO-SELECT, the buffer is displayed and selected."
   "Return the live buffer of SESSION (an id), or nil."
   (let ((b (gethash session tandem-view--buffers)))
     (and (buffer-live-p b) b)))
-
-;;;; Drawing
-
-(defun tandem-view--block-end (block)
-  "Return the position where BLOCK's text ends."
-  (let ((start (marker-position (tandem-view-block-start block))))
-    (next-single-property-change start 'tandem-block nil (marker-position tandem-view--tail))))
-
-(defun tandem-view--insert-block (block)
-  "Insert BLOCK at point, marking its text, and set its start marker."
-  (let ((start (point)))
-    (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part)))
-    (tandem-view--protect start (point) block)
-    (if (tandem-view-block-start block)
-        (set-marker (tandem-view-block-start block) start)
-      (setf (tandem-view-block-start block) (copy-marker start)))))
-
-(defun tandem-view--live-p (block)
-  "Return non-nil when BLOCK has streamed text (its markers must live here)."
-  (not (and (string-empty-p (tandem-view-block-live-text block))
-            (string-empty-p (tandem-view-block-live-reasoning block)))))
-
-(defun tandem-view--insert-blocks (blocks boundary)
-  "Insert BLOCKS (in order) before the marker BOUNDARY.
-Runs of blocks are rendered in a scratch buffer and inserted with one
-edit: thousands of small insertions would each pay for every marker of
-the buffer.  A block with streamed text is rendered in place."
-  (let ((folds tandem-view--folds) (session tandem-view--session)
-        (all tandem-view--blocks) (newest (tandem-view--newest-turn-block))
-        (runs nil) (run nil))
-    (dolist (b blocks)
-      (if (not (tandem-view--live-p b))
-          (push b run)
-        (when run (push (cons 'bulk (nreverse run)) runs) (setq run nil))
-        (push (cons 'one b) runs)))
-    (when run (push (cons 'bulk (nreverse run)) runs))
-    (dolist (r (nreverse runs))
-      (if (eq (car r) 'one)
-          (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
-        (let ((offsets nil) (text nil))
-          (with-temp-buffer
-            (setq-local tandem-view--folds folds)
-            (setq-local tandem-view--session session)
-            (setq-local tandem-view--blocks all)
-            (setq-local tandem-view--newest newest)
-            (setq-local tandem-view-render-lazy t)
-            (dolist (b (cdr r))
-              (let ((start (point)))
-                (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                (tandem-view--protect start (point) b)
-                (push (cons b (1- start)) offsets)))
-            (setq text (buffer-string)))
-          (let ((base (marker-position boundary)))
-            (goto-char boundary)
-            (insert text)
-            (set-marker boundary (point))
-            (dolist (o offsets)
-              (let ((b (car o)) (pos (+ base (cdr o))))
-                (if (tandem-view-block-start b)
-                    (set-marker (tandem-view-block-start b) pos)
-                  (setf (tandem-view-block-start b) (copy-marker pos)))))))))))
-
-(defun tandem-view--protect (start end block)
-  "Make START..END read-only transcript text of BLOCK."
-  (let ((inhibit-read-only t))
-    (add-text-properties start end (list 'read-only t 'tandem-block block
-                                         'front-sticky '(read-only)))
-    ;; Interaction rows and buttons carry their own map; the rest the transcript's.
-    (let ((pos start))
-      (while (< pos end)
-        (let ((next (next-single-property-change pos 'tandem-interaction nil end)))
-          (unless (get-text-property pos 'keymap)
-            (put-text-property pos next 'keymap
-                               (if (get-text-property pos 'tandem-interaction)
-                                   tandem-view-interaction-map tandem-view-transcript-map)))
-          (setq pos next))))))
-
-(defun tandem-view--insert-before (marker fn)
-  "Call FN with point at MARKER, then move MARKER after what FN inserted."
-  (goto-char marker)
-  (funcall fn)
-  (set-marker marker (point)))
-
-(defun tandem-view--rerender (block)
-  "Replace BLOCK's text with a fresh rendering."
-  (let* ((start (tandem-view-block-start block))
-         (end (tandem-view--block-end block))
-         (next (cl-find-if (lambda (b) (and (tandem-view-block-start b)
-                                            (marker-position (tandem-view-block-start b))))
-                           (cdr (memq block tandem-view--blocks))))
-         (boundary (if next (tandem-view-block-start next) tandem-view--tail)))
-    (delete-region start end)
-    (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block block)))))
-
-(defun tandem-view--remove-block (block)
-  "Delete BLOCK's text and drop it from the model."
-  (when (tandem-view-block-start block)
-    (delete-region (tandem-view-block-start block) (tandem-view--block-end block))
-    (set-marker (tandem-view-block-start block) nil))
-  (setq tandem-view--blocks (delq block tandem-view--blocks)
-        tandem-view--newest nil))
-
-(defun tandem-view--older-row ()
-  "Insert the top row, a button for older history or the start marker."
-  (let ((start (point)))
-    (if (and tandem-view--first-seq (> tandem-view--first-seq 1))
-        (progn
-          (insert-text-button (format "▲ Load older turns (o) — entries before #%d"
-                                      tandem-view--first-seq)
-                              'action (lambda (_) (tandem-view-load-older))
-                              'follow-link t)
-          (insert "\n\n"))
-      (insert (propertize "── start of session ──\n\n" 'font-lock-face 'tandem-view-muted)))
-    (add-text-properties start (point) (list 'read-only t 'tandem-older t
-                                             'keymap tandem-view-transcript-map
-                                             'front-sticky '(read-only)))))
-
-(defun tandem-view--redraw-older-row ()
-  "Redraw the top row (after paging)."
-  (let* ((end (next-single-property-change (point-min) 'tandem-older nil (point-max)))
-         (first (car tandem-view--blocks))
-         (boundary (if first (tandem-view-block-start first) tandem-view--tail)))
-    (delete-region (point-min) end)
-    (tandem-view--insert-before boundary #'tandem-view--older-row)))
-
-(defun tandem-view--progress-text ()
-  "Return the progress row's text."
-  (if (not tandem-view--running)
-      "\n"
-    (let* ((elapsed (- (float-time) (plist-get tandem-view--running :since)))
-           (waiting (plist-get tandem-view--running :waiting)))
-      (concat
-       (propertize
-        (if waiting
-            (format "⏸ Turn %s · waiting for you: %s · %s"
-                    (plist-get tandem-view--running :turn) waiting (tandem-view--duration elapsed))
-          (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
-                  (plist-get tandem-view--running :turn) (tandem-view--duration elapsed)))
-        'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
-       "\n\n"))))
-
-(defun tandem-view--duration (seconds)
-  "Format SECONDS as 12s or 3m05s."
-  (let ((s (floor seconds)))
-    (if (< s 60) (format "%ds" s) (format "%dm%02ds" (/ s 60) (% s 60)))))
-
-(defun tandem-view--redraw-progress ()
-  "Redraw the progress row between the transcript and the composer."
-  (delete-region tandem-view--tail tandem-composer--start)
-  (tandem-view--insert-before
-   tandem-composer--start
-   #'tandem-view--insert-progress))
-
-(defun tandem-view--insert-progress ()
-  "Insert the progress row at point."
-  (let ((start (point)))
-    (insert (tandem-view--progress-text))
-    (add-text-properties start (point) (list 'read-only t 'tandem-progress t
-                                             'keymap tandem-view-transcript-map
-                                             'front-sticky '(read-only)))))
-
-(defun tandem-view--release (block)
-  "Detach BLOCK's markers from the buffer (they slow every edit otherwise)."
-  (dolist (m (list (tandem-view-block-start block) (tandem-view-block-text-marker block)
-                   (tandem-view-block-reasoning-marker block)))
-    (when (markerp m) (set-marker m nil))))
 
 ;;;; Full rendering
 
@@ -412,15 +275,35 @@ Fetch LIMIT entries, more when one turn alone is longer than that."
 
 (defun tandem-view-refresh ()
   "Re-render the whole buffer from the backend's journal.
-The composer's draft, scope and point are kept; fold choices too."
+The composer's draft, scope and point are kept; fold choices too.
+Events arriving meanwhile are applied after it; a refresh asked for
+during one (from a timer) is left to the running one."
   (interactive)
   (unless (derived-mode-p 'tandem-view-mode) (user-error "Not a tandem session buffer"))
+  (unless tandem-view--refreshing
+    (setq tandem-view--refreshing t)
+    (unwind-protect
+        (progn
+          (tandem-view--refresh-now)
+          (setq tandem-view--lost nil)
+          ;; The remote target may have changed elsewhere: ask again.
+          (condition-case err
+              (tandem-remote-target tandem-view--session t)
+            (tandem-error (message "tandem: could not read the remote target: %s"
+                                  (tandem-error-message err)))))
+      (setq tandem-view--refreshing nil)
+      (let ((events (nreverse tandem-view--queued)))
+        (setq tandem-view--queued nil)
+        ;; Never drawn (a failed first refresh): nothing to apply them to.
+        (when (markerp tandem-view--tail) (tandem-view--replay events))))))
+
+(defun tandem-view--refresh-now ()
+  "Fetch the newest entries and render the buffer from them."
   (let* ((entries (tandem-view--fetch-before most-positive-fixnum tandem-view-initial-entries))
          (live (and tandem-view--running
                     (gethash (plist-get tandem-view--running :turn) (or tandem-view--by-turn
                                                                          (make-hash-table)))))
          (inhibit-read-only t))
-    (unless tandem-view--folds (setq tandem-view--folds (make-hash-table :test #'equal)))
     (if (markerp tandem-composer--draft-start)
         (tandem-composer-outside-draft (tandem-view--render-all entries live))
       (let ((buffer-undo-list t)) (tandem-view--render-all entries live)))))
@@ -499,4 +382,5 @@ The composer's draft, scope and point are kept; fold choices too."
 
 (provide 'tandem-view)
 (require 'tandem-view-live)
+(require 'tandem-view-commands)
 ;;; tandem-view.el ends here

@@ -86,5 +86,6 @@ With no view loaded yet this shows a placeholder that says so."
 (require 'tandem-inspector)
 (require 'tandem-compact)
 (require 'tandem-remote)
+(require 'tandem-rewind)
 
 ;;; tandem.el ends here

@@ -8,6 +8,7 @@
 
 ;;; Code:
 
+(require 'cl-lib)
 (require 'tandem-test-helpers)
 (require 'tandem-turns)
 (require 'tandem-view)

@@ -10,6 +10,7 @@ parent, went away) or on SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -59,6 +60,10 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     pusher = EventPusher()
     app = App(home=home, events=pusher)
     methods = build_table()
+    # Everything imported so far lives as long as the process: keep it out
+    # of the cyclic collector's scans, which large replies set off often.
+    gc.collect()
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

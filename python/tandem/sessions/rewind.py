@@ -368,10 +368,13 @@ async def rewind(app: Any, session: str, before_turn: int, digest: str | None,
     if sid in state.active:
         raise TandemError("busy", f"Session {sid} is already being rewound")
     state.active.add(sid)
+    # No turn may start while the files are restored and the entry written.
+    service.engine.held[sid] = f"Session {sid} is being rewound; send again when it is done"
     try:
         return await _rewind(app, service, sid, before_turn, digest, before_file)
     finally:
         state.active.discard(sid)
+        service.engine.held.pop(sid, None)
 
 
 async def _rewind(app: Any, service: TurnService, sid: str, before_turn: int,
@@ -403,7 +406,7 @@ async def _rewind(app: Any, service: TurnService, sid: str, before_turn: int,
             "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
             "turns": [t.turn for t in plan.turns], "acp_reset": plan.acp_reset})
     except BaseException:
-        await run_blocking(lambda: cp.restore(done.backup.id))
+        await _put_back(cp, done)
         raise
     try:
         journal.sync()
@@ -418,6 +421,19 @@ async def _rewind(app: Any, service: TurnService, sid: str, before_turn: int,
                         checkpoint=plan.checkpoint, backup=done.backup.id,
                         restored=done.restored, deleted=done.deleted,
                         turns=[t.turn for t in plan.turns], acp_reset=plan.acp_reset)
+
+
+async def _put_back(cp: Checkpointer, done: RestoreResult) -> None:
+    """Undo a completed restore: the files go back to its backup checkpoint."""
+    try:
+        await run_blocking(lambda: cp.restore(done.backup.id))
+    except Exception as e:
+        raise TandemError(
+            "restore-failed",
+            f"The rewind entry could not be written and putting the files back failed too "
+            f"({e}); the files before the rewind are kept in checkpoint {done.backup.id}",
+            {"backup": done.backup.id},
+        ) from e
 
 
 async def _reset_acp(service: TurnService, journal: Journal, plan: RewindPlan) -> None:

@@ -123,6 +123,8 @@ class TurnEngine:
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
         self.running: dict[str, Running] = {}
+        self.held: dict[str, str] = {}
+        """Sessions that accept no turn for now (a rewind in progress), with why."""
         self.ended: dict[tuple[str, int], TurnEnded] = {}
         self._repaired: set[str] = set()
 
@@ -135,6 +137,8 @@ class TurnEngine:
         if spec.session in self.running:
             raise TandemError("busy", f"A turn is already running in session {spec.session}; "
                               "cancel it first (C-c C-c)")
+        if spec.session in self.held:
+            raise TandemError("busy", self.held[spec.session])
         journal = self.journal_of(spec.session)
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
@@ -339,6 +343,9 @@ def _last_acp(journal: Journal) -> tuple[str | None, str | None]:
         if e.type == "acp_session":
             d = e.model_dump()
             last = (d.get("acp_session_id"), d.get("how"))
+        elif e.type == "rewind" and e.model_dump().get("acp_reset"):
+            # A rewind of ACP chat turns: continue in a fresh seeded session.
+            last = (None, None)
     return last
 
 

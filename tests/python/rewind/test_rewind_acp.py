@@ -76,10 +76,6 @@ async def test_acp_root_chat_starts_afresh_after_a_rewind(
         (alpha["session_id"], "new"), (charlie["session_id"], "seeded")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a backend started between a rewind and the next turn resumes the journal's last "
-    "acp_session; needs tandem.turns.engine._last_acp to reset on a rewind entry with "
-    "acp_reset (requested from the lead)"))
 async def test_acp_reset_survives_a_backend_restart(
         app: App, project: Path, tmp_path: Path) -> None:
     log = _agent(tmp_path)

@@ -188,3 +188,19 @@ def test_bad_requests_are_refused_before_anything_is_written(
         await turns(app).aclose()
 
     asyncio.run(main())
+
+
+def test_a_held_session_accepts_no_turn(project: Path, tmp_path: Path) -> None:
+    async def main() -> None:
+        app = App(home=tmp_path / "home", events=RecordingSink())
+        info = await new(app, NewParams(cwd=str(project)))
+        engine = turns(app).engine
+        engine.held[info.id] = "Session is being rewound"
+        before = turns(app).journal(info.id).path.read_bytes()
+        with pytest.raises(TandemError) as err:
+            await engine.accept(TurnSpec(session=info.id, text="hi", provider="openai:m"))
+        assert err.value.code == "busy" and "rewound" in err.value.message
+        assert turns(app).journal(info.id).path.read_bytes() == before
+        await turns(app).aclose()
+
+    asyncio.run(main())

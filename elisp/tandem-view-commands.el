@@ -1,0 +1,117 @@
+;;; tandem-view-commands.el --- Commands of the tandem session buffer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Folding, moving between turns, answering questions, sending and
+;; cancelling turns in a session buffer (tandem-view.el).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'tandem-client)
+(require 'tandem-turns)
+(require 'tandem-view-render)
+(require 'tandem-view-model)
+(require 'tandem-view-draw)
+(require 'tandem-view-live)
+
+;; State of tandem-view.el (which loads this file).
+(defvar tandem-view--session)
+(defvar tandem-view--by-turn)
+(defvar tandem-view--folds)
+(defvar tandem-view--tail)
+
+(defun tandem-view--part-at (pos)
+  "Return (BLOCK . PART) at POS for folding, or nil."
+  (let ((block (get-text-property pos 'tandem-block))
+        (part (or (get-text-property pos 'tandem-part)
+                  (get-text-property (save-excursion (goto-char pos) (line-beginning-position))
+                                     'tandem-part))))
+    (when block
+      (cond ((and part (not (eq (car-safe part) 'interaction))) (cons block part))
+            ((tandem-view-block-turn block) (cons block 'turn))))))
+
+(defun tandem-view-toggle-fold (&optional pos)
+  "Fold or unfold the part at POS (default point).
+A part is a turn, a directive prompt, reasoning or a tool call.
+The choice is remembered for this buffer and wins over the defaults."
+  (interactive)
+  (let* ((pos (or pos (point)))
+         (found (or (tandem-view--part-at pos) (user-error "Nothing to fold here")))
+         (block (car found)) (part (cdr found))
+         (folded (tandem-view--folded-p block part)))
+    (puthash (tandem-view--fold-key block part) (if folded 'open 'folded) tandem-view--folds)
+    (tandem-view--keeping-place (tandem-view--rerender block))
+    (goto-char (tandem-view-block-start block))
+    (let ((end (tandem-view--block-end block)) (pos (point)))
+      ;; Parts are lists made afresh by each rendering: compare with `equal'.
+      (while (and (< pos end) (not (equal (get-text-property pos 'tandem-part) part)))
+        (setq pos (next-single-property-change pos 'tandem-part nil end)))
+      (when (< pos end) (goto-char pos)))
+    (not folded)))
+
+(defun tandem-view-next-turn (&optional n)
+  "Move to the header of the next turn (N times)."
+  (interactive "p")
+  (dotimes (_ (or n 1))
+    (let ((next (next-single-property-change (line-end-position) 'tandem-header nil
+                                             tandem-view--tail)))
+      (when (and next (< next tandem-view--tail))
+        (goto-char (if (get-text-property next 'tandem-header) next
+                     (or (next-single-property-change next 'tandem-header nil tandem-view--tail)
+                         next)))))))
+
+(defun tandem-view-previous-turn (&optional n)
+  "Move to the header of the previous turn (N times)."
+  (interactive "p")
+  (dotimes (_ (or n 1))
+    (let ((pos (previous-single-property-change (line-beginning-position) 'tandem-header)))
+      (while (and pos (> pos (point-min)) (not (get-text-property pos 'tandem-header)))
+        (setq pos (previous-single-property-change pos 'tandem-header)))
+      (when pos (goto-char pos) (beginning-of-line)))))
+
+(defun tandem-view-answer-at (pos answer)
+  "Answer the interaction on the row at POS with ANSWER (e.g. \"allow_once\").
+Nothing happens unless POS is on a pending interaction row."
+  (let ((interaction (get-text-property pos 'tandem-interaction)))
+    (unless interaction (user-error "No question at point"))
+    (unless (assoc answer tandem-view-answer-labels)
+      (error "Unknown answer %S" answer))
+    (tandem-request "turns/answer" (list :session tandem-view--session
+                                         :interaction-id (plist-get interaction :id)
+                                         :answer answer))
+    (message "Answered: %s" (cdr (assoc answer tandem-view-answer-labels)))
+    answer))
+
+(defun tandem-view-goto-question ()
+  "Move point to the first pending question (permission prompt) row."
+  (interactive)
+  (let ((pos (next-single-property-change (point-min) 'tandem-interaction)))
+    (unless pos (user-error "No question is waiting for you"))
+    (goto-char pos)
+    (skip-chars-forward " ")
+    (message "Answer with the key shown in brackets (or RET on a button)")))
+
+(defun tandem-view--send (text _scope)
+  "Send TEXT as a chat turn of this buffer's session; return the turn number."
+  (let* ((reply (tandem-send text tandem-view--session))
+         (turn (cdr reply))
+         (block (gethash turn tandem-view--by-turn)))
+    ;; Events may have ended the turn while `tandem-send' waited.
+    (unless (and block (tandem-view-block-end-entry block))
+      (tandem-view--set-running turn))
+    (tandem-view-flush)
+    turn))
+
+(defun tandem-view-cancel ()
+  "Cancel the turn in flight in this session."
+  (interactive)
+  (let ((cancelled (tandem-cancel-turn tandem-view--session)))
+    (message (if cancelled "Cancelling the turn…" "No turn to cancel"))
+    cancelled))
+
+(provide 'tandem-view-commands)
+;;; tandem-view-commands.el ends here

@@ -1,0 +1,204 @@
+;;; tandem-view-draw.el --- Drawing blocks and rows of the tandem session buffer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Edits of the session buffer below the full rendering: inserting and
+;; re-rendering blocks (in a scratch buffer for runs of them), making
+;; their text read-only transcript, and the top row and the progress
+;; row.  The state lives in tandem-view.el.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'tandem-composer)
+(require 'tandem-view-render)
+(require 'tandem-view-model)
+
+;; State of tandem-view.el (which loads this file).
+(defvar tandem-view--session)
+(defvar tandem-view--blocks)
+(defvar tandem-view--first-seq)
+(defvar tandem-view--folds)
+(defvar tandem-view--tail)
+(defvar tandem-view--running)
+(defvar tandem-view--lost)
+(defvar tandem-view-transcript-map)
+(defvar tandem-view-interaction-map)
+(declare-function tandem-view-load-older "tandem-view-live" (&optional all))
+
+(defun tandem-view--block-end (block)
+  "Return the position where BLOCK's text ends."
+  (let ((start (marker-position (tandem-view-block-start block))))
+    (next-single-property-change start 'tandem-block nil (marker-position tandem-view--tail))))
+
+(defun tandem-view--insert-block (block)
+  "Insert BLOCK at point, marking its text, and set its start marker."
+  (let ((start (point)))
+    (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part)))
+    (tandem-view--protect start (point) block)
+    (if (tandem-view-block-start block)
+        (set-marker (tandem-view-block-start block) start)
+      (setf (tandem-view-block-start block) (copy-marker start)))))
+
+(defun tandem-view--live-p (block)
+  "Return non-nil when BLOCK has streamed text (its markers must live here)."
+  (not (and (string-empty-p (tandem-view-block-live-text block))
+            (string-empty-p (tandem-view-block-live-reasoning block)))))
+
+(defun tandem-view--insert-blocks (blocks boundary)
+  "Insert BLOCKS (in order) before the marker BOUNDARY.
+Runs of blocks are rendered in a scratch buffer and inserted with one
+edit: thousands of small insertions would each pay for every marker of
+the buffer.  A block with streamed text is rendered in place."
+  (let ((folds tandem-view--folds) (session tandem-view--session)
+        (all tandem-view--blocks) (newest (tandem-view--newest-turn-block))
+        (runs nil) (run nil))
+    (dolist (b blocks)
+      (if (not (tandem-view--live-p b))
+          (push b run)
+        (when run (push (cons 'bulk (nreverse run)) runs) (setq run nil))
+        (push (cons 'one b) runs)))
+    (when run (push (cons 'bulk (nreverse run)) runs))
+    (dolist (r (nreverse runs))
+      (if (eq (car r) 'one)
+          (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
+        (let ((offsets nil) (text nil))
+          (with-temp-buffer
+            (setq-local tandem-view--folds folds)
+            (setq-local tandem-view--session session)
+            (setq-local tandem-view--blocks all)
+            (setq-local tandem-view--newest newest)
+            (setq-local tandem-view-render-lazy t)
+            (dolist (b (cdr r))
+              (let ((start (point)))
+                (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
+                (tandem-view--protect start (point) b)
+                (push (cons b (1- start)) offsets)))
+            (setq text (buffer-string)))
+          (let ((base (marker-position boundary)))
+            (goto-char boundary)
+            (insert text)
+            (set-marker boundary (point))
+            (dolist (o offsets)
+              (let ((b (car o)) (pos (+ base (cdr o))))
+                (if (tandem-view-block-start b)
+                    (set-marker (tandem-view-block-start b) pos)
+                  (setf (tandem-view-block-start b) (copy-marker pos)))))))))))
+
+(defun tandem-view--protect (start end block)
+  "Make START..END read-only transcript text of BLOCK."
+  (let ((inhibit-read-only t))
+    (add-text-properties start end (list 'read-only t 'tandem-block block
+                                         'front-sticky '(read-only)))
+    ;; Interaction rows and buttons carry their own map; the rest the transcript's.
+    (let ((pos start))
+      (while (< pos end)
+        (let ((next (next-single-property-change pos 'tandem-interaction nil end)))
+          (unless (get-text-property pos 'keymap)
+            (put-text-property pos next 'keymap
+                               (if (get-text-property pos 'tandem-interaction)
+                                   tandem-view-interaction-map tandem-view-transcript-map)))
+          (setq pos next))))))
+
+(defun tandem-view--insert-before (marker fn)
+  "Call FN with point at MARKER, then move MARKER after what FN inserted."
+  (goto-char marker)
+  (funcall fn)
+  (set-marker marker (point)))
+
+(defun tandem-view--rerender (block)
+  "Replace BLOCK's text with a fresh rendering."
+  (let* ((start (tandem-view-block-start block))
+         (end (tandem-view--block-end block))
+         (next (cl-find-if (lambda (b) (and (tandem-view-block-start b)
+                                            (marker-position (tandem-view-block-start b))))
+                           (cdr (memq block tandem-view--blocks))))
+         (boundary (if next (tandem-view-block-start next) tandem-view--tail)))
+    (delete-region start end)
+    (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block block)))))
+
+(defun tandem-view--remove-block (block)
+  "Delete BLOCK's text and drop it from the model."
+  (when (tandem-view-block-start block)
+    (delete-region (tandem-view-block-start block) (tandem-view--block-end block))
+    (set-marker (tandem-view-block-start block) nil))
+  (setq tandem-view--blocks (delq block tandem-view--blocks)
+        tandem-view--newest nil))
+
+(defun tandem-view--older-row ()
+  "Insert the top row, a button for older history or the start marker."
+  (let ((start (point)))
+    (if (and tandem-view--first-seq (> tandem-view--first-seq 1))
+        (progn
+          (insert-text-button (format "▲ Load older turns (o) — entries before #%d"
+                                      tandem-view--first-seq)
+                              'action (lambda (_) (tandem-view-load-older))
+                              'follow-link t)
+          (insert "\n\n"))
+      (insert (propertize "── start of session ──\n\n" 'font-lock-face 'tandem-view-muted)))
+    (add-text-properties start (point) (list 'read-only t 'tandem-older t
+                                             'keymap tandem-view-transcript-map
+                                             'front-sticky '(read-only)))))
+
+(defun tandem-view--redraw-older-row ()
+  "Redraw the top row (after paging)."
+  (let* ((end (next-single-property-change (point-min) 'tandem-older nil (point-max)))
+         (first (car tandem-view--blocks))
+         (boundary (if first (tandem-view-block-start first) tandem-view--tail)))
+    (delete-region (point-min) end)
+    (tandem-view--insert-before boundary #'tandem-view--older-row)))
+
+(defun tandem-view--progress-text ()
+  "Return the progress row's text."
+  (cond
+   (tandem-view--lost
+    (concat (propertize (format "⚠ The tandem backend stopped during turn %s · g reloads \
+the session from its journal" tandem-view--lost)
+                        'font-lock-face 'tandem-view-error)
+            "\n\n"))
+   ((not tandem-view--running) "\n")
+   (t
+    (let* ((elapsed (- (float-time) (plist-get tandem-view--running :since)))
+           (waiting (plist-get tandem-view--running :waiting)))
+      (concat
+       (propertize
+        (if waiting
+            (format "⏸ Turn %s · waiting for you: %s · %s"
+                    (plist-get tandem-view--running :turn) waiting (tandem-view--duration elapsed))
+          (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
+                  (plist-get tandem-view--running :turn) (tandem-view--duration elapsed)))
+        'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
+       "\n\n")))))
+
+(defun tandem-view--duration (seconds)
+  "Format SECONDS as 12s or 3m05s."
+  (let ((s (floor seconds)))
+    (if (< s 60) (format "%ds" s) (format "%dm%02ds" (/ s 60) (% s 60)))))
+
+(defun tandem-view--redraw-progress ()
+  "Redraw the progress row between the transcript and the composer."
+  (delete-region tandem-view--tail tandem-composer--start)
+  (tandem-view--insert-before
+   tandem-composer--start
+   #'tandem-view--insert-progress))
+
+(defun tandem-view--insert-progress ()
+  "Insert the progress row at point."
+  (let ((start (point)))
+    (insert (tandem-view--progress-text))
+    (add-text-properties start (point) (list 'read-only t 'tandem-progress t
+                                             'keymap tandem-view-transcript-map
+                                             'front-sticky '(read-only)))))
+
+(defun tandem-view--release (block)
+  "Detach BLOCK's markers from the buffer (they slow every edit otherwise)."
+  (dolist (m (list (tandem-view-block-start block) (tandem-view-block-text-marker block)
+                   (tandem-view-block-reasoning-marker block)))
+    (when (markerp m) (set-marker m nil))))
+
+(provide 'tandem-view-draw)
+;;; tandem-view-draw.el ends here
