@@ -79,6 +79,8 @@ a line instead of signalled."
   (let ((starts nil) (start (point)))
     (condition-case err
         (progn
+          (insert (propertize "\n── the summarised turns, from the journal (read-only) ──\n\n"
+                              'font-lock-face 'tandem-view-muted))
           (tandem-compact-insert-old-turns
            tandem-view--session entry
            (lambda (block part)

@@ -285,7 +285,6 @@ during one (from a timer) is left to the running one."
     (unwind-protect
         (progn
           (tandem-view--refresh-now)
-          (setq tandem-view--lost nil)
           ;; The remote target may have changed elsewhere: ask again.
           (condition-case err
               (tandem-remote-target tandem-view--session t)
@@ -304,6 +303,8 @@ during one (from a timer) is left to the running one."
                     (gethash (plist-get tandem-view--running :turn) (or tandem-view--by-turn
                                                                          (make-hash-table)))))
          (inhibit-read-only t))
+    ;; The journal answered: whatever the backend lost, it says what is true.
+    (setq tandem-view--lost nil)
     (if (markerp tandem-composer--draft-start)
         (tandem-composer-outside-draft (tandem-view--render-all entries live))
       (let ((buffer-undo-list t)) (tandem-view--render-all entries live)))))

@@ -115,6 +115,16 @@ def iter_journal_paths(folder: Path) -> list[str]:
         return []
 
 
+def journal_entries(folder: str) -> list[tuple[str, str]]:
+    """(name, path) of every journal in FOLDER, for the listing's hot loop."""
+    try:
+        with os.scandir(folder) as it:
+            return [(e.name, e.path) for e in it
+                    if e.name.endswith(JOURNAL_SUFFIX) and _NAME_RE.match(e.name)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def slug_dirs(home: Path) -> list[Path]:
     """Every slug folder under HOME's sessions folder."""
     try:

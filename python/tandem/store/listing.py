@@ -136,6 +136,70 @@ def summarize(path: Path | str, dir_exists: Any = os.path.isdir) -> SessionSumma
     )
 
 
+CACHE_NAME = ".summaries.json"
+"""Per project folder: journal name -> [size, mtime_ns, inode, summary fields]."""
+_CACHED = ("id", "cwd", "title", "created", "last_activity", "last_seq", "previous_files")
+
+
+def _load_cache(folder: str) -> dict[str, list[Any]]:
+    try:
+        with open(os.path.join(folder, CACHE_NAME), "rb") as f:
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return {}  # missing or torn: rebuilt from the journals
+    return data if isinstance(data, dict) else {}
+
+
+def _save_cache(folder: str, cache: dict[str, list[Any]]) -> None:
+    # A cache, so no fsync: a torn or lost file is detected and rebuilt.
+    tmp = os.path.join(folder, f".{CACHE_NAME}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(cache, f, separators=(",", ":"))
+        os.replace(tmp, os.path.join(folder, CACHE_NAME))
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _folder_summaries(folder: str, exists: Any) -> list[SessionSummary]:
+    """Summaries of FOLDER's journals, from its cache where a journal is unchanged.
+
+    A journal counts as unchanged when its size, mtime and inode are those
+    recorded: an append changes the size, a header rewrite the inode. This
+    loop runs once per session in a listing, so it stays plain.
+    """
+    cache = _load_cache(folder)
+    fresh: dict[str, list[Any]] = {}
+    out: list[SessionSummary] = []
+    changed = False
+    for name, path in layout.journal_entries(folder):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        hit = cache.get(name)
+        if (isinstance(hit, list) and len(hit) == 4 and hit[0] == st.st_size
+                and hit[1] == st.st_mtime_ns and hit[2] == st.st_ino):
+            f = hit[3]
+            out.append(SessionSummary(f[0], path, f[1], bool(exists(f[1])), f[2], f[3], f[4],
+                                      f[5], f[6]))
+            fresh[name] = hit
+            continue
+        summary = summarize(path, exists)
+        changed = True
+        if summary is None:
+            continue
+        fresh[name] = [st.st_size, st.st_mtime_ns, st.st_ino,
+                       [getattr(summary, k) for k in _CACHED]]
+        out.append(summary)
+    if changed or len(fresh) != len(cache):
+        _save_cache(folder, fresh)
+    return out
+
+
 def list_sessions(home: Path, cwd: str | None = None) -> list[SessionSummary]:
     """Sessions of CWD (or of every project when None), most recent activity first."""
     folders = [layout.slug_dir(home, cwd)] if cwd is not None else layout.slug_dirs(home)
@@ -148,9 +212,6 @@ def list_sessions(home: Path, cwd: str | None = None) -> list[SessionSummary]:
 
     out: list[SessionSummary] = []
     for folder in folders:
-        for path in layout.iter_journal_paths(folder):
-            summary = summarize(path, exists)
-            if summary is not None:
-                out.append(summary)
+        out.extend(_folder_summaries(os.fspath(folder), exists))
     out.sort(key=lambda s: (s.last_activity, s.created), reverse=True)
     return out
