@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from tandem.store import layout  # noqa: E402
 from tandem.store.ids import uuid7  # noqa: E402
 from tandem.store.journal import Journal, now_iso  # noqa: E402
-from tandem.store.listing import list_sessions  # noqa: E402
+from tandem.store.listing import CACHE_NAME, list_sessions  # noqa: E402
 from tandem.store.models import Header, entry_to_dict, parse_entry  # noqa: E402
 
 
@@ -165,7 +165,15 @@ def bench_list(root: Path) -> None:
                 rows.append((lines[0]["title"], lines[-1]["ts"]))
         assert len(rows) == 10_000
 
+    def cold_list() -> None:
+        for folder in layout.slug_dirs(root):
+            (folder / CACHE_NAME).unlink(missing_ok=True)
+        tandem_list()
+
     anchor = median_ms(naive_full_parse, 3)
+    # Cold: no summary cache (first listing, or after every journal changed).
+    emit("list_10k_sessions_cold", median_ms(cold_list, 3), "naive_full_parse_listing", anchor,
+         None)
     emit("list_10k_sessions", median_ms(tandem_list, 5), "naive_full_parse_listing", anchor, 200)
 
 
