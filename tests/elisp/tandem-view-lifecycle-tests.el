@@ -81,6 +81,19 @@
       (should-not (string-match-p "backend stopped" (tandem-view-test-text)))
       (should (string-match-p "never ends" (tandem-view-test-text))))))
 
+(ert-deftest tandem-view-failed-open-leaves-no-buffer ()
+  "A session the backend does not know: a clear error, no half-built buffer left."
+  (tandem-test-with-backend
+    (let ((before (buffer-list)))
+      (let ((err (should-error (tandem-view-show '(:id "no-such-session" :title "ghost") t)
+                               :type 'tandem-error)))
+        (should (string-match-p "no-such-session" (tandem-error-message err))))
+      (should-not (tandem-view-buffer "no-such-session"))
+      (should-not (cl-find-if (lambda (b) (and (buffer-live-p b)
+                                               (string-match-p "\\`\\*tandem\\(: \\|\\*\\)" (buffer-name b))
+                                               (not (memq b before))))
+                              (buffer-list))))))
+
 (defun tandem-view-lifecycle-test--header (buffer)
   "Return BUFFER's header line as displayed (its `:eval' evaluated).
 Batch Emacs has no frame, where `format-mode-line' gives \"\": evaluate
