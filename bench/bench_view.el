@@ -30,12 +30,14 @@
 (defvar bench-view-elc
   (let ((dir (make-temp-file "bench-view-elc-" t)))
     (dolist (name '("tandem-view-markdown" "tandem-composer" "tandem-view-render"
-                    "tandem-view-model" "tandem-view-live" "tandem-view"))
+                    "tandem-view-model" "tandem-view-compaction" "tandem-view-draw"
+                    "tandem-view-commands" "tandem-view-live" "tandem-view"))
       (copy-file (expand-file-name (concat "elisp/" name ".el") bench-view-root)
                  (expand-file-name (concat name ".el") dir)))
     (let ((load-path (cons dir load-path)) (byte-compile-verbose nil))
       (dolist (name '("tandem-view-markdown" "tandem-composer" "tandem-view-render"
-                      "tandem-view-model" "tandem-view-live" "tandem-view"))
+                      "tandem-view-model" "tandem-view-compaction" "tandem-view-draw"
+                    "tandem-view-commands" "tandem-view-live" "tandem-view"))
         (byte-compile-file (expand-file-name (concat name ".el") dir))))
     (push dir load-path)
     dir)

@@ -57,8 +57,8 @@ TANDEM_REMOTE_API_KEY_<NAME> (NAME upcased, other characters as _)."
 ;;;; Hosts and keys
 
 (defun tandem-remote--buffer-session ()
-  "Return the buffer's session id (`tandem-session-id'), or nil."
-  (and (boundp 'tandem-session-id) (symbol-value 'tandem-session-id)))
+  "Return the buffer's session id (the variable `tandem-session'), or nil."
+  (and (boundp 'tandem-session) (symbol-value 'tandem-session)))
 
 (defun tandem-remote-host-url (name)
   "Return the URL of host NAME from `tandem-remote-hosts', or signal."

@@ -149,7 +149,7 @@ In the composer:
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function (lambda () (and tandem-view--running t)))
-  ;; State events need exists before the first rendering does.
+  ;; What events touch exists before the first rendering.
   (setq tandem-view--by-turn (make-hash-table)
         tandem-view--folds (make-hash-table :test #'equal))
   ;; `tandem-remote-attach', `-upload' … here act on this buffer's session.

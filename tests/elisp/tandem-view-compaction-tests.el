@@ -15,8 +15,15 @@
   (save-excursion (goto-char (point-min)) (and (re-search-forward regexp nil t) (match-beginning 0))))
 
 (defun tandem-view-compaction-test--journal ()
-  "Turns 1-4, a compaction keeping turns 3 and 4, then turn 5."
-  (append (apply #'append (mapcar #'tandem-view-test-chat-turn '(1 2 3 4)))
+  "Turns 1-4 (2 a directive turn), a compaction keeping turns 3 and 4, then turn 5."
+  (append (tandem-view-test-chat-turn 1)
+          '((:type "turn_start" :turn 2 :origin "directive" :provider "openai:fake-model")
+            (:type "directive_open" :turn 2 :workspace "w1" :directive "D7" :action "implement")
+            (:type "user" :turn 2 :text "Directive D7: make it async.")
+            (:type "assistant" :turn 2 :text "Made it async.")
+            (:type "directive_close" :turn 2 :directive "D7" :outcome "succeeded")
+            (:type "turn_end" :turn 2 :outcome "succeeded"))
+          (apply #'append (mapcar #'tandem-view-test-chat-turn '(3 4)))
           '((:type "compaction" :summary "SUMMARY: one and two were asked."
              :first_kept_turn 3 :tokens_before 800 :tokens_after 80))
           (tandem-view-test-chat-turn 5)))
@@ -29,7 +36,7 @@
       (with-current-buffer (tandem-view-show info t)
         (let ((text (tandem-view-test-text)))
           (should (string-match-p "▸ ≡ Compacted (800 → 80 tokens) · turns before 3" text))
-          (should-not (string-match-p "Question number [12]\\?" text))
+          (should-not (string-match-p "Question number 1\\?\\|Directive D7" text))
           (should-not (string-match-p "SUMMARY" text))
           (dolist (n '(3 4 5)) (should (string-match-p (format "Question number %d\\?" n) text))))
         ;; In place of turns 1-2: before the first kept turn, not after turn 4.
@@ -42,7 +49,9 @@
         (let ((text (tandem-view-test-text)))
           (should (string-match-p "SUMMARY: one and two" text))
           (should (string-match-p "▾ Turn 1 · You.*\n.*Question number 1\\?" text))
-          (should (string-match-p "Question number 2\\?" text))
+          ;; The directive turn too (open: the reader asked to see them).
+          (should (string-match-p "▾ Turn 2 · Directive D7 · implement" text))
+          (should (string-match-p "Made it async" text))
           (dolist (n '(3 4 5)) (should (string-match-p (format "Question number %d\\?" n) text))))
         (let ((old (tandem-view-compaction-test--pos "Question number 1\\?")))
           (should (< old (tandem-view-compaction-test--pos "▾ Turn 3 ·")))
@@ -57,7 +66,7 @@
         (tandem-view-refresh)
         (let ((text (tandem-view-test-text)))
           (should-not (string-match-p "Question number 1\\?\n" text))
-          (should (string-match-p "Question number 2\\?" text))
+          (should (string-match-p "Made it async" text))
           (should (string-match-p "SUMMARY: one and two" text)))
         ;; E opens the old turns in a read-only buffer of their own.
         (goto-char (tandem-view-compaction-test--pos "≡ Compacted"))
