@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tandem.gcpause import cyclic_gc_paused
 from tandem.providers.base import Message, ToolCallRef
 
 SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
@@ -42,13 +43,32 @@ def directive_turns(entries: Iterable[Mapping[str, Any]]) -> set[int]:
 
 def project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
     """The ordinary-chat context of a session whose journal holds ENTRIES."""
-    _, hidden = visible_turns(entries)
-    excluded = hidden | directive_turns(entries)
+    with cyclic_gc_paused():
+        return _project(entries)
+
+
+def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
+    # One pass to learn what is excluded and where the context starts ...
+    seen: set[int] = set()
+    excluded: set[int] = set()
     start = 0
     summary: str | None = None
     first_kept = 0
     for i, e in enumerate(entries):
-        if e.get("type") == "compaction":
+        kind = e.get("type")
+        if kind == "turn_start":
+            turn = e.get("turn")
+            if isinstance(turn, int):
+                seen.add(turn)
+        elif kind == "directive_open":
+            turn = e.get("turn")
+            if isinstance(turn, int):
+                excluded.add(turn)
+        elif kind == "rewind":
+            before = e.get("before_turn")
+            if isinstance(before, int):
+                excluded.update(t for t in seen if t >= before)
+        elif kind == "compaction":
             start, summary = i + 1, str(e.get("summary", ""))
             first_kept = int(e.get("first_kept_turn") or 0)
     messages: list[Message] = []
@@ -56,15 +76,34 @@ def project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
         messages.append(Message(role="user", text=SUMMARY_PREFIX + summary))
         messages.append(Message(role="assistant", text="Understood."))
         # Kept turns precede the compaction entry in the journal.
-        body: list[Mapping[str, Any]] = [e for e in entries[:start] if _turn(e) >= first_kept > 0]
-        body.extend(entries[start:])
+        body: Sequence[Mapping[str, Any]] = [
+            e for e in entries[:start] if _turn(e) >= first_kept > 0]
+        body = [*body, *entries[start:]]
     else:
-        body = list(entries)
+        body = entries
+    # ... and one pass to build the messages: this loop is the hot part of
+    # every chat request, so it is written flat.
+    append = messages.append
     for e in body:
-        turn = _turn(e)
-        if turn in excluded or turn < 0:
+        turn = e.get("turn")
+        if turn.__class__ is not int or turn in excluded:
             continue
-        _add(messages, e)
+        kind = e.get("type")
+        if kind == "user" or kind == "assistant":
+            text = e.get("text", "")
+            append(_msg(kind, text if text.__class__ is str else str(text)))
+        elif kind == "tool_call":
+            call = _call(str(e.get("call_id")), str(e.get("name", "")),
+                         dict(e.get("input") or {}))
+            last = messages[-1] if messages else None
+            if last is not None and last.role == "assistant":
+                last.tool_calls.append(call)
+            else:
+                append(_msg("assistant", "", [call]))
+        elif kind == "tool_result":
+            output = e.get("output", "")
+            append(_msg("tool", output if output.__class__ is str else str(output),
+                        call_id=str(e.get("call_id")), is_error=e.get("status") != "completed"))
     # Dangling tool calls (an aborted turn) are paired by the native provider
     # (`complete_tool_pairs`), which knows what its API rejects.
     return messages
@@ -79,41 +118,24 @@ def _turn(e: Mapping[str, Any]) -> int:
 # a second validation: pydantic's constructor (and even `model_construct`,
 # which resolves every default in Python) was 80 % of the cost of projecting
 # a long journal. `test_fast_messages_equal_validated_ones` keeps this honest.
-_FIELDS = frozenset(Message.model_fields)
+_ALL_SET = set(Message.model_fields)
+"""Shared by every message built here: all fields are set, so pydantic's
+own ``add`` on assignment never changes it."""
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
          call_id: str | None = None, is_error: bool = False) -> Message:
-    m = object.__new__(Message)
-    object.__setattr__(m, "__dict__", {
-        "role": role, "text": text, "tool_calls": [] if tool_calls is None else tool_calls,
-        "call_id": call_id, "name": None, "is_error": is_error})
-    object.__setattr__(m, "__pydantic_fields_set__", set(_FIELDS))
-    object.__setattr__(m, "__pydantic_extra__", None)
-    object.__setattr__(m, "__pydantic_private__", None)
+    m = _new(Message)
+    _set(m, "__dict__", {"role": role, "text": text,
+                         "tool_calls": [] if tool_calls is None else tool_calls,
+                         "call_id": call_id, "name": None, "is_error": is_error})
+    _set(m, "__pydantic_fields_set__", _ALL_SET)
+    _set(m, "__pydantic_extra__", None)
+    _set(m, "__pydantic_private__", None)
     return m
 
 
 def _call(id: str, name: str, input: dict[str, Any]) -> ToolCallRef:  # noqa: A002
     return ToolCallRef(id=id, name=name, input=input)
-
-
-def _add(messages: list[Message], e: Mapping[str, Any]) -> None:
-    kind = e.get("type")
-    if kind == "user":
-        messages.append(_msg("user", str(e.get("text", ""))))
-    elif kind == "assistant":
-        messages.append(_msg("assistant", str(e.get("text", ""))))
-    elif kind == "tool_call":
-        call = _call(id=str(e.get("call_id")), name=str(e.get("name", "")),
-                     input=dict(e.get("input") or {}))
-        last = messages[-1] if messages else None
-        if last is not None and last.role == "assistant":
-            last.tool_calls.append(call)
-        else:
-            messages.append(_msg("assistant", "", [call]))
-    elif kind == "tool_result":
-        output = e.get("output", "")
-        messages.append(_msg("tool", output if isinstance(output, str) else str(output),
-                             call_id=str(e.get("call_id")),
-                             is_error=e.get("status") != "completed"))

@@ -18,7 +18,6 @@ cuts it off, and says so in ``notices``; every complete line survives.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tandem.gcpause import cyclic_gc_paused
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
@@ -331,13 +331,8 @@ class Journal:
     def _parse_batch(self, batch: list[tuple[int, bytes]]) -> list[Entry]:
         # Bulk loading creates many objects and no cycles: a cyclic GC pass
         # here would only re-scan every entry already loaded (quadratic-ish).
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with cyclic_gc_paused():
             fast = parse_lines([line for _, line in batch])
-        finally:
-            if enabled:
-                gc.enable()
         if fast is not None:
             return fast
         out: list[Entry] = []
