@@ -19,3 +19,9 @@ def _isolated_state(
     home = tmp_path_factory.mktemp("tandem-home")
     monkeypatch.setenv("TANDEM_HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run async tests on asyncio, the backend's loop."""
+    return "asyncio"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,6 @@ import pytest
 
 from tandem.app import App
 from tandem.events import RecordingSink
-
-TESTS = Path(__file__).resolve().parents[2]
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
 
 
 @pytest.fixture

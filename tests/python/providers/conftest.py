@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 # The fake servers live in tests/fakes, importable as the package ``fakes``.
-_TESTS = Path(__file__).resolve().parents[2]
-if str(_TESTS) not in sys.path:
-    sys.path.insert(0, str(_TESTS))
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Run async tests on asyncio, the backend's loop."""
-    return "asyncio"
 
 
 @pytest.fixture

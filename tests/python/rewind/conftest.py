@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,10 +10,6 @@ import pytest
 
 from tandem.app import App
 from tandem.events import RecordingSink
-
-TESTS = Path(__file__).resolve().parents[2]
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
 
 
 @pytest.fixture
@@ -37,7 +32,3 @@ def app(tmp_path: Path) -> Iterator[App]:
     yield App(home=tmp_path / "home", events=RecordingSink())
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """The tests run on asyncio (the backend's loop)."""
-    return "asyncio"

@@ -15,12 +15,6 @@ if str(_HERE) not in sys.path:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Run async tests on asyncio, the backend's loop."""
-    return "asyncio"
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A small project folder."""
     root = tmp_path / "project"
