@@ -116,9 +116,12 @@ class TurnEngine:
     def __init__(self, events: EventSink, journal_of: Callable[[str], Journal],
                  provider_for: Callable[[TurnSpec, Journal], Provider],
                  checkpoints: Checkpoints | None = None,
-                 root_of: Callable[[Journal], Path] | None = None) -> None:
+                 root_of: Callable[[Journal], Path] | None = None,
+                 entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None) -> None:
         self.events = events
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
+        self.entries_of = entries_of or (lambda j: [e.model_dump() for e in j.entries()])
+        """A journal's entries as dicts (the service passes an incremental cache)."""
         self.journal_of = journal_of
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
@@ -147,7 +150,7 @@ class TurnEngine:
         if not root.is_dir():
             raise TandemError("not-found", f"The session's directory {root} no longer exists; "
                               "resume it to re-root it first")
-        entries = [e.model_dump() for e in journal.entries()]
+        entries = self.entries_of(journal)
         turn = 1 + max((e["turn"] for e in entries
                         if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)),
                        default=0)
@@ -216,7 +219,7 @@ class TurnEngine:
         # (new, resume, load, seeded) each time that changes, e.g. after a
         # backend restart; a directive's ACP session is never recorded.
         if acp is not None and spec.directive is None and (
-                acp.acp_session_id, acp.how) != _last_acp(sink.journal):
+                acp.acp_session_id, acp.how) != last_acp_session(self.entries_of(sink.journal)):
             sink.write({"type": "acp_session", "acp_session_id": acp.acp_session_id,
                         "how": acp.how})
         try:
@@ -336,14 +339,14 @@ class TurnEngine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _last_acp(journal: Journal) -> tuple[str | None, str | None]:
-    """(id, how) of the root chat's last recorded ACP conversation."""
+def last_acp_session(entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """(id, how) of the root chat's last recorded ACP conversation in ENTRIES."""
     last: tuple[str | None, str | None] = (None, None)
-    for e in journal.entries():
-        if e.type == "acp_session":
-            d = e.model_dump()
-            last = (d.get("acp_session_id"), d.get("how"))
-        elif e.type == "rewind" and e.model_dump().get("acp_reset"):
+    for e in entries:
+        kind = e.get("type")
+        if kind == "acp_session":
+            last = (e.get("acp_session_id"), e.get("how"))
+        elif kind == "rewind" and e.get("acp_reset"):
             # A rewind of ACP chat turns: continue in a fresh seeded session.
             last = (None, None)
     return last

@@ -19,7 +19,7 @@ from tandem.providers.registry import build_provider, parse_provider
 from tandem.sessions.settings import load_object, merge, project_settings_path, user_settings_path
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
-from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, _last_acp, run_blocking
+from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
 
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "auto-edit", "read-only")
 
@@ -108,7 +108,16 @@ class TurnService:
         self.engine = TurnEngine(app.events, self.journal, self.provider,
                                  checkpoints if checkpoints is not None
                                  else GitCheckpoints(Path(app.home)),
-                                 root_of=self.root_of)
+                                 root_of=self.root_of, entries_of=self.entries)
+
+    def entries(self, journal: Journal) -> list[dict[str, Any]]:
+        """JOURNAL's entries as dicts, parsing only what was appended since last time.
+
+        Shared with compaction's check, so a long session is parsed once.
+        """
+        from tandem.sessions.compaction_api import compactions  # imports this module
+
+        return compactions(self.app).cache.entries(journal.path)
 
     def root_of(self, journal: Journal) -> Path:
         """Where SESSION's tools work: the active directory when it is the current session."""
@@ -130,7 +139,7 @@ class TurnService:
             settings = settings_for(self.root_of(journal), self.config)
             acp_kwargs: dict[str, Any] = {}
             if spec.provider.startswith("acp:"):
-                acp_kwargs["root_session_id"] = _last_acp(journal)[0]
+                acp_kwargs["root_session_id"] = last_acp_session(self.entries(journal))[0]
             self._providers[key] = build_provider(
                 spec.provider, settings, credentials=self.config.credentials, grants=self._grants,
                 **acp_kwargs)
