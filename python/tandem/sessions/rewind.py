@@ -367,6 +367,8 @@ async def rewind(app: Any, session: str, before_turn: int, digest: str | None,
     state = rewinds(app)
     if sid in state.active:
         raise TandemError("busy", f"Session {sid} is already being rewound")
+    if sid in service.engine.held:  # a turn is being accepted right now
+        raise TandemError("busy", service.engine.held[sid])
     state.active.add(sid)
     # No turn may start while the files are restored and the entry written.
     service.engine.held[sid] = f"Session {sid} is being rewound; send again when it is done"

@@ -142,6 +142,16 @@ class TurnEngine:
                               "cancel it first (C-c C-c)")
         if spec.session in self.held:
             raise TandemError("busy", self.held[spec.session])
+        # Reserve the session now: the checkpoint below awaits, and a second
+        # request arriving meanwhile must not reserve the same turn.
+        self.held[spec.session] = (f"A turn is being started in session {spec.session}; "
+                                   "wait for it or cancel it")
+        try:
+            return await self._accept(spec, asker)
+        finally:
+            self.held.pop(spec.session, None)
+
+    async def _accept(self, spec: TurnSpec, asker: Asker | None) -> int:
         journal = self.journal_of(spec.session)
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")

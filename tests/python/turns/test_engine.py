@@ -204,3 +204,29 @@ def test_a_held_session_accepts_no_turn(project: Path, tmp_path: Path) -> None:
         await turns(app).aclose()
 
     asyncio.run(main())
+
+
+def test_two_concurrent_sends_reserve_one_turn(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> None:
+        app = App(home=tmp_path / "home", events=RecordingSink())
+        with FakeOpenAI([Reply(text="one"), Reply(text="two")]) as fake:
+            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+            info = await new(app, NewParams(cwd=str(project)))
+            engine = turns(app).engine
+            try:
+                results = await asyncio.gather(
+                    engine.accept(TurnSpec(session=info.id, text="a", provider="openai:m")),
+                    engine.accept(TurnSpec(session=info.id, text="b", provider="openai:m")),
+                    return_exceptions=True)
+                turns_ok = [r for r in results if isinstance(r, int)]
+                errors = [r for r in results if isinstance(r, TandemError)]
+                assert turns_ok == [1] and len(errors) == 1 and errors[0].code == "busy"
+                await engine.wait(info.id, 1)
+            finally:
+                await turns(app).aclose()
+        starts = [e for e in turns(app).journal(info.id).entries() if e.type == "turn_start"]
+        assert [e.turn for e in starts] == [1]
+
+    asyncio.run(main())
