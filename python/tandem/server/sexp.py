@@ -36,7 +36,7 @@ class SexpError(ValueError):
 
 
 # The C string encoder of the json module writes exactly what Emacs reads:
-# it escapes " and \ and control characters (\n, \t, \uXXXX) and keeps
+# it escapes " and \ and control characters (\n, \t, \u00NN) and keeps
 # other characters raw. It is several times faster than a regex substitution.
 _encode_string: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
