@@ -32,33 +32,14 @@ Uses `project.el'; outside any project, DIRECTORY itself."
     (expand-file-name (if project (project-root project) dir))))
 
 (defvar tandem-open-session-function nil
-  "Function that opens the session buffer for a project root, or nil.
-The view sets it; until then `tandem' shows a placeholder buffer.")
+  "Function that opens the session buffer for a project root.
+`tandem-view' sets it to `tandem-view-open'.")
 
 ;;;###autoload
 (defun tandem (&optional directory)
-  "Open the tandem session buffer for the project of DIRECTORY.
-With no view loaded yet this shows a placeholder that says so."
+  "Open the tandem session buffer for the project of DIRECTORY."
   (interactive)
-  (let ((root (tandem-project-root directory)))
-    (if tandem-open-session-function
-        (funcall tandem-open-session-function root)
-      (tandem--placeholder root))))
-
-(defun tandem--placeholder (root)
-  "Show a placeholder buffer for ROOT (the view is not loaded)."
-  (let ((info (oref (tandem--ensure) info)))
-    (with-current-buffer (get-buffer-create (format "*tandem: %s*" (file-name-nondirectory
-                                                                    (directory-file-name root))))
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert (format "tandem %s — backend pid %s, state in %s\n\n"
-                        (plist-get info :version) (plist-get info :pid) (plist-get info :home))
-                (format "Project: %s\n\n" root)
-                "This is a placeholder: the session view is not built yet.\n"
-                "The backend is running; M-x tandem-doctor shows what it found.\n"))
-      (special-mode)
-      (pop-to-buffer (current-buffer)))))
+  (funcall tandem-open-session-function (tandem-project-root directory)))
 
 ;;;###autoload
 (defun tandem-doctor ()
