@@ -214,13 +214,22 @@ async def relocate(app: Any, p: RelocateParams) -> dict[str, Any]:
 
 
 class CloseParams(Params):
-    """Close ``session`` (release its journal)."""
+    """Close ``session``: stop its providers and release its journal."""
 
     session: str
 
 
 async def close(app: Any, p: CloseParams) -> None:
-    """Close one session's journal and release its lock."""
+    """Close one session: stop its providers (ACP agent processes), release its lock.
+
+    Refused while a turn runs in it: cancel the turn first.
+    """
+    from tandem.turns.service import turns  # the turn layer builds on this one
+
+    service = turns(app)
+    if p.session in service.engine.running:
+        raise TandemError("busy", f"A turn is running in session {p.session}; cancel it first")
+    await service.close_session(p.session)
     manager(app).close(p.session)
 
 

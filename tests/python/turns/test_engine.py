@@ -230,3 +230,32 @@ def test_two_concurrent_sends_reserve_one_turn(
         assert [e.turn for e in starts] == [1]
 
     asyncio.run(main())
+
+
+def test_closing_a_session_stops_its_providers_and_waits_for_turns(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tandem.sessions.api import CloseParams, close
+
+    async def main() -> None:
+        app = App(home=tmp_path / "home", events=RecordingSink())
+        with FakeOpenAI([Reply(text="slow", stall=True)]) as fake:
+            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+            info = await new(app, NewParams(cwd=str(project)))
+            service = turns(app)
+            turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
+                                                        provider="openai:m"))
+            with pytest.raises(TandemError) as err:
+                await close(app, CloseParams(session=info.id))
+            assert err.value.code == "busy"
+            service.engine.cancel(info.id)
+            await service.engine.wait(info.id, turn)
+            provider = service.provider(TurnSpec(session=info.id, text="x",
+                                                 provider="openai:m"),
+                                        service.journal(info.id))
+            await close(app, CloseParams(session=info.id))
+            assert service.provider(TurnSpec(session=info.id, text="x", provider="openai:m"),
+                                    service.journal(info.id)) is not provider  # rebuilt
+            await service.aclose()
+
+    asyncio.run(main())
