@@ -196,7 +196,13 @@ recorded, or what the backend said at the last `g'."
   (when tandem-view--timer (cancel-timer tandem-view--timer))
   (when tandem-view--clock (cancel-timer tandem-view--clock))
   (when (eq (gethash tandem-view--session tandem-view--buffers) (current-buffer))
-    (remhash tandem-view--session tandem-view--buffers)))
+    (remhash tandem-view--session tandem-view--buffers)
+    ;; The session's last buffer is gone: let the backend stop its agent
+    ;; processes and release the journal (it refuses while a turn runs).
+    (when (and tandem-view--session tandem--connection
+               (tandem-connection-live-p tandem--connection))
+      (tandem-request-async "sessions/close" (list :session tandem-view--session)
+                            #'ignore #'ignore))))
 
 ;;;; Opening
 
