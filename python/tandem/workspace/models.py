@@ -88,51 +88,42 @@ class SystemDirective(Record):
         return value
 
 
-class Attempt(Record):
-    """One implementation request: immutable once recorded."""
+class Exchange(Record):
+    """What an attempt and a discussion turn share: one request, its turn, its answer."""
 
     seq: int = Field(ge=1)
     action: str
     request: str
     text: str = ""
-    """The user's guidance or feedback (part of the prompt)."""
+    """The user's guidance, feedback or question (part of the prompt)."""
     prompt: str
     """The exact submitted prompt."""
     directive: SystemDirective = Field(default_factory=SystemDirective)
     answer: str = ""
     error: str | None = None
     outcome: Literal["succeeded", "failed", "aborted"]
-    patch: dict[str, Any] | None = None
-    diff: str = ""
-    completeness: str | None = None
     session: str
     turn: int = Field(ge=1)
-    checkpoint: str | None = None
     provider: str = ""
-    based_on: int | None = None
-    """The attempt a Request changes / Retry followed."""
     repaired: bool = False
     """Recorded at startup from the journal after a crash."""
 
 
-class Discussion(Record):
+class Attempt(Exchange):
+    """One implementation request: immutable once recorded."""
+
+    patch: dict[str, Any] | None = None
+    diff: str = ""
+    completeness: str | None = None
+    checkpoint: str | None = None
+    based_on: int | None = None
+    """The attempt a Request changes / Retry followed."""
+
+
+class Discussion(Exchange):
     """One read-only exchange about a directive, maybe attached to an attempt."""
 
-    seq: int = Field(ge=1)
-    action: str
-    request: str
-    text: str = ""
-    """The user's question."""
-    prompt: str
-    directive: SystemDirective = Field(default_factory=SystemDirective)
-    answer: str = ""
-    error: str | None = None
-    outcome: Literal["succeeded", "failed", "aborted"]
     attempt: int | None = None
-    session: str
-    turn: int = Field(ge=1)
-    provider: str = ""
-    repaired: bool = False
 
 
 class Event(Record):
