@@ -16,7 +16,6 @@ page cache. Prints JSON lines ``{"bench", "value", "unit", "anchor",
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -30,20 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
+from functools import partial  # noqa: E402
+
+import benchlib  # noqa: E402
+
+emit = partial(benchlib.emit, digits=1)  # milliseconds of git work: one decimal
+
 from tandem.checkpoints import Checkpoint, Checkpointer  # noqa: E402
-
-
-def emit(bench: str, value: float, anchor: str, anchor_value: float, target: float | None) -> None:
-    """Print one result line."""
-    line = {
-        "bench": bench,
-        "value": round(value, 1),
-        "unit": "ms",
-        "anchor": anchor,
-        "anchor_value": round(anchor_value, 1),
-        "target": target,
-    }
-    print(json.dumps(line), flush=True)
 
 
 def timed_ms(fn: Callable[[], object]) -> float:

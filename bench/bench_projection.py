@@ -39,16 +39,14 @@ Run: ``.venv/bin/python bench/bench_projection.py``.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
+from benchlib import emit, median_ms  # noqa: E402
 from tandem.sessions.compaction import estimate_tokens, projected_tail  # noqa: E402
 from tandem.sessions.compaction_api import EntryCache, journal_dicts  # noqa: E402
 from tandem.sessions.projection import project  # noqa: E402
@@ -60,22 +58,8 @@ DIRECTIVES = 500
 TARGET_MS = 50.0
 
 
-def emit(bench: str, value: float, anchor: str, anchor_value: float,
-         target: float | None) -> None:
-    """Print one result line."""
-    print(json.dumps({"bench": bench, "value": round(value, 3), "unit": "ms",
-                      "anchor": anchor, "anchor_value": round(anchor_value, 3),
-                      "target": target}), flush=True)
 
 
-def median_ms(fn: Callable[[], object], runs: int) -> float:
-    """Median wall time of FN in milliseconds."""
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def turn_entries(n: int, directive: bool) -> list[dict[str, Any]]:

@@ -14,43 +14,16 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
+from benchlib import emit, median_ms  # noqa: E402
 from tandem.store import layout  # noqa: E402
 from tandem.store.ids import uuid7  # noqa: E402
 from tandem.store.journal import Journal, now_iso  # noqa: E402
 from tandem.store.listing import CACHE_NAME, list_sessions  # noqa: E402
 from tandem.store.models import Header, entry_to_dict, parse_entry  # noqa: E402
-
-
-def emit(bench: str, value: float, anchor: str, anchor_value: float, target: float | None) -> None:
-    """Print one result line."""
-    print(
-        json.dumps(
-            {
-                "bench": bench,
-                "value": round(value, 3),
-                "unit": "ms",
-                "anchor": anchor,
-                "anchor_value": round(anchor_value, 3),
-                "target": target,
-            }
-        ),
-        flush=True,
-    )
-
-
-def median_ms(fn: Callable[[], object], runs: int) -> float:
-    """Median wall time of FN in milliseconds."""
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def sample_entries(n: int) -> list[dict]:

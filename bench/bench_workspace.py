@@ -25,15 +25,13 @@ Run: ``.venv/bin/python bench/bench_workspace.py``.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
+from benchlib import emit, median_ms  # noqa: E402
 from tandem.app import App  # noqa: E402
 from tandem.sessions.api import manager  # noqa: E402
 from tandem.workspace.flow import prepare  # noqa: E402
@@ -45,21 +43,8 @@ DISCUSSIONS = 5
 TARGET_MS = 100.0
 
 
-def emit(bench: str, value: float, anchor: str, anchor_value: float, target: float) -> None:
-    """Print one result line."""
-    print(json.dumps({"bench": bench, "value": round(value, 3), "unit": "ms",
-                      "anchor": anchor, "anchor_value": round(anchor_value, 3),
-                      "target": target}), flush=True)
 
 
-def median_ms(fn: Callable[[], object], runs: int = 9) -> float:
-    """Median wall time of FN in milliseconds."""
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def main() -> None:
