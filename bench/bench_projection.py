@@ -48,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from benchlib import emit, median_ms  # noqa: E402
 from tandem.sessions.compaction import estimate_tokens, projected_tail  # noqa: E402
-from tandem.sessions.compaction_api import EntryCache, journal_dicts  # noqa: E402
 from tandem.sessions.projection import project  # noqa: E402
+from tandem.store.entry_cache import EntryCache, journal_dicts  # noqa: E402
 from tandem.store.journal import Journal  # noqa: E402
 from tandem.store.models import entry_to_dict  # noqa: E402
 

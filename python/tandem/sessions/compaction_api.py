@@ -15,9 +15,7 @@ starts while the summary is being written makes the compaction give up
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +53,6 @@ class CompactionService:
     """Compactions in flight, one task per session id, and the parsed journals."""
 
     tasks: dict[str, asyncio.Task[CompactReply]] = field(default_factory=dict)
-    cache: EntryCache = field(default_factory=lambda: EntryCache())
 
 
 def compactions(app: Any) -> CompactionService:
@@ -154,70 +151,6 @@ def session_provider(
 # -- compacting ----------------------------------------------------------------------
 
 
-def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
-    """Every entry of JOURNAL as the dict written (``json.loads`` per line).
-
-    The projection reads plain dicts; skipping the pydantic models makes this
-    several times faster than ``Journal.entries`` on a long journal. A line
-    that is not a JSON object is skipped here; ``Journal.entries`` reports it.
-    """
-    out: list[dict[str, Any]] = []
-    for _, line in journal.raw_lines():
-        data = _loads(line)
-        if data is not None:
-            out.append(data)
-    return out
-
-
-def _loads(line: bytes) -> dict[str, Any] | None:
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-@dataclass
-class _Cached:
-    inode: tuple[int, int]
-    offset: int
-    entries: list[dict[str, Any]]
-
-
-class EntryCache:
-    """Parsed entries per journal file, extended by the lines appended since.
-
-    `maybe_compact` runs before every chat request; re-parsing a 10k-turn
-    journal each time would cost hundreds of milliseconds. Journals only
-    grow by whole lines; a header rewrite (write-temp-rename: a new inode)
-    or a cut-back tail (a smaller file) makes the next read start over.
-    """
-
-    def __init__(self) -> None:
-        self._files: dict[str, _Cached] = {}
-
-    def entries(self, path: Path) -> list[dict[str, Any]]:
-        """The entries of the journal at PATH (a fresh list; the dicts are shared)."""
-        key = str(path)
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            inode = (st.st_dev, st.st_ino)
-            cached = self._files.get(key)
-            if cached is None or cached.inode != inode or st.st_size < cached.offset:
-                header = f.readline()
-                cached = _Cached(inode, len(header), [])
-            f.seek(cached.offset)
-            data = f.read(st.st_size - cached.offset)
-        end = data.rfind(b"\n") + 1  # a torn or half-written last line waits
-        for line in data[:end].splitlines():
-            entry = _loads(line)
-            if entry is not None:
-                cached.entries.append(entry)
-        cached.offset += end
-        self._files[key] = cached
-        return list(cached.entries)
-
-
 def _check_idle(service: TurnService, journal: Journal, seq: int) -> None:
     if journal.id in service.engine.running or journal.last_seq != seq:
         raise TandemError(
@@ -265,7 +198,7 @@ async def _compact_inner(
 ) -> CompactReply:
     sid = journal.id
     seq = journal.last_seq
-    entries = compactions(service.app).cache.entries(Path(journal.path))
+    entries = service.entries(journal)
     root = service.root_of(journal)
     if not root.is_dir():
         raise TandemError(
@@ -401,7 +334,7 @@ async def maybe_compact(
         )
     if sid in service.engine.running or not journal.writable:
         return False
-    entries = compactions(app).cache.entries(Path(journal.path))
+    entries = turns(app).entries(journal)
     settings = settings_for(service.root_of(journal), service.config)
     try:
         name, model = session_provider(entries, settings, provider)
@@ -441,7 +374,7 @@ async def status_method(app: Any, p: StatusParams) -> StatusReply:
     """The projected context size against the window and the threshold."""
     service = turns(app)
     journal = service.journal(p.session)
-    entries = compactions(app).cache.entries(Path(journal.path))
+    entries = turns(app).entries(journal)
     settings = settings_for(service.root_of(journal), service.config)
     tokens = estimate_tokens(project(projected_tail(entries)))
     latest = next((e for e in reversed(entries) if e.get("type") == "compaction"), None)

@@ -27,7 +27,6 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +36,7 @@ from tandem.checkpoints.models import RestoreResult
 from tandem.checkpoints.service import checkpoints
 from tandem.protocol.base import TandemError
 from tandem.sessions.compaction import compaction_blocks_rewind
-from tandem.sessions.compaction_api import compactions, is_compacting
+from tandem.sessions.compaction_api import is_compacting
 from tandem.sessions.projection import visible_turns
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
@@ -332,7 +331,7 @@ def _check_idle(app: Any, service: TurnService, journal: Journal) -> None:
 
 
 def _entries(app: Any, journal: Journal) -> list[dict[str, Any]]:
-    return compactions(app).cache.entries(Path(journal.path))
+    return turns(app).entries(journal)
 
 
 async def plan_rewind(app: Any, session: str, before_turn: int) -> RewindPlan:

@@ -17,6 +17,7 @@ from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionMode, Provider, TurnResult
 from tandem.providers.registry import build_provider, parse_provider
 from tandem.sessions.settings import load_object, merge, project_settings_path, user_settings_path
+from tandem.store.entry_cache import EntryCache
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
 from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
@@ -105,6 +106,8 @@ class TurnService:
         self._manager = manager(app)
         self._providers: dict[tuple[str, str], Provider] = {}
         self._grants = SessionGrants()
+        self.entry_cache = EntryCache()
+        """Parsed journals, shared by turns, compaction and rewind."""
         self.engine = TurnEngine(app.events, self.journal, self.provider,
                                  checkpoints if checkpoints is not None
                                  else GitCheckpoints(Path(app.home)),
@@ -115,9 +118,7 @@ class TurnService:
 
         Shared with compaction's check, so a long session is parsed once.
         """
-        from tandem.sessions.compaction_api import compactions  # imports this module
-
-        return compactions(self.app).cache.entries(journal.path)
+        return self.entry_cache.entries(journal.path)
 
     def root_of(self, journal: Journal) -> Path:
         """Where SESSION's tools work: the active directory when it is the current session."""

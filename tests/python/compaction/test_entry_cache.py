@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tandem.sessions.compaction_api import EntryCache, journal_dicts
+from tandem.store.entry_cache import EntryCache, journal_dicts
 from tandem.store.journal import Journal
 
 
