@@ -1,0 +1,187 @@
+"""Read the backend's imports with `ast` and check them against the layer rules.
+
+A *package* is the first name under ``tandem`` (``tandem.sessions.api`` is in
+``sessions``; a top-level module such as ``tandem.cli`` is its own package).
+The rules are those of ``docs/architecture.md``:
+
+* no cycle between packages;
+* the layer rules in `FORBIDDEN` (domain never imports the server, storage
+  never imports the domain, …);
+* an import of a tandem module inside a function is allowed only where
+  `FUNCTION_IMPORTS_ALLOWED` says why (start-up speed).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DOMAIN = frozenset({"store", "sessions", "workspace", "providers", "tools", "checkpoints",
+                    "remote", "turns", "config"})
+"""Packages that must know nothing of EPC or Emacs."""
+
+FORBIDDEN: dict[str, frozenset[str]] = {
+    **{pkg: frozenset({"server", "adapters"}) for pkg in DOMAIN},
+    "store": frozenset({"server", "adapters", "sessions", "workspace", "providers", "tools",
+                        "checkpoints", "remote", "turns"}),
+    "config": frozenset({"server", "adapters", "sessions", "workspace", "providers", "tools",
+                         "checkpoints", "remote", "turns"}),
+    "checkpoints": frozenset({"server", "adapters", "sessions", "turns", "workspace"}),
+    "providers": frozenset({"server", "adapters", "workspace", "turns", "sessions"}),
+    "tools": frozenset({"server", "adapters", "workspace", "turns", "sessions", "providers"}),
+    "sessions": frozenset({"server", "adapters", "turns", "workspace"}),
+    "protocol": frozenset({"server", "adapters"}),
+}
+"""PACKAGE -> packages it must not import."""
+
+FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+"""(importing module, imported module) -> why the import sits in a function."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One ``import`` of a tandem module."""
+
+    module: str
+    """The importing module (``tandem.sessions.api``)."""
+    target: str
+    """The imported module (``tandem.turns.service``)."""
+    line: int
+    in_function: bool
+    """True when the import statement sits inside a function body."""
+
+    @property
+    def source_pkg(self) -> str:
+        """The importing package."""
+        return package_of(self.module)
+
+    @property
+    def target_pkg(self) -> str:
+        """The imported package."""
+        return package_of(self.target)
+
+
+def package_of(module: str) -> str:
+    """``tandem.X.…`` -> ``X``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def module_name(root: Path, path: Path) -> str:
+    """The dotted module name of PATH under ROOT (the folder holding ``tandem``)."""
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(source: str, module: str, is_package: bool = False) -> list[Import]:
+    """Every import of a ``tandem`` module in SOURCE (the text of MODULE)."""
+    tree = ast.parse(source)
+    found: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] == "tandem":
+                        found.append(Import(module, alias.name, child.lineno, in_function))
+            elif isinstance(child, ast.ImportFrom):
+                target = _resolve(module, is_package, child)
+                if target.split(".")[0] == "tandem":
+                    found.append(Import(module, target, child.lineno, in_function))
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
+def scan(root: Path) -> list[Import]:
+    """Every tandem import of every module under ROOT/tandem."""
+    result: list[Import] = []
+    for path in sorted((root / "tandem").rglob("*.py")):
+        name = module_name(root, path)
+        result.extend(imports_of(path.read_text(encoding="utf-8"), name,
+                                 path.name == "__init__.py"))
+    return result
+
+
+def package_graph(imports: Iterable[Import]) -> dict[str, set[str]]:
+    """Package -> packages it imports (self-edges dropped)."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        if imp.source_pkg == "tandem" or imp.target_pkg == "tandem":
+            continue
+        graph.setdefault(imp.source_pkg, set())
+        if imp.source_pkg != imp.target_pkg:
+            graph[imp.source_pkg].add(imp.target_pkg)
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return sorted(out)
+
+
+def layer_violations(imports: Iterable[Import]) -> list[str]:
+    """``module -> target`` for every import a rule in `FORBIDDEN` refuses."""
+    return sorted({
+        f"{imp.module} -> {imp.target}"
+        for imp in imports
+        if imp.target_pkg in FORBIDDEN.get(imp.source_pkg, frozenset())
+    })
+
+
+def function_imports(imports: Iterable[Import],
+                     allowed: Mapping[tuple[str, str], str] = FUNCTION_IMPORTS_ALLOWED
+                     ) -> list[str]:
+    """``module -> target`` for every function-level tandem import not in ALLOWED."""
+    return sorted({
+        f"{imp.module} -> {imp.target}"
+        for imp in imports
+        if imp.in_function and (imp.module, imp.target) not in allowed
+    })
