@@ -28,11 +28,7 @@
 (require 'cl-lib)
 (require 'eieio)
 (require 'subr-x)
-
-(defgroup tandem nil
-  "Work with a coding agent on a project, from Emacs."
-  :group 'tools
-  :prefix "tandem-")
+(require 'tandem-core)
 
 (defcustom tandem-python nil
   "Python interpreter that runs the tandem backend.

@@ -24,7 +24,7 @@
 (require 'tandem-directive-source)
 
 (declare-function tandem-inspect-directive "tandem-inspector" (id &optional root))
-(declare-function tandem-project-root "tandem" (&optional directory))
+(require 'tandem-core)
 (defvar tandem-view--info)
 (defvar tandem-view-transcript-map)
 (defvar tandem-view-mode-map)

@@ -32,7 +32,7 @@
 (require 'tandem-client)
 (require 'tandem-turns)
 
-(declare-function tandem-project-root "tandem" (&optional directory))
+(require 'tandem-core)
 (declare-function tandem-view-show "tandem-view" (info &optional no-select))
 (declare-function tandem-view-buffer "tandem-view" (session))
 (declare-function tandem-composer-set-scope "tandem-composer" (buffer scope))

@@ -62,12 +62,6 @@
 (declare-function tandem-view--new-block "tandem-view-model" (entry))
 (declare-function tandem-view--release "tandem-view-draw" (block))
 
-(defvar-local tandem-view--doomed nil "Blocks whose text goes at the next frame.")
-(defvar-local tandem-view--catching-up nil "Non-nil while missing entries are fetched.")
-(defvar-local tandem-view--seen-seq 0 "Highest entry seq announced by an event.")
-(defvar-local tandem-view--composer-dirty nil "Non-nil when the composer prefix must be redrawn.")
-(defvar-local tandem-view--refresh-pending nil
-  "Non-nil when the next frame re-renders from the journal (a compaction arrived).")
 
 ;;;; Keeping point and window start
 

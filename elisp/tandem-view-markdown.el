@@ -20,11 +20,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
-
-(defgroup tandem-view nil
-  "The tandem session buffer."
-  :group 'tandem
-  :prefix "tandem-view-")
+(require 'tandem-core)
 
 (defcustom tandem-view-markdown-engine 'auto
   "How message bodies are fontified as Markdown.

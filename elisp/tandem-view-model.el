@@ -27,8 +27,6 @@
   "Return the fold-state key of PART of BLOCK."
   (list tandem-view--session (or (tandem-view-block-turn block) (tandem-view-block-key block)) part))
 
-(defvar-local tandem-view--newest nil
-  "Cache of `tandem-view--newest-turn-block' (nil: compute it again).")
 
 (defun tandem-view--newest-turn-block ()
   "Return the newest block that is a turn."

@@ -54,49 +54,9 @@
 (declare-function tandem-view-goto-question "tandem-view-commands" ())
 (declare-function tandem-view--replay "tandem-view-live" (events))
 
-(defcustom tandem-view-frame-interval (/ 1.0 30)
-  "Seconds between two applications of streamed events (one timer)."
-  :type 'number
-  :group 'tandem-view)
-
-(defcustom tandem-view-initial-entries 160
-  "Journal entries fetched when a session buffer opens (the newest ones)."
-  :type 'integer
-  :group 'tandem-view)
-
-(defcustom tandem-view-page-entries 400
-  "Journal entries fetched by one `tandem-view-load-older'."
-  :type 'integer
-  :group 'tandem-view)
 
 (defvar tandem-sessions-activated-functions)
 
-(defvar tandem-view--buffers (make-hash-table :test #'equal)
-  "Session id -> its live session buffer.")
-
-(defvar-local tandem-view--session nil "Session id shown in this buffer.")
-(defvar-local tandem-view--info nil "Session info plist from the backend.")
-(defvar-local tandem-view--blocks nil "Rendered blocks, oldest first.")
-(defvar-local tandem-view--by-turn nil "Hash: turn number -> its live block.")
-(defvar-local tandem-view--first-seq nil "Seq of the oldest loaded entry (nil: none).")
-(defvar-local tandem-view--last-seq 0 "Seq of the newest applied entry.")
-(defvar-local tandem-view--folds nil "Hash: (session turn part) -> `folded' or `open'.")
-(defvar-local tandem-view--tail nil "Marker: end of the transcript, start of the progress row.")
-(defvar-local tandem-view--dirty nil "Blocks to re-render at the next tick.")
-(defvar-local tandem-view--live-dirty nil "Blocks with streamed text to append.")
-(defvar-local tandem-view--progress-dirty nil "Non-nil when the progress row must be redrawn.")
-(defvar-local tandem-view--timer nil "The pending frame timer, or nil.")
-(defvar-local tandem-view--clock nil "Repeating one-second timer while a turn runs.")
-(defvar-local tandem-view--running nil
-  "The turn in flight: plist (:turn N :since TIME :waiting TITLE), or nil.")
-(defvar-local tandem-view--refreshing nil
-  "Non-nil while `tandem-view-refresh' runs: events wait in `tandem-view--queued'.")
-(defvar-local tandem-view--queued nil
-  "Events (and `gap' markers) that arrived during a refresh, newest first.")
-(defvar-local tandem-view--lost nil
-  "Turn that was running when the backend died (progress row says so), or nil.")
-(defvar-local tandem-view-flush-count 0
-  "Number of frames applied in this buffer (for tests and benchmarks).")
 
 ;;;; Mode
 
