@@ -34,34 +34,41 @@
   "Python interpreter that runs the tandem backend.
 When nil, use the `.venv' of the tandem checkout when there is one,
 else \"python3\" from the variable `exec-path'."
-  :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter")))
+  :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter"))
+  :group 'tandem)
 
 (defcustom tandem-backend-arguments '("-m" "tandem.cli" "serve")
   "Arguments given to `tandem-python' to start the backend."
-  :type '(repeat string))
+  :type '(repeat string)
+  :group 'tandem)
 
 (defcustom tandem-home nil
   "State directory of the backend (TANDEM_HOME), or nil for its default.
 The default is $XDG_STATE_HOME/tandem, i.e. ~/.local/state/tandem."
-  :type '(choice (const :tag "Default" nil) directory))
+  :type '(choice (const :tag "Default" nil) directory)
+  :group 'tandem)
 
 (defcustom tandem-request-timeout 30
   "Seconds a synchronous request waits for its reply before failing."
-  :type 'number)
+  :type 'number
+  :group 'tandem)
 
 (defcustom tandem-start-timeout 60
   "Seconds to wait for a starting backend to announce its port."
-  :type 'number)
+  :type 'number
+  :group 'tandem)
 
 (defcustom tandem-log-events t
   "When non-nil, log every message to and from the backend.
 The log is the buffer `*tandem-events*'; it keeps the last
 `tandem-events-buffer-lines' lines."
-  :type 'boolean)
+  :type 'boolean
+  :group 'tandem)
 
 (defcustom tandem-events-buffer-lines 2000
   "Lines kept in the `*tandem-events*' buffer."
-  :type 'integer)
+  :type 'integer
+  :group 'tandem)
 
 (defvar tandem-event-functions nil
   "Abnormal hook run with each event the backend publishes.

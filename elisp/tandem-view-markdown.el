@@ -26,7 +26,8 @@
   "How message bodies are fontified as Markdown.
 `auto' uses `markdown-mode' when it can be loaded, else the built-in
 fontifier; `markdown-mode' and `builtin' force one of them."
-  :type '(choice (const auto) (const markdown-mode) (const builtin)))
+  :type '(choice (const auto) (const markdown-mode) (const builtin))
+  :group 'tandem-view)
 
 (defcustom tandem-view-code-languages
   '(("py" . python-mode) ("python" . python-mode) ("sh" . sh-mode)
@@ -40,7 +41,8 @@ fontifier; `markdown-mode' and `builtin' force one of them."
     ("xml" . nxml-mode) ("sql" . sql-mode) ("makefile" . makefile-mode))
   "Alist of fence language name to major mode, for the built-in fontifier.
 A language not listed uses LANG-mode when that function exists."
-  :type '(alist :key-type string :value-type function))
+  :type '(alist :key-type string :value-type function)
+  :group 'tandem-view)
 
 (defvar tandem-view-markdown--cache (make-hash-table :test #'equal)
   "Fontified strings by (ENGINE . TEXT).")

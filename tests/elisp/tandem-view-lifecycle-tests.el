@@ -71,7 +71,7 @@
       (tandem-test-wait-until
        (lambda () (string-match-p "backend stopped during turn 1" (tandem-view-test-text)))
        5)
-      (should-not tandem-view--running)
+      (should-not (tandem-view-state-running tandem-view--state))
       (should-not (string-match-p "running" (tandem-view-test-text)))
       ;; The send key sends again (it no longer cancels).
       (should (string-match-p "C-c C-c send" (tandem-view-test-text)))
