@@ -72,7 +72,13 @@ The log is the buffer `*tandem-events*'; it keeps the last
 
 (defvar tandem-event-functions nil
   "Abnormal hook run with each event the backend publishes.
-Each function receives one plist (:session ID :seq N :kind KIND ...).")
+Each function receives one plist (:session ID :seq N :kind KIND ...);
+`tandem-event-connection' is the connection it arrived on.")
+
+(defvar tandem-event-connection nil
+  "The `tandem-connection' whose events the event hooks are running for.
+Bound while `tandem-event-functions' and `tandem-event-gap-functions'
+run for a batch; nil when a hook is run by other code.")
 
 (defvar tandem-event-gap-functions nil
   "Abnormal hook run when events of a session arrive out of sequence.
@@ -81,7 +87,8 @@ a view refetches from the journal.")
 
 (defvar tandem-client-methods nil
   "Alist of (NAME . FUNCTION): methods the backend may call in Emacs.
-FUNCTION receives the call's arguments and returns the reply value.")
+FUNCTION receives the connection the call came on, then the call's
+arguments, and returns the reply value.")
 
 (define-error 'tandem-error "tandem")
 
@@ -334,25 +341,28 @@ it, so a reply makes no copies on its way to `read'."
     (condition-case err
         (if (not fn)
             (tandem--send conn `(epc-error ,uid ,(format "No such method in Emacs: %s" method)))
-          (tandem--send conn `(return ,uid ,(tandem--plain (apply fn args)))))
+          (tandem--send conn `(return ,uid ,(tandem--plain (apply fn conn args)))))
       (error (tandem--send conn `(return-error ,uid ,(error-message-string err)))))))
 
-(defun tandem--on-events (events)
-  "Apply EVENTS, a batch from the backend: check sequence, run the hook."
-  (let ((conn tandem--connection))
+(defun tandem--on-events (conn events)
+  "Apply EVENTS, a batch from the backend of CONN: check sequence, run the hook.
+Sequence is kept per connection, and the hooks see CONN as
+`tandem-event-connection': a view applies only the events of the
+backend it follows."
+  (let ((tandem-event-connection conn))
     (dolist (event events)
       (let* ((session (plist-get event :session))
              (seq (plist-get event :seq))
-             (last (and conn (gethash session (oref conn last-seq)))))
+             (last (gethash session (oref conn last-seq))))
         (when (and last seq (/= seq (1+ last)))
           (run-hook-with-args 'tandem-event-gap-functions session (1+ last) seq))
-        (when (and conn seq) (puthash session seq (oref conn last-seq)))
+        (when seq (puthash session seq (oref conn last-seq)))
         (with-demoted-errors "tandem event handler: %S"
           (run-hook-with-args 'tandem-event-functions event))))
     nil))
 
 (setf (alist-get 'tandem--events tandem-client-methods) #'tandem--on-events)
-(setf (alist-get 'echo tandem-client-methods) (lambda (&rest args) args))
+(setf (alist-get 'echo tandem-client-methods) (lambda (_conn &rest args) args))
 
 ;;;; Requests
 
@@ -361,6 +371,10 @@ it, so a reply makes no copies on its way to `read'."
   (if (and tandem--connection (tandem-connection-live-p tandem--connection))
       tandem--connection
     (tandem-start)))
+
+(defun tandem-ensure-connection ()
+  "Return the current live connection, starting the backend when there is none."
+  (tandem--ensure))
 
 (defun tandem--call (conn method params success error)
   "Send METHOD with PARAMS on CONN; run SUCCESS or ERROR with the reply.
@@ -392,12 +406,13 @@ ERROR runs instead if a page cannot be had."
                                   error))))
       (next 0))))
 
-(defun tandem-request-async (method params callback &optional errback)
+(defun tandem-request-async (method params callback &optional errback connection)
   "Call METHOD with PARAMS (a plist) in the backend; don't wait.
 CALLBACK receives the reply value.  ERRBACK, if non-nil, receives the
 error as (CODE MESSAGE DATA); without it the error is shown as a message.
-Return the call's uid."
-  (tandem--call (tandem--ensure) method params callback
+CONNECTION, if non-nil, is the live connection to call on (default: the
+current one, started when needed).  Return the call's uid."
+  (tandem--call (or connection (tandem--ensure)) method params callback
                 (or errback
                     (lambda (err)
                       (message "tandem: %s failed: %s" method (nth 1 err))))))

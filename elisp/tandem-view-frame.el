@@ -24,7 +24,8 @@
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
 
-
+;; A compaction asks the next frame for a full rendering (tandem-view-live.el,
+;; above this file).
 (declare-function tandem-view-refresh "tandem-view-live" ())
 
 ;;;; Keeping point and window start
@@ -40,15 +41,16 @@
 
 (defun tandem-view--resolve (anchor)
   "Return the position ANCHOR now names."
-  (pcase anchor
-    (`(block ,b ,offset)
-     (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b))
-              (memq b (tandem-view-state-blocks tandem-view--state)))
-         (min (+ (tandem-view-block-start b) offset) (max (tandem-view-block-start b)
-                                                         (1- (tandem-view--block-end b))))
-       (marker-position (tandem-view-state-tail tandem-view--state))))
-    (`(progress) (marker-position (tandem-view-state-tail tandem-view--state)))
-    (`(top ,offset) (min (+ (point-min) offset) (point-max)))))
+  (let ((tail (marker-position (tandem-view-state-tail tandem-view--state))))
+    (pcase anchor
+      (`(block ,b ,offset)
+       (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b))
+                (memq b (tandem-view-state-blocks tandem-view--state)))
+           (min (+ (tandem-view-block-start b) offset) (max (tandem-view-block-start b)
+                                                           (1- (tandem-view--block-end b))))
+         tail))
+      (`(progress) tail)
+      (`(top ,offset) (min (+ (point-min) offset) (point-max))))))
 
 (defmacro tandem-view--keeping-place (&rest body)
   "Run BODY; keep point and every window's point and start where they were.
@@ -75,64 +77,75 @@ Positions in the composer need nothing: BODY never edits it."
 
 (defun tandem-view--set-running (turn)
   "Mark TURN as the turn in flight (nil: none)."
-  (let ((was (tandem-view-state-running tandem-view--state)))
-    (setf (tandem-view-state-running tandem-view--state)
+  (let* ((st tandem-view--state)
+         (was (tandem-view-state-running st)))
+    (setf (tandem-view-state-running st)
           (and turn (if (equal (plist-get was :turn) turn) was
                       (list :turn turn :since (float-time) :waiting nil))))
     (unless (equal (and was t) (and turn t))
-      (setf (tandem-view-state-composer-dirty tandem-view--state) t)
-      (when (tandem-view-state-clock tandem-view--state) (cancel-timer (tandem-view-state-clock tandem-view--state)) (setf (tandem-view-state-clock tandem-view--state) nil))
+      (setf (tandem-view-state-composer-dirty st) t)
+      (when (tandem-view-state-clock st)
+        (cancel-timer (tandem-view-state-clock st))
+        (setf (tandem-view-state-clock st) nil))
       (when turn
-        (setf (tandem-view-state-lost tandem-view--state) nil)
+        (setf (tandem-view-state-lost st) nil)
         (let ((buffer (current-buffer)))
-          (setf (tandem-view-state-clock tandem-view--state)
+          (setf (tandem-view-state-clock st)
                 (run-at-time 1 1 (lambda ()
                                    (when (buffer-live-p buffer)
                                      (with-current-buffer buffer
                                        (tandem-view--check-backend)
-                                       (setf (tandem-view-state-progress-dirty tandem-view--state) t)
+                                       (setf (tandem-view-state-progress-dirty st) t)
                                        (tandem-view--schedule)))))))))
-    (setf (tandem-view-state-progress-dirty tandem-view--state) t)
+    (setf (tandem-view-state-progress-dirty st) t)
     (tandem-view--schedule)))
 
 (defun tandem-view--check-backend ()
   "Notice that the backend died while a turn was running: it will not end.
-Run by the one-second clock; the progress row then says so until `g'."
-  (when (and (tandem-view-state-running tandem-view--state) (not (tandem-backend-pid)))
-    (let ((turn (plist-get (tandem-view-state-running tandem-view--state) :turn)))
+The backend is the one this buffer follows.  Run by the one-second
+clock; the progress row then says so until `g'."
+  (let ((running (tandem-view-state-running tandem-view--state)))
+    (when (and running (not (tandem-view--connection)))
       (tandem-view--set-running nil)
-      (setf (tandem-view-state-lost tandem-view--state) turn))))
+      (setf (tandem-view-state-lost tandem-view--state) (plist-get running :turn)))))
 
 (defun tandem-view--set-waiting (turn title)
   "Say TURN waits for the user on TITLE (nil: no longer waiting)."
-  (when (equal (plist-get (tandem-view-state-running tandem-view--state) :turn) turn)
-    (setf (tandem-view-state-running tandem-view--state) (plist-put (copy-sequence (tandem-view-state-running tandem-view--state)) :waiting title)
-          (tandem-view-state-progress-dirty tandem-view--state) t)
-    (tandem-view--schedule)))
+  (let* ((st tandem-view--state)
+         (running (tandem-view-state-running st)))
+    (when (equal (plist-get running :turn) turn)
+      (setf (tandem-view-state-running st) (plist-put (copy-sequence running) :waiting title)
+            (tandem-view-state-progress-dirty st) t)
+      (tandem-view--schedule))))
 
 ;;;; The frame
 
 (defun tandem-view--block-for-turn (turn &optional seq)
   "Return the live block of TURN, creating one (key SEQ) at the end if needed."
-  (or (gethash turn (tandem-view-state-by-turn tandem-view--state))
-      (let ((b (tandem-view-block-create :key (or seq (+ (tandem-view-state-last-seq tandem-view--state) 0.5)) :turn turn)))
-        (tandem-view--append-block b)
-        b)))
+  (let ((st tandem-view--state))
+    (or (gethash turn (tandem-view-state-by-turn st))
+        (let ((b (tandem-view-block-create
+                  :key (or seq (+ (tandem-view-state-last-seq st) 0.5)) :turn turn)))
+          (tandem-view--append-block b)
+          b))))
 
 (defun tandem-view--append-block (block)
   "Add BLOCK at the end of the model; it is drawn at the next frame."
-  (let ((previous (tandem-view--newest-turn-block)))
+  (let ((st tandem-view--state)
+        (previous (tandem-view--newest-turn-block)))
     ;; The newest turn changes: a settled directive turn may now fold.
-    (when previous (tandem-view--mark previous)))
-  (setf (tandem-view-state-blocks tandem-view--state) (nconc (tandem-view-state-blocks tandem-view--state) (list block))
-        (tandem-view-state-newest tandem-view--state) nil)
-  (when (tandem-view-block-turn block)
-    (puthash (tandem-view-block-turn block) block (tandem-view-state-by-turn tandem-view--state)))
-  (tandem-view--mark block))
+    (when previous (tandem-view--mark previous))
+    (setf (tandem-view-state-blocks st) (nconc (tandem-view-state-blocks st) (list block))
+          (tandem-view-state-newest st) nil)
+    (when (tandem-view-block-turn block)
+      (puthash (tandem-view-block-turn block) block (tandem-view-state-by-turn st)))
+    (tandem-view--mark block)))
 
 (defun tandem-view--mark (block)
   "Mark BLOCK for re-rendering at the next frame."
-  (unless (memq block (tandem-view-state-dirty tandem-view--state)) (push block (tandem-view-state-dirty tandem-view--state)))
+  (let ((st tandem-view--state))
+    (unless (memq block (tandem-view-state-dirty st))
+      (push block (tandem-view-state-dirty st))))
   (tandem-view--schedule))
 
 (defun tandem-view--schedule ()
@@ -145,13 +158,14 @@ Run by the one-second clock; the progress row then says so until `g'."
   "Apply what is pending in BUFFER."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
-      (setf (tandem-view-state-timer tandem-view--state) nil)
-      (when (tandem-view-state-refresh-pending tandem-view--state)
-        (setf (tandem-view-state-refresh-pending tandem-view--state) nil)
-        (condition-case err
-            (tandem-view-refresh)
-          (error (message "tandem: could not re-render %s: %s" (buffer-name)
-                          (error-message-string err)))))
+      (let ((st tandem-view--state))
+        (setf (tandem-view-state-timer st) nil)
+        (when (tandem-view-state-refresh-pending st)
+          (setf (tandem-view-state-refresh-pending st) nil)
+          (condition-case err
+              (tandem-view-refresh)
+            (error (message "tandem: could not re-render %s: %s" (buffer-name)
+                            (error-message-string err))))))
       (tandem-view-flush))))
 
 (defun tandem-view--append-live (block)
@@ -176,35 +190,41 @@ Run by the one-second clock; the progress row then says so until `g'."
 
 (defun tandem-view-flush ()
   "Apply every pending change to the buffer now, as one batch."
-  (when (or (tandem-view-state-dirty tandem-view--state) (tandem-view-state-live-dirty tandem-view--state) (tandem-view-state-progress-dirty tandem-view--state)
-            (tandem-view-state-doomed tandem-view--state) (tandem-view-state-composer-dirty tandem-view--state))
-    (cl-incf (tandem-view-state-flush-count tandem-view--state))
-    (let ((dirty (reverse (tandem-view-state-dirty tandem-view--state)))
-          (live (tandem-view-state-live-dirty tandem-view--state))
-          (doomed (tandem-view-state-doomed tandem-view--state))
-          (progress (tandem-view-state-progress-dirty tandem-view--state))
-          (composer (tandem-view-state-composer-dirty tandem-view--state))
-          (inhibit-modification-hooks nil))
-      (setf (tandem-view-state-dirty tandem-view--state) nil (tandem-view-state-live-dirty tandem-view--state) nil (tandem-view-state-doomed tandem-view--state) nil
-            (tandem-view-state-progress-dirty tandem-view--state) nil (tandem-view-state-composer-dirty tandem-view--state) nil)
-      (tandem-view--keeping-place
-        (dolist (b doomed)
-          (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-            (delete-region (tandem-view-block-start b)
-                           (next-single-property-change (tandem-view-block-start b) 'tandem-block
-                                                        nil (marker-position (tandem-view-state-tail tandem-view--state)))))
-          (tandem-view--release b))
-        (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks tandem-view--state))) dirty)
-                         (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
-          (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-              (tandem-view--rerender b)
-            (tandem-view--insert-before (tandem-view-state-tail tandem-view--state)
-                                        (lambda () (tandem-view--insert-block b)))))
-        (dolist (b live)
-          (unless (memq b dirty) (tandem-view--append-live b)))
-        (when progress (tandem-view--redraw-progress)))
-      (when composer (tandem-composer-refresh))
-      (force-mode-line-update))))
+  (let ((st tandem-view--state))
+    (when (or (tandem-view-state-dirty st) (tandem-view-state-live-dirty st)
+              (tandem-view-state-progress-dirty st) (tandem-view-state-doomed st)
+              (tandem-view-state-composer-dirty st))
+      (cl-incf (tandem-view-state-flush-count st))
+      (let ((dirty (reverse (tandem-view-state-dirty st)))
+            (live (tandem-view-state-live-dirty st))
+            (doomed (tandem-view-state-doomed st))
+            (progress (tandem-view-state-progress-dirty st))
+            (composer (tandem-view-state-composer-dirty st))
+            (tail (tandem-view-state-tail st))
+            (inhibit-modification-hooks nil))
+        (setf (tandem-view-state-dirty st) nil
+              (tandem-view-state-live-dirty st) nil
+              (tandem-view-state-doomed st) nil
+              (tandem-view-state-progress-dirty st) nil
+              (tandem-view-state-composer-dirty st) nil)
+        (tandem-view--keeping-place
+          (dolist (b doomed)
+            (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+              (delete-region (tandem-view-block-start b)
+                             (next-single-property-change (tandem-view-block-start b) 'tandem-block
+                                                          nil (marker-position tail))))
+            (tandem-view--release b))
+          (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks st)))
+                                             dirty)
+                           (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
+            (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+                (tandem-view--rerender b)
+              (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
+          (dolist (b live)
+            (unless (memq b dirty) (tandem-view--append-live b)))
+          (when progress (tandem-view--redraw-progress)))
+        (when composer (tandem-composer-refresh))
+        (force-mode-line-update)))))
 
 (provide 'tandem-view-frame)
 ;;; tandem-view-frame.el ends here

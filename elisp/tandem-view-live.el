@@ -26,12 +26,12 @@
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
 
-
 ;;;; Full rendering
 
 (defun tandem-view--fetch (params)
   "Call `sessions/entries' for this buffer's session with PARAMS."
-  (tandem-request "sessions/entries" (append (list :session (tandem-view-state-session tandem-view--state)) params)))
+  (tandem-request "sessions/entries"
+                  (append (list :session (tandem-view-state-session tandem-view--state)) params)))
 
 (defun tandem-view--trim-partial (entries)
   "Drop ENTRIES (oldest first) before the first whole turn; return the rest.
@@ -47,12 +47,13 @@ When ENTRIES start at seq 1 nothing is dropped."
 (defun tandem-view--fetch-before (before limit)
   "Return entries (oldest first) before seq BEFORE, starting at a turn boundary.
 Fetch LIMIT entries, more when one turn alone is longer than that."
-  (let ((limit limit) (result nil) (done nil))
+  (let ((st tandem-view--state) (limit limit) (result nil) (done nil))
     (while (not done)
       (let* ((reply (tandem-view--fetch (list :before before :limit limit)))
              (entries (plist-get reply :entries))
              (kept (tandem-view--trim-partial entries)))
-        (setf (tandem-view-state-last-seq tandem-view--state) (max (tandem-view-state-last-seq tandem-view--state) (or (plist-get reply :last-seq) 0)))
+        (setf (tandem-view-state-last-seq st)
+              (max (tandem-view-state-last-seq st) (or (plist-get reply :last-seq) 0)))
         (if (or kept (null entries) (>= limit 10000))
             (setq result (or kept entries) done t)
           (setq limit (min 10000 (* 4 limit))))))
@@ -65,70 +66,76 @@ Events arriving meanwhile are applied after it; a refresh asked for
 during one (from a timer) is left to the running one."
   (interactive)
   (unless (derived-mode-p 'tandem-view-mode) (user-error "Not a tandem session buffer"))
-  (unless (tandem-view-state-refreshing tandem-view--state)
-    (setf (tandem-view-state-refreshing tandem-view--state) t)
-    (unwind-protect
-        (progn
-          (tandem-view--refresh-now)
-          ;; The remote target may have changed elsewhere: ask again.
-          (condition-case err
-              (tandem-remote-target (tandem-view-state-session tandem-view--state) t)
-            (tandem-error (message "tandem: could not read the remote target: %s"
-                                  (tandem-error-message err)))))
-      (setf (tandem-view-state-refreshing tandem-view--state) nil)
-      (let ((events (nreverse (tandem-view-state-queued tandem-view--state))))
-        (setf (tandem-view-state-queued tandem-view--state) nil)
-        ;; Never drawn (a failed first refresh): nothing to apply them to.
-        (when (markerp (tandem-view-state-tail tandem-view--state)) (tandem-view--replay events))))))
+  (let ((st tandem-view--state))
+    (unless (tandem-view-state-refreshing st)
+      (setf (tandem-view-state-refreshing st) t)
+      (unwind-protect
+          (progn
+            (tandem-view--refresh-now)
+            ;; The remote target may have changed elsewhere: ask again.
+            (condition-case err
+                (tandem-remote-target (tandem-view-state-session st) t)
+              (tandem-error (message "tandem: could not read the remote target: %s"
+                                    (tandem-error-message err)))))
+        (setf (tandem-view-state-refreshing st) nil)
+        (let ((events (nreverse (tandem-view-state-queued st))))
+          (setf (tandem-view-state-queued st) nil)
+          ;; Never drawn (a failed first refresh): nothing to apply them to.
+          (when (markerp (tandem-view-state-tail st)) (tandem-view--replay events)))))))
 
 (defun tandem-view--refresh-now ()
-  "Fetch the newest entries and render the buffer from them."
-  (let* ((entries (tandem-view--fetch-before most-positive-fixnum tandem-view-initial-entries))
-         (live (and (tandem-view-state-running tandem-view--state)
-                    (gethash (plist-get (tandem-view-state-running tandem-view--state) :turn) (or (tandem-view-state-by-turn tandem-view--state)
-                                                                         (make-hash-table)))))
+  "Fetch the newest entries and render the buffer from them.
+The buffer follows the connection it fetched from from now on."
+  (let* ((st tandem-view--state)
+         (conn (tandem-ensure-connection))
+         (entries (tandem-view--fetch-before most-positive-fixnum tandem-view-initial-entries))
+         (running (tandem-view-state-running st))
+         (live (and running (gethash (plist-get running :turn) (tandem-view-state-by-turn st))))
          (inhibit-read-only t))
-    ;; The journal answered: whatever the backend lost, it says what is true.
-    (setf (tandem-view-state-lost tandem-view--state) nil)
+    (setf (tandem-view-state-connection st) conn
+          ;; The journal answered: whatever the backend lost, it says what is true.
+          (tandem-view-state-lost st) nil)
     (if (markerp tandem-composer--draft-start)
         (tandem-composer-outside-draft (tandem-view--render-all entries live))
       (let ((buffer-undo-list t)) (tandem-view--render-all entries live)))))
 
 (defun tandem-view--render-all (entries live)
   "Replace the transcript with blocks for ENTRIES; LIVE is the old running block."
-  (let* ((modified (buffer-modified-p))
+  (let* ((st tandem-view--state)
+         (modified (buffer-modified-p))
          (had-composer (markerp tandem-composer--start))
-         (old-blocks (tandem-view-state-blocks tandem-view--state))
+         (old-blocks (tandem-view-state-blocks st))
          (draft-point (and had-composer (>= (point) tandem-composer--draft-start)
                            (- (point) tandem-composer--draft-start)))
          (inhibit-read-only t))
-    (setf (tandem-view-state-first-seq tandem-view--state) (and entries (plist-get (car entries) :seq))
-          (tandem-view-state-last-seq tandem-view--state) (max (tandem-view-state-last-seq tandem-view--state)
-                                     (or (plist-get (car (last entries)) :seq) 0))
-          (tandem-view-state-blocks tandem-view--state) (tandem-view--build entries)
-          (tandem-view-state-newest tandem-view--state) nil
-          (tandem-view-state-dirty tandem-view--state) nil (tandem-view-state-live-dirty tandem-view--state) nil)
+    (setf (tandem-view-state-first-seq st) (and entries (plist-get (car entries) :seq))
+          (tandem-view-state-last-seq st) (max (tandem-view-state-last-seq st)
+                                               (or (plist-get (car (last entries)) :seq) 0))
+          (tandem-view-state-blocks st) (tandem-view--build entries)
+          (tandem-view-state-newest st) nil
+          (tandem-view-state-dirty st) nil
+          (tandem-view-state-live-dirty st) nil)
     (tandem-view--index)
     (when live
-      (let ((b (gethash (tandem-view-block-turn live) (tandem-view-state-by-turn tandem-view--state))))
+      (let ((b (gethash (tandem-view-block-turn live) (tandem-view-state-by-turn st))))
         (when b
           (setf (tandem-view-block-live-text b) (tandem-view-block-live-text live)
                 (tandem-view-block-live-reasoning b) (tandem-view-block-live-reasoning live)
                 (tandem-view-block-meta b) (tandem-view-block-meta live)
                 (tandem-view-block-interactions b) (tandem-view-block-interactions live)))))
-    (unless (tandem-view-state-running tandem-view--state) (tandem-view--adopt-running))
+    (unless (tandem-view-state-running st) (tandem-view--adopt-running))
     (dolist (b old-blocks) (tandem-view--release b))
     (if had-composer
         (delete-region (point-min) tandem-composer--start)
       (erase-buffer))
     (goto-char (point-min))
     (tandem-view--older-row)
-    (setf (tandem-view-state-tail tandem-view--state) (copy-marker (point)))
+    (setf (tandem-view-state-tail st) (copy-marker (point)))
     (tandem-view--insert-progress)
     (if had-composer
         (set-marker tandem-composer--start (point))
       (tandem-composer-setup))
-    (tandem-view--insert-blocks (tandem-view-state-blocks tandem-view--state) (tandem-view-state-tail tandem-view--state))
+    (tandem-view--insert-blocks (tandem-view-state-blocks st) (tandem-view-state-tail st))
     (tandem-composer-refresh)
     (restore-buffer-modified-p modified)
     (setq tandem-composer-history (tandem-view--chat-history))
@@ -141,8 +148,9 @@ during one (from a timer) is left to the running one."
   (let ((b (tandem-view--newest-turn-block)))
     (when (and b (not (tandem-view-block-end-entry b)))
       (let ((status (condition-case nil
-                        (tandem-request "turns/status" (list :session (tandem-view-state-session tandem-view--state)
-                                                             :turn (tandem-view-block-turn b))
+                        (tandem-request "turns/status"
+                                        (list :session (tandem-view-state-session tandem-view--state)
+                                              :turn (tandem-view-block-turn b))
                                         5)
                       (tandem-error nil))))
         (when (equal (plist-get status :state) "running")
@@ -162,33 +170,36 @@ during one (from a timer) is left to the running one."
 (defun tandem-view-load-older (&optional all)
   "Load one more page of older history, or with ALL (prefix argument) all of it."
   (interactive "P")
-  (unless (and (tandem-view-state-first-seq tandem-view--state) (> (tandem-view-state-first-seq tandem-view--state) 1))
-    (user-error "The session's first turn is already shown"))
-  (let ((entries (tandem-view--fetch-before
-                  (tandem-view-state-first-seq tandem-view--state) (if all 10000 tandem-view-page-entries))))
-    (while (and all entries (> (plist-get (car entries) :seq) 1))
-      (setq entries (append (tandem-view--fetch-before (plist-get (car entries) :seq) 10000)
-                            entries)))
-    (when entries
-      (let* ((later-rewinds
-              (cl-loop for b in (tandem-view-state-blocks tandem-view--state)
-                       for e = (car (tandem-view-block-entries b))
-                       when (equal (plist-get e :type) "rewind")
-                       collect (plist-get e :before-turn)))
-             (blocks (cl-remove-if (lambda (b) (and (tandem-view-block-turn b)
-                                                    (cl-some (lambda (r) (>= (tandem-view-block-turn b) r))
-                                                             later-rewinds)))
-                                   (tandem-view--build entries (tandem-view-compaction-entries
-                                                                (tandem-view-state-blocks tandem-view--state))))))
-        (tandem-view--keeping-place
-          (setf (tandem-view-state-first-seq tandem-view--state) (plist-get (car entries) :seq))
-          (let ((first (car (tandem-view-state-blocks tandem-view--state))))
-            (tandem-view--insert-blocks
-             blocks (if first (tandem-view-block-start first) (tandem-view-state-tail tandem-view--state))))
-          (tandem-view--place-rows (append blocks (tandem-view-state-blocks tandem-view--state)))
-          (tandem-view--redraw-older-row))
-        (tandem-view--index)
-        (length blocks)))))
+  (let* ((st tandem-view--state)
+         (first-seq (tandem-view-state-first-seq st)))
+    (unless (and first-seq (> first-seq 1))
+      (user-error "The session's first turn is already shown"))
+    (let ((entries (tandem-view--fetch-before first-seq
+                                              (if all 10000 tandem-view-page-entries))))
+      (while (and all entries (> (plist-get (car entries) :seq) 1))
+        (setq entries (append (tandem-view--fetch-before (plist-get (car entries) :seq) 10000)
+                              entries)))
+      (when entries
+        (let* ((later-rewinds
+                (cl-loop for b in (tandem-view-state-blocks st)
+                         for e = (car (tandem-view-block-entries b))
+                         when (equal (plist-get e :type) "rewind")
+                         collect (plist-get e :before-turn)))
+               (blocks (cl-remove-if
+                        (lambda (b) (and (tandem-view-block-turn b)
+                                         (cl-some (lambda (r) (>= (tandem-view-block-turn b) r))
+                                                  later-rewinds)))
+                        (tandem-view--build entries (tandem-view-compaction-entries
+                                                     (tandem-view-state-blocks st))))))
+          (tandem-view--keeping-place
+            (setf (tandem-view-state-first-seq st) (plist-get (car entries) :seq))
+            (let ((first (car (tandem-view-state-blocks st))))
+              (tandem-view--insert-blocks
+               blocks (if first (tandem-view-block-start first) (tandem-view-state-tail st))))
+            (tandem-view--place-rows (append blocks (tandem-view-state-blocks st)))
+            (tandem-view--redraw-older-row))
+          (tandem-view--index)
+          (length blocks))))))
 
 (defun tandem-view--place-rows (blocks)
   "Make BLOCKS, all drawn, the model, moving compaction rows where they belong.
@@ -201,14 +212,37 @@ A row whose kept turns just arrived with an older page moves before them."
           (delete-region (tandem-view-block-start block) (tandem-view--block-end block))
           (tandem-view--insert-before (tandem-view-block-start next)
                                       (lambda () (tandem-view--insert-block block))))))
-    (setf (tandem-view-state-blocks tandem-view--state) arranged (tandem-view-state-newest tandem-view--state) nil)))
+    (setf (tandem-view-state-blocks tandem-view--state) arranged
+          (tandem-view-state-newest tandem-view--state) nil)))
 
 ;;;; Events
 
+(defun tandem-view--buffer-for (conn session)
+  "Return the buffer of SESSION when it follows CONN, else nil.
+A buffer follows the connection it last fetched the journal from; once
+that connection is gone (the backend stopped), it follows CONN, the
+first backend to publish events of its session."
+  (let ((buffer (tandem-view-buffer session)))
+    (when buffer
+      (with-current-buffer buffer
+        (let ((mine (tandem-view-state-connection tandem-view--state)))
+          (cond ((or (null conn) (eq mine conn)) buffer)
+                ((not (tandem-view--connection))
+                 (setf (tandem-view-state-connection tandem-view--state) conn)
+                 buffer)))))))
+
+(defun tandem-view--event-connection ()
+  "Return the connection the events being handled arrived on.
+That is `tandem-event-connection' while the client runs the event
+hooks, and the current connection when other code runs them."
+  (or tandem-event-connection tandem--connection))
+
 (defun tandem-view--on-event (event)
   "Route EVENT from the backend to the buffer of its session.
+Only a buffer that follows the connection EVENT arrived on takes it.
 During a refresh it waits in the buffer's queue (see `tandem-view--replay')."
-  (let ((buffer (tandem-view-buffer (plist-get event :session))))
+  (let ((buffer (tandem-view--buffer-for (tandem-view--event-connection)
+                                         (plist-get event :session))))
     (when buffer
       (with-current-buffer buffer
         (if (tandem-view-state-refreshing tandem-view--state)
@@ -217,7 +251,7 @@ During a refresh it waits in the buffer's queue (see `tandem-view--replay')."
 
 (defun tandem-view--on-gap (session _expected _arrived)
   "Events of SESSION were lost: fetch the journal entries we miss."
-  (let ((buffer (tandem-view-buffer session)))
+  (let ((buffer (tandem-view--buffer-for (tandem-view--event-connection) session)))
     (when buffer
       (with-current-buffer buffer
         (if (tandem-view-state-refreshing tandem-view--state)
@@ -239,7 +273,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
 
 (defun tandem-view-handle-event (event)
   "Apply EVENT (a plist with :kind) to the current session buffer."
-  (let ((turn (plist-get event :turn)))
+  (let ((st tandem-view--state) (turn (plist-get event :turn)))
     (pcase (plist-get event :kind)
       ("turn-started"
        (let ((b (tandem-view--block-for-turn turn)))
@@ -255,7 +289,8 @@ Entries the refresh already rendered are skipped by seq; the symbol
                    (concat (tandem-view-block-live-reasoning b) text))
            (setf (tandem-view-block-live-text b) (concat (tandem-view-block-live-text b) text)))
          (if (if reasoning (tandem-view-block-reasoning-marker b) (tandem-view-block-text-marker b))
-             (unless (memq b (tandem-view-state-live-dirty tandem-view--state)) (push b (tandem-view-state-live-dirty tandem-view--state)))
+             (unless (memq b (tandem-view-state-live-dirty st))
+               (push b (tandem-view-state-live-dirty st)))
            (tandem-view--mark b))
          (tandem-view--schedule)))
       ("entry" (tandem-view-apply-entry (plist-get event :entry)))
@@ -270,21 +305,21 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-waiting turn (or (plist-get event :title) "a question"))
          (tandem-view--mark b)))
       ("turn-ended"
-       (let ((b (gethash turn (tandem-view-state-by-turn tandem-view--state))))
+       (let ((b (gethash turn (tandem-view-state-by-turn st))))
          (when b
            (setf (tandem-view-block-files-changed b) (plist-get event :files-changed))
            (tandem-view--mark b)))
-       (when (equal (plist-get (tandem-view-state-running tandem-view--state) :turn) turn)
+       (when (equal (plist-get (tandem-view-state-running st) :turn) turn)
          (tandem-view--set-running nil))))))
 
 (defun tandem-view-apply-entry (entry)
   "Add the journal ENTRY (a plist as written) to the view, in seq order.
 An entry seen before is ignored; one after a gap triggers a fetch."
-  (let ((seq (plist-get entry :seq)))
+  (let ((st tandem-view--state) (seq (plist-get entry :seq)))
     (unless (integerp seq) (error "Journal entry without an integer :seq: %S" entry))
-    (setf (tandem-view-state-seen-seq tandem-view--state) (max (tandem-view-state-seen-seq tandem-view--state) seq))
-    (cond ((<= seq (tandem-view-state-last-seq tandem-view--state)) (tandem-view--settle-stream entry))
-          ((or (tandem-view-state-catching-up tandem-view--state) (> seq (1+ (tandem-view-state-last-seq tandem-view--state))))
+    (setf (tandem-view-state-seen-seq st) (max (tandem-view-state-seen-seq st) seq))
+    (cond ((<= seq (tandem-view-state-last-seq st)) (tandem-view--settle-stream entry))
+          ((or (tandem-view-state-catching-up st) (> seq (1+ (tandem-view-state-last-seq st))))
            (tandem-view--catch-up))
           (t (tandem-view--add-entry entry)))))
 
@@ -292,7 +327,8 @@ An entry seen before is ignored; one after a gap triggers a fetch."
   "Drop streamed text that ENTRY, already shown (from a fetch), completes.
 Events come in order, so the text streamed before ENTRY's own event
 belongs to entries already in the buffer."
-  (let ((b (and (plist-get entry :turn) (gethash (plist-get entry :turn) (tandem-view-state-by-turn tandem-view--state)))))
+  (let ((b (and (plist-get entry :turn)
+                (gethash (plist-get entry :turn) (tandem-view-state-by-turn tandem-view--state)))))
     (when b
       (pcase (plist-get entry :type)
         ("assistant" (unless (string-empty-p (tandem-view-block-live-text b))
@@ -304,18 +340,19 @@ belongs to entries already in the buffer."
 
 (defun tandem-view--add-entry (entry)
   "Add ENTRY, the next one in seq order, to the model."
-  (let ((type (plist-get entry :type)) (turn (plist-get entry :turn)))
-    (setf (tandem-view-state-last-seq tandem-view--state) (plist-get entry :seq))
-    (unless (tandem-view-state-first-seq tandem-view--state) (setf (tandem-view-state-first-seq tandem-view--state) (plist-get entry :seq)))
+  (let ((st tandem-view--state) (type (plist-get entry :type)) (turn (plist-get entry :turn)))
+    (setf (tandem-view-state-last-seq st) (plist-get entry :seq))
+    (unless (tandem-view-state-first-seq st)
+      (setf (tandem-view-state-first-seq st) (plist-get entry :seq)))
     (cond
      ((equal type "rewind")
       (let ((before (plist-get entry :before-turn)))
-        (dolist (b (copy-sequence (tandem-view-state-blocks tandem-view--state)))
+        (dolist (b (copy-sequence (tandem-view-state-blocks st)))
           (when (and (tandem-view-block-turn b) (>= (tandem-view-block-turn b) before))
-            (push b (tandem-view-state-doomed tandem-view--state))
-            (setf (tandem-view-state-blocks tandem-view--state) (delq b (tandem-view-state-blocks tandem-view--state))
-                  (tandem-view-state-newest tandem-view--state) nil)
-            (remhash (tandem-view-block-turn b) (tandem-view-state-by-turn tandem-view--state))))
+            (push b (tandem-view-state-doomed st))
+            (setf (tandem-view-state-blocks st) (delq b (tandem-view-state-blocks st))
+                  (tandem-view-state-newest st) nil)
+            (remhash (tandem-view-block-turn b) (tandem-view-state-by-turn st))))
         (let ((b (tandem-view--new-block entry)))
           (push entry (tandem-view-block-entries b))
           (tandem-view--append-block b))))
@@ -326,10 +363,10 @@ belongs to entries already in the buffer."
       ;; A compaction replaces turns above it: re-render from the journal
       ;; at the next frame (not here: this may run in a process filter).
       (when (equal type "compaction")
-        (setf (tandem-view-state-refresh-pending tandem-view--state) t)
+        (setf (tandem-view-state-refresh-pending st) t)
         (tandem-view--schedule)))
      (t
-      (let ((b (gethash turn (tandem-view-state-by-turn tandem-view--state))))
+      (let ((b (gethash turn (tandem-view-state-by-turn st))))
         (when (or (null b) (and (equal type "turn_start")
                                 (tandem-view-block-find b "turn_start")))
           (setq b (tandem-view--new-block entry))
@@ -343,33 +380,37 @@ belongs to entries already in the buffer."
                     (push (plist-get entry :text) tandem-composer-history)))
           ("interaction" (tandem-view--set-waiting turn (or (plist-get entry :title) "a question")))
           ("interaction_answer" (tandem-view--set-waiting turn nil))
-          ("turn_end" (when (equal (plist-get (tandem-view-state-running tandem-view--state) :turn) turn)
+          ("turn_end" (when (equal (plist-get (tandem-view-state-running st) :turn) turn)
                         (tandem-view--set-running nil))))
         (tandem-view--mark b))))))
 
 (defun tandem-view--catch-up ()
-  "Fetch the journal entries after the last applied one (asynchronously)."
-  (unless (tandem-view-state-catching-up tandem-view--state)
-    (setf (tandem-view-state-catching-up tandem-view--state) t)
-    (let ((buffer (current-buffer)))
-      (tandem-request-async
-       "sessions/entries" (list :session (tandem-view-state-session tandem-view--state) :after (tandem-view-state-last-seq tandem-view--state)
-                                :limit 10000)
-       (lambda (reply)
-         (when (buffer-live-p buffer)
-           (with-current-buffer buffer
-             (setf (tandem-view-state-catching-up tandem-view--state) nil)
-             (dolist (e (plist-get reply :entries))
-               (when (> (plist-get e :seq) (tandem-view-state-last-seq tandem-view--state)) (tandem-view--add-entry e)))
-             ;; The journal is the authority: an event announcing a seq it
-             ;; does not hold is forgotten; one it grew past is fetched.
-             (setf (tandem-view-state-seen-seq tandem-view--state) (tandem-view-state-last-seq tandem-view--state))
-             (when (> (or (plist-get reply :last-seq) 0) (tandem-view-state-last-seq tandem-view--state))
-               (tandem-view--catch-up)))))
-       (lambda (err)
-         (when (buffer-live-p buffer)
-           (with-current-buffer buffer (setf (tandem-view-state-catching-up tandem-view--state) nil)))
-         (message "tandem: could not fetch missing entries: %s" (nth 1 err)))))))
+  "Fetch the journal entries after the last applied one (asynchronously).
+The call goes to the backend this buffer follows while it lives."
+  (let ((st tandem-view--state))
+    (unless (tandem-view-state-catching-up st)
+      (setf (tandem-view-state-catching-up st) t)
+      (let ((buffer (current-buffer)))
+        (tandem-request-async
+         "sessions/entries" (list :session (tandem-view-state-session st)
+                                  :after (tandem-view-state-last-seq st) :limit 10000)
+         (lambda (reply)
+           (when (buffer-live-p buffer)
+             (with-current-buffer buffer
+               (setf (tandem-view-state-catching-up st) nil)
+               (dolist (e (plist-get reply :entries))
+                 (when (> (plist-get e :seq) (tandem-view-state-last-seq st))
+                   (tandem-view--add-entry e)))
+               ;; The journal is the authority: an event announcing a seq it
+               ;; does not hold is forgotten; one it grew past is fetched.
+               (setf (tandem-view-state-seen-seq st) (tandem-view-state-last-seq st))
+               (when (> (or (plist-get reply :last-seq) 0) (tandem-view-state-last-seq st))
+                 (tandem-view--catch-up)))))
+         (lambda (err)
+           (when (buffer-live-p buffer)
+             (setf (tandem-view-state-catching-up st) nil))
+           (message "tandem: could not fetch missing entries: %s" (nth 1 err)))
+         (tandem-view--connection))))))
 
 (provide 'tandem-view-live)
 ;;; tandem-view-live.el ends here

@@ -21,6 +21,7 @@
 
 (require 'cl-lib)
 (require 'tandem-core)
+(require 'tandem-client)
 
 (defcustom tandem-view-frame-interval (/ 1.0 30)
   "Seconds between two applications of streamed events (one timer)."
@@ -88,6 +89,11 @@ A compaction arrived: it replaces turns above it.")
 (defun tandem-view-info-here ()
   "Return the session info plist of the current buffer when it is a session buffer."
   (and tandem-view--state (tandem-view-state-info tandem-view--state)))
+
+(defun tandem-view--connection ()
+  "Return the live connection this session buffer follows, or nil."
+  (let ((conn (tandem-view-state-connection tandem-view--state)))
+    (and conn (tandem-connection-live-p conn) conn)))
 
 (provide 'tandem-view-state)
 ;;; tandem-view-state.el ends here

@@ -56,7 +56,6 @@
 (require 'tandem-view-live)
 (require 'tandem-view-commands)
 
-
 ;;;; Mode
 
 (defvar tandem-view-mode-map
@@ -84,11 +83,12 @@ In the composer:
   (setq-local header-line-format '(:eval (tandem-view--header-line)))
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
-  (setq-local tandem-composer-busy-function (lambda () (and (tandem-view-state-running tandem-view--state) t)))
+  (setq-local tandem-composer-busy-function
+              (lambda () (and (tandem-view-state-running tandem-view--state) t)))
   ;; What events touch (the turn index, folds) exists before the first rendering.
   (setq tandem-view--state (tandem-view-state-create))
   ;; `tandem-remote-attach', `-upload' … here act on this buffer's session.
-  (setq-local tandem-remote-session-function (lambda () (tandem-view-state-session tandem-view--state)))
+  (setq-local tandem-remote-session-function #'tandem-view-session-here)
   (add-hook 'kill-buffer-hook #'tandem-view--forget nil t))
 
 (defface tandem-view-remote '((t :inherit font-lock-constant-face))
@@ -99,8 +99,10 @@ In the composer:
   "Return the header line: project, title, remote target, scope and turn state.
 The remote target is what `tandem-remote-attach' / `-detach' last
 recorded, or what the backend said at the last `g'."
-  (let ((scope (tandem-composer-scope))
-        (remote (and (tandem-view-state-session tandem-view--state) (tandem-remote-header-string (tandem-view-state-session tandem-view--state)))))
+  (let* ((scope (tandem-composer-scope))
+         (session (tandem-view-state-session tandem-view--state))
+         (running (tandem-view-state-running tandem-view--state))
+         (remote (and session (tandem-remote-header-string session))))
     (concat " " (propertize "tandem" 'face 'bold) " · "
             (tandem-view--project-name) " · " (tandem-view--title)
             (if remote (concat " · " (propertize remote 'face 'tandem-view-remote)) "")
@@ -109,40 +111,40 @@ recorded, or what the backend said at the last `g'."
               (propertize (format "directive %s · next: %s" (plist-get scope :directive)
                                   (plist-get scope :action))
                           'face 'tandem-composer-directive))
-            (if (tandem-view-state-running tandem-view--state)
-                (format " · turn %s running" (plist-get (tandem-view-state-running tandem-view--state) :turn))
-              ""))))
+            (if running (format " · turn %s running" (plist-get running :turn)) ""))))
 
 (defun tandem-view--project-name ()
   "Return the project's directory name."
-  (file-name-nondirectory
-   (directory-file-name (or (plist-get (tandem-view-state-info tandem-view--state) :active-cwd)
-                            (plist-get (tandem-view-state-info tandem-view--state) :cwd) "?"))))
+  (let ((info (tandem-view-state-info tandem-view--state)))
+    (file-name-nondirectory
+     (directory-file-name (or (plist-get info :active-cwd) (plist-get info :cwd) "?")))))
 
 (defun tandem-view--title ()
   "Return the session title, or a short id when it has none."
-  (let ((title (plist-get (tandem-view-state-info tandem-view--state) :title)))
+  (let ((title (plist-get (tandem-view-state-info tandem-view--state) :title))
+        (session (or (tandem-view-state-session tandem-view--state) "?")))
     (if (and title (not (string-empty-p title))) title
-      (concat "session " (substring (or (tandem-view-state-session tandem-view--state) "?") 0
-                                    (min 8 (length (or (tandem-view-state-session tandem-view--state) ""))))))))
+      (concat "session " (substring session 0 (min 8 (length session)))))))
 
 (defun tandem-view--forget ()
   "Drop this buffer from the registry and stop its timers."
-  (when (tandem-view-state-timer tandem-view--state) (cancel-timer (tandem-view-state-timer tandem-view--state)))
-  (when (tandem-view-state-clock tandem-view--state) (cancel-timer (tandem-view-state-clock tandem-view--state)))
-  (when (eq (gethash (tandem-view-state-session tandem-view--state) tandem-view--buffers) (current-buffer))
-    (remhash (tandem-view-state-session tandem-view--state) tandem-view--buffers)
-    ;; The session's last buffer is gone: let the backend stop its agent
-    ;; processes and release the journal (it refuses while a turn runs).
-    (when (and (tandem-view-state-session tandem-view--state) tandem--connection
-               (tandem-connection-live-p tandem--connection))
-      (tandem-request-async "sessions/close" (list :session (tandem-view-state-session tandem-view--state))
-                            #'ignore #'ignore))))
+  (let* ((st tandem-view--state)
+         (session (tandem-view-state-session st))
+         (conn (tandem-view--connection)))
+    (when (tandem-view-state-timer st) (cancel-timer (tandem-view-state-timer st)))
+    (when (tandem-view-state-clock st) (cancel-timer (tandem-view-state-clock st)))
+    (when (eq (gethash session tandem-view--buffers) (current-buffer))
+      (remhash session tandem-view--buffers)
+      ;; The session's last buffer is gone: let the backend it follows stop
+      ;; its agent processes and release the journal (it refuses while a
+      ;; turn runs).
+      (when (and session conn)
+        (tandem-request-async "sessions/close" (list :session session)
+                              #'ignore #'ignore conn)))))
 
 ;;;; Opening
 
 ;;;###autoload
-
 (defun tandem-view-open (root)
   "Open the session buffer of the project at ROOT (continue its latest session)."
   (unless (and (stringp root) (file-directory-p root))
@@ -150,7 +152,6 @@ recorded, or what the backend said at the last `g'."
   (tandem-view-show (tandem-request "sessions/continue" (list :cwd (expand-file-name root)))))
 
 ;;;###autoload
-
 (defun tandem-view-show (info &optional no-select)
   "Show the session buffer of INFO, a session plist with :id; return the buffer.
 Unless NO-SELECT, the buffer is displayed and selected."
