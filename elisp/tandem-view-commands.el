@@ -38,7 +38,8 @@ The choice is remembered for this buffer and wins over the defaults."
          (found (or (tandem-view--part-at pos) (user-error "Nothing to fold here")))
          (block (car found)) (part (cdr found))
          (folded (tandem-view--folded-p block part)))
-    (puthash (tandem-view--fold-key block part) (if folded 'open 'folded) (tandem-view-state-folds tandem-view--state))
+    (puthash (tandem-view--fold-key block part) (if folded 'open 'folded)
+             (tandem-view-state-folds tandem-view--state))
     (tandem-view--keeping-place (tandem-view--rerender block))
     (goto-char (tandem-view-block-start block))
     (let ((end (tandem-view--block-end block)) (pos (point)))
@@ -51,13 +52,13 @@ The choice is remembered for this buffer and wins over the defaults."
 (defun tandem-view-next-turn (&optional n)
   "Move to the header of the next turn (N times)."
   (interactive "p")
-  (dotimes (_ (or n 1))
-    (let ((next (next-single-property-change (line-end-position) 'tandem-header nil
-                                             (tandem-view-state-tail tandem-view--state))))
-      (when (and next (< next (tandem-view-state-tail tandem-view--state)))
-        (goto-char (if (get-text-property next 'tandem-header) next
-                     (or (next-single-property-change next 'tandem-header nil (tandem-view-state-tail tandem-view--state))
-                         next)))))))
+  (let ((tail (tandem-view-state-tail tandem-view--state)))
+    (dotimes (_ (or n 1))
+      (let ((next (next-single-property-change (line-end-position) 'tandem-header nil tail)))
+        (when (and next (< next tail))
+          (goto-char (if (get-text-property next 'tandem-header) next
+                       (or (next-single-property-change next 'tandem-header nil tail)
+                           next))))))))
 
 (defun tandem-view-previous-turn (&optional n)
   "Move to the header of the previous turn (N times)."

@@ -54,8 +54,8 @@ Each row adds the keys of its answers; they act only while point is on it.")
 (defun tandem-view--block-end (block)
   "Return the position where BLOCK's text ends."
   (let ((start (marker-position (tandem-view-block-start block))))
-    (next-single-property-change start 'tandem-block nil (marker-position (tandem-view-state-tail tandem-view--state)))))
-
+    (next-single-property-change start 'tandem-block nil
+                                 (marker-position (tandem-view-state-tail tandem-view--state)))))
 (defun tandem-view--insert-block (block)
   "Insert BLOCK at point, marking its text, and set its start marker."
   (let ((start (point)))
@@ -135,7 +135,8 @@ the buffer.  A block with streamed text is rendered in place."
          (next (cl-find-if (lambda (b) (and (tandem-view-block-start b)
                                             (marker-position (tandem-view-block-start b))))
                            (cdr (memq block (tandem-view-state-blocks tandem-view--state)))))
-         (boundary (if next (tandem-view-block-start next) (tandem-view-state-tail tandem-view--state))))
+         (boundary (if next (tandem-view-block-start next)
+                     (tandem-view-state-tail tandem-view--state))))
     (delete-region start end)
     (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block block)))))
 
@@ -144,16 +145,17 @@ the buffer.  A block with streamed text is rendered in place."
   (when (tandem-view-block-start block)
     (delete-region (tandem-view-block-start block) (tandem-view--block-end block))
     (set-marker (tandem-view-block-start block) nil))
-  (setf (tandem-view-state-blocks tandem-view--state) (delq block (tandem-view-state-blocks tandem-view--state))
-        (tandem-view-state-newest tandem-view--state) nil))
+  (let ((st tandem-view--state))
+    (setf (tandem-view-state-blocks st) (delq block (tandem-view-state-blocks st))
+          (tandem-view-state-newest st) nil)))
 
 (defun tandem-view--older-row ()
   "Insert the top row, a button for older history or the start marker."
-  (let ((start (point)))
-    (if (and (tandem-view-state-first-seq tandem-view--state) (> (tandem-view-state-first-seq tandem-view--state) 1))
+  (let ((start (point))
+        (first-seq (tandem-view-state-first-seq tandem-view--state)))
+    (if (and first-seq (> first-seq 1))
         (progn
-          (insert-text-button (format "▲ Load older turns (o) — entries before #%d"
-                                      (tandem-view-state-first-seq tandem-view--state))
+          (insert-text-button (format "▲ Load older turns (o) — entries before #%d" first-seq)
                               'action (lambda (_) (tandem-view-load-older))
                               'follow-link t)
           (insert "\n\n"))
@@ -166,31 +168,34 @@ the buffer.  A block with streamed text is rendered in place."
   "Redraw the top row (after paging)."
   (let* ((end (next-single-property-change (point-min) 'tandem-older nil (point-max)))
          (first (car (tandem-view-state-blocks tandem-view--state)))
-         (boundary (if first (tandem-view-block-start first) (tandem-view-state-tail tandem-view--state))))
+         (boundary (if first (tandem-view-block-start first)
+                     (tandem-view-state-tail tandem-view--state))))
     (delete-region (point-min) end)
     (tandem-view--insert-before boundary #'tandem-view--older-row)))
 
 (defun tandem-view--progress-text ()
   "Return the progress row's text."
-  (cond
-   ((tandem-view-state-lost tandem-view--state)
-    (concat (propertize (format "⚠ The tandem backend stopped during turn %s · g reloads \
-the session from its journal" (tandem-view-state-lost tandem-view--state))
-                        'font-lock-face 'tandem-view-error)
-            "\n\n"))
-   ((not (tandem-view-state-running tandem-view--state)) "\n")
-   (t
-    (let* ((elapsed (- (float-time) (plist-get (tandem-view-state-running tandem-view--state) :since)))
-           (waiting (plist-get (tandem-view-state-running tandem-view--state) :waiting)))
-      (concat
-       (propertize
-        (if waiting
-            (format "⏸ Turn %s · waiting for you: %s · %s"
-                    (plist-get (tandem-view-state-running tandem-view--state) :turn) waiting (tandem-view--duration elapsed))
-          (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
-                  (plist-get (tandem-view-state-running tandem-view--state) :turn) (tandem-view--duration elapsed)))
-        'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
-       "\n\n")))))
+  (let ((lost (tandem-view-state-lost tandem-view--state))
+        (running (tandem-view-state-running tandem-view--state)))
+    (cond
+     (lost
+      (concat (propertize (format "⚠ The tandem backend stopped during turn %s · g reloads \
+the session from its journal" lost)
+                          'font-lock-face 'tandem-view-error)
+              "\n\n"))
+     ((not running) "\n")
+     (t
+      (let ((elapsed (tandem-view--duration (- (float-time) (plist-get running :since))))
+            (waiting (plist-get running :waiting)))
+        (concat
+         (propertize
+          (if waiting
+              (format "⏸ Turn %s · waiting for you: %s · %s"
+                      (plist-get running :turn) waiting elapsed)
+            (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
+                    (plist-get running :turn) elapsed))
+          'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
+         "\n\n"))))))
 
 (defun tandem-view--duration (seconds)
   "Format SECONDS as 12s or 3m05s."

@@ -20,13 +20,16 @@
 
 (defun tandem-view--fold-key (block part)
   "Return the fold-state key of PART of BLOCK."
-  (list (tandem-view-state-session tandem-view--state) (or (tandem-view-block-turn block) (tandem-view-block-key block)) part))
+  (list (tandem-view-state-session tandem-view--state)
+        (or (tandem-view-block-turn block) (tandem-view-block-key block))
+        part))
 
 (defun tandem-view--newest-turn-block ()
   "Return the newest block that is a turn."
-  (or (tandem-view-state-newest tandem-view--state)
-      (setf (tandem-view-state-newest tandem-view--state)
-            (cl-find-if #'tandem-view-block-turn (reverse (tandem-view-state-blocks tandem-view--state))))))
+  (let ((st tandem-view--state))
+    (or (tandem-view-state-newest st)
+        (setf (tandem-view-state-newest st)
+              (cl-find-if #'tandem-view-block-turn (reverse (tandem-view-state-blocks st)))))))
 
 (defun tandem-view--default-folded (block part)
   "Return non-nil when PART of BLOCK is folded by default."
@@ -87,7 +90,8 @@ state."
   "Rebuild the turn -> block index from the state's blocks."
   (setf (tandem-view-state-by-turn tandem-view--state) (make-hash-table))
   (dolist (b (tandem-view-state-blocks tandem-view--state))
-    (when (tandem-view-block-turn b) (puthash (tandem-view-block-turn b) b (tandem-view-state-by-turn tandem-view--state)))))
+    (when (tandem-view-block-turn b)
+      (puthash (tandem-view-block-turn b) b (tandem-view-state-by-turn tandem-view--state)))))
 
 (provide 'tandem-view-model)
 ;;; tandem-view-model.el ends here

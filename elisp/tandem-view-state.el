@@ -63,13 +63,18 @@ backend that publishes its session's events.")
                    :documentation "Non-nil when the next frame re-renders from the journal.
 A compaction arrived: it replaces turns above it.")
   (timer nil :documentation "The pending frame timer, or nil.")
-  (running nil :documentation "The turn in flight: plist (:turn N :since TIME :waiting TITLE), or nil.")
+  (running nil :documentation "The turn in flight, or nil.
+A plist (:turn N :since TIME :waiting TITLE).")
   (clock nil :documentation "Repeating one-second timer while a turn runs.")
-  (lost nil :documentation "Turn that was running when the backend died (progress row says so), or nil.")
-  (refreshing nil :documentation "Non-nil while `tandem-view-refresh' runs: events wait in `queued'.")
-  (queued nil :documentation "Events (and `gap' markers) that arrived during a refresh, newest first.")
+  (lost nil :documentation "Turn that was running when the backend died, or nil.
+The progress row says so until the next refresh.")
+  (refreshing nil :documentation "Non-nil while `tandem-view-refresh' runs.
+Events wait in the queued slot meanwhile.")
+  (queued nil :documentation "Events (and `gap' markers) that came during a refresh.
+Newest first.")
   (catching-up nil :documentation "Non-nil while missing entries are fetched.")
-  (flush-count 0 :documentation "Number of frames applied in this buffer (for tests and benchmarks)."))
+  (flush-count 0 :documentation "Number of frames applied in this buffer.
+For tests and benchmarks."))
 
 (defvar-local tandem-view--state nil
   "This session buffer's `tandem-view-state' (nil outside session buffers).")
