@@ -10,7 +10,9 @@
 ;; S-expression.  This file starts and stops the backend, authenticates with
 ;; a per-backend token, sends requests (synchronous and asynchronous),
 ;; answers the backend's calls into Emacs (event batches above all), and
-;; fetches large replies page by page.
+;; fetches large replies page by page.  A call from the backend is handled
+;; with the connection it came on: each connection keeps its own event
+;; sequence, and the event hooks see it as `tandem-event-connection'.
 ;;
 ;; It is a small client of its own rather than epc.el: `epc:call-sync' waits
 ;; in 150 ms slices through deferred.el (about 300 ms a call here), and
@@ -21,6 +23,7 @@
 ;;   `tandem-request'       -- call a method and wait for its value.
 ;;   `tandem-request-async' -- call a method, continue in a callback.
 ;;   `tandem-event-functions' -- hook run with each event from the backend.
+;;   `tandem-event-connection' -- the connection those events came on.
 ;;   `tandem-error'         -- the error every failed call signals.
 
 ;;; Code:

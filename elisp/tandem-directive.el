@@ -7,8 +7,10 @@
 
 ;; A directive is a request anchored on a region ("make this function
 ;; async").  The backend owns its record (workspace log); this file shows
-;; it in the source (a tinted overlay with a one-line lifecycle label),
-;; starts its actions as turns of the bound session and offers a menu.
+;; it in the source through tandem-directive-source.el (a tinted overlay
+;; with a one-line lifecycle label) and starts its actions as turns of the
+;; bound session.  The menu and the list are in tandem-directive-menu.el
+;; and the inspector in tandem-inspector.el, both above this file.
 ;;
 ;;   M-x tandem-directive      on the region (or the line at point)
 ;;   C-c C-d                   the directive menu (on an overlay, a list row,

@@ -18,6 +18,10 @@
 ;;
 ;; A Python backend owns every durable thing; this package renders what it
 ;; publishes and sends what you do.  Start with `M-x tandem'.
+;;
+;; This file is the top of the require graph: it loads every part, and no
+;; part requires it.  What the parts share (the customization groups, the
+;; project root) is in tandem-core.el, at the bottom.
 
 ;;; Code:
 
