@@ -81,7 +81,7 @@
         (push (bench-view-ms (lambda () (setq buffer (tandem-view-show info t)))) first)
         (with-current-buffer buffer
           (push (bench-view-ms (lambda () (tandem-view-load-older t))) whole)
-          (cl-assert (= 5000 (length tandem-view--blocks))))))
+          (cl-assert (= 5000 (length (tandem-view-state-blocks tandem-view--state)))))))
     (dotimes (_ 3)
       (bench-view-kill)
       ;; Anchor: the same buffer built with every turn rendered at open.
@@ -130,7 +130,7 @@ else to the session BUFFER."
           (tandem-test-wait-until
            (if noop (lambda () (>= received 20000))
              (lambda () (with-current-buffer buffer
-                          (let ((b (gethash 1 tandem-view--by-turn)))
+                          (let ((b (gethash 1 (tandem-view-state-by-turn tandem-view--state))))
                             (and b (>= (tandem-view-block-text-shown b)
                                        (length (tandem-view-block-live-text b)))
                                  (>= (length (tandem-view-block-live-text b)) 20000))))))

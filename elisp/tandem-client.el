@@ -10,7 +10,9 @@
 ;; S-expression.  This file starts and stops the backend, authenticates with
 ;; a per-backend token, sends requests (synchronous and asynchronous),
 ;; answers the backend's calls into Emacs (event batches above all), and
-;; fetches large replies page by page.
+;; fetches large replies page by page.  A call from the backend is handled
+;; with the connection it came on: each connection keeps its own event
+;; sequence, and the event hooks see it as `tandem-event-connection'.
 ;;
 ;; It is a small client of its own rather than epc.el: `epc:call-sync' waits
 ;; in 150 ms slices through deferred.el (about 300 ms a call here), and
@@ -21,6 +23,7 @@
 ;;   `tandem-request'       -- call a method and wait for its value.
 ;;   `tandem-request-async' -- call a method, continue in a callback.
 ;;   `tandem-event-functions' -- hook run with each event from the backend.
+;;   `tandem-event-connection' -- the connection those events came on.
 ;;   `tandem-error'         -- the error every failed call signals.
 
 ;;; Code:
@@ -28,48 +31,57 @@
 (require 'cl-lib)
 (require 'eieio)
 (require 'subr-x)
-
-(defgroup tandem nil
-  "Work with a coding agent on a project, from Emacs."
-  :group 'tools
-  :prefix "tandem-")
+(require 'tandem-core)
 
 (defcustom tandem-python nil
   "Python interpreter that runs the tandem backend.
 When nil, use the `.venv' of the tandem checkout when there is one,
 else \"python3\" from the variable `exec-path'."
-  :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter")))
+  :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter"))
+  :group 'tandem)
 
 (defcustom tandem-backend-arguments '("-m" "tandem.cli" "serve")
   "Arguments given to `tandem-python' to start the backend."
-  :type '(repeat string))
+  :type '(repeat string)
+  :group 'tandem)
 
 (defcustom tandem-home nil
   "State directory of the backend (TANDEM_HOME), or nil for its default.
 The default is $XDG_STATE_HOME/tandem, i.e. ~/.local/state/tandem."
-  :type '(choice (const :tag "Default" nil) directory))
+  :type '(choice (const :tag "Default" nil) directory)
+  :group 'tandem)
 
 (defcustom tandem-request-timeout 30
   "Seconds a synchronous request waits for its reply before failing."
-  :type 'number)
+  :type 'number
+  :group 'tandem)
 
 (defcustom tandem-start-timeout 60
   "Seconds to wait for a starting backend to announce its port."
-  :type 'number)
+  :type 'number
+  :group 'tandem)
 
 (defcustom tandem-log-events t
   "When non-nil, log every message to and from the backend.
 The log is the buffer `*tandem-events*'; it keeps the last
 `tandem-events-buffer-lines' lines."
-  :type 'boolean)
+  :type 'boolean
+  :group 'tandem)
 
 (defcustom tandem-events-buffer-lines 2000
   "Lines kept in the `*tandem-events*' buffer."
-  :type 'integer)
+  :type 'integer
+  :group 'tandem)
 
 (defvar tandem-event-functions nil
   "Abnormal hook run with each event the backend publishes.
-Each function receives one plist (:session ID :seq N :kind KIND ...).")
+Each function receives one plist (:session ID :seq N :kind KIND ...);
+`tandem-event-connection' is the connection it arrived on.")
+
+(defvar tandem-event-connection nil
+  "The `tandem-connection' whose events the event hooks are running for.
+Bound while `tandem-event-functions' and `tandem-event-gap-functions'
+run for a batch; nil when a hook is run by other code.")
 
 (defvar tandem-event-gap-functions nil
   "Abnormal hook run when events of a session arrive out of sequence.
@@ -78,7 +90,8 @@ a view refetches from the journal.")
 
 (defvar tandem-client-methods nil
   "Alist of (NAME . FUNCTION): methods the backend may call in Emacs.
-FUNCTION receives the call's arguments and returns the reply value.")
+FUNCTION receives the connection the call came on, then the call's
+arguments, and returns the reply value.")
 
 (define-error 'tandem-error "tandem")
 
@@ -331,25 +344,28 @@ it, so a reply makes no copies on its way to `read'."
     (condition-case err
         (if (not fn)
             (tandem--send conn `(epc-error ,uid ,(format "No such method in Emacs: %s" method)))
-          (tandem--send conn `(return ,uid ,(tandem--plain (apply fn args)))))
+          (tandem--send conn `(return ,uid ,(tandem--plain (apply fn conn args)))))
       (error (tandem--send conn `(return-error ,uid ,(error-message-string err)))))))
 
-(defun tandem--on-events (events)
-  "Apply EVENTS, a batch from the backend: check sequence, run the hook."
-  (let ((conn tandem--connection))
+(defun tandem--on-events (conn events)
+  "Apply EVENTS, a batch from the backend of CONN: check sequence, run the hook.
+Sequence is kept per connection, and the hooks see CONN as
+`tandem-event-connection': a view applies only the events of the
+backend it follows."
+  (let ((tandem-event-connection conn))
     (dolist (event events)
       (let* ((session (plist-get event :session))
              (seq (plist-get event :seq))
-             (last (and conn (gethash session (oref conn last-seq)))))
+             (last (gethash session (oref conn last-seq))))
         (when (and last seq (/= seq (1+ last)))
           (run-hook-with-args 'tandem-event-gap-functions session (1+ last) seq))
-        (when (and conn seq) (puthash session seq (oref conn last-seq)))
+        (when seq (puthash session seq (oref conn last-seq)))
         (with-demoted-errors "tandem event handler: %S"
           (run-hook-with-args 'tandem-event-functions event))))
     nil))
 
 (setf (alist-get 'tandem--events tandem-client-methods) #'tandem--on-events)
-(setf (alist-get 'echo tandem-client-methods) (lambda (&rest args) args))
+(setf (alist-get 'echo tandem-client-methods) (lambda (_conn &rest args) args))
 
 ;;;; Requests
 
@@ -358,6 +374,10 @@ it, so a reply makes no copies on its way to `read'."
   (if (and tandem--connection (tandem-connection-live-p tandem--connection))
       tandem--connection
     (tandem-start)))
+
+(defun tandem-ensure-connection ()
+  "Return the current live connection, starting the backend when there is none."
+  (tandem--ensure))
 
 (defun tandem--call (conn method params success error)
   "Send METHOD with PARAMS on CONN; run SUCCESS or ERROR with the reply.
@@ -389,12 +409,13 @@ ERROR runs instead if a page cannot be had."
                                   error))))
       (next 0))))
 
-(defun tandem-request-async (method params callback &optional errback)
+(defun tandem-request-async (method params callback &optional errback connection)
   "Call METHOD with PARAMS (a plist) in the backend; don't wait.
 CALLBACK receives the reply value.  ERRBACK, if non-nil, receives the
 error as (CODE MESSAGE DATA); without it the error is shown as a message.
-Return the call's uid."
-  (tandem--call (tandem--ensure) method params callback
+CONNECTION, if non-nil, is the live connection to call on (default: the
+current one, started when needed).  Return the call's uid."
+  (tandem--call (or connection (tandem--ensure)) method params callback
                 (or errback
                     (lambda (err)
                       (message "tandem: %s failed: %s" method (nth 1 err))))))

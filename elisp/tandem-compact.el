@@ -27,11 +27,11 @@
 (require 'subr-x)
 (require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-view-state)
 (require 'tandem-view-render)
 
-(declare-function tandem-view-buffer "tandem-view" (session))
-(declare-function tandem-view-refresh "tandem-view" ())
-(defvar tandem-view--session)
+;; The view is above this file (its compaction rows use it).
+(declare-function tandem-view-refresh "tandem-view-live" ())
 
 (defcustom tandem-compact-timeout 600
   "Seconds a synchronous `tandem-compact' waits for the summary."
@@ -51,7 +51,7 @@ Each function gets SESSION and the reply plist, or nil and the error text.")
 (defun tandem-compact--session (session)
   "Return SESSION, else the session of this buffer or project."
   (or session
-      (and (boundp 'tandem-view--session) tandem-view--session)
+      (tandem-view-session-here)
       (tandem-project-session)))
 
 (defun tandem-compact--done (session reply)
@@ -59,8 +59,8 @@ Each function gets SESSION and the reply plist, or nil and the error text.")
   (message "tandem: compacted; turns before %s summarised (%s → %s tokens)"
            (plist-get reply :first-kept-turn) (plist-get reply :tokens-before)
            (plist-get reply :tokens-after))
-  (let ((buffer (and (fboundp 'tandem-view-buffer) (tandem-view-buffer session))))
-    (when buffer
+  (let ((buffer (tandem-view-buffer session)))
+    (when (and buffer (fboundp 'tandem-view-refresh))
       (with-current-buffer buffer (tandem-view-refresh))))
   (run-hook-with-args 'tandem-compact-finished-functions session reply))
 
@@ -216,7 +216,7 @@ inserted text is read-only.  Return the number of turns inserted."
 Interactively, COMPACTION is the compaction row at point in a session
 buffer.  Return the buffer."
   (interactive)
-  (let* ((session (or session (and (boundp 'tandem-view--session) tandem-view--session)))
+  (let* ((session (or session (tandem-view-session-here)))
          (compaction (or compaction (tandem-compact--entry-at (point))
                          (user-error "No compaction row at point"))))
     (unless session (user-error "Not in a tandem session buffer"))

@@ -24,8 +24,8 @@
 (require 'tandem-directive-source)
 
 (declare-function tandem-inspect-directive "tandem-inspector" (id &optional root))
-(declare-function tandem-project-root "tandem" (&optional directory))
-(defvar tandem-view--info)
+(require 'tandem-core)
+(require 'tandem-view-state)
 (defvar tandem-view-transcript-map)
 (defvar tandem-view-mode-map)
 
@@ -47,8 +47,8 @@
 (defun tandem-directive--menu-root-here ()
   "Return the project root for a menu opened in the current buffer."
   (or tandem-directive-root
-      (and (boundp 'tandem-view--info) tandem-view--info
-           (or (plist-get tandem-view--info :active-cwd) (plist-get tandem-view--info :cwd)))
+      (let ((info (tandem-view-info-here)))
+        (and info (or (plist-get info :active-cwd) (plist-get info :cwd))))
       (let ((ov (cl-find-if (lambda (o) (overlay-get o 'tandem-root))
                             (overlays-at (point)))))
         (and ov (overlay-get ov 'tandem-root)))

@@ -19,7 +19,7 @@
 (require 'subr-x)
 (require 'tandem-client)
 
-(declare-function tandem-project-root "tandem" (&optional directory))
+(require 'tandem-core)
 (declare-function tandem-directive-list "tandem-directive" (&optional root archived))
 (declare-function tandem-directive-menu "tandem-directive-menu" (&optional id))
 (declare-function tandem-directive--region-lines "tandem-directive" (beg end))

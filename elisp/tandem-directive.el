@@ -7,8 +7,10 @@
 
 ;; A directive is a request anchored on a region ("make this function
 ;; async").  The backend owns its record (workspace log); this file shows
-;; it in the source (a tinted overlay with a one-line lifecycle label),
-;; starts its actions as turns of the bound session and offers a menu.
+;; it in the source through tandem-directive-source.el (a tinted overlay
+;; with a one-line lifecycle label) and starts its actions as turns of the
+;; bound session.  The menu and the list are in tandem-directive-menu.el
+;; and the inspector in tandem-inspector.el, both above this file.
 ;;
 ;;   M-x tandem-directive      on the region (or the line at point)
 ;;   C-c C-d                   the directive menu (on an overlay, a list row,
@@ -30,17 +32,15 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'tandem-client)
+(require 'tandem-core)
+(require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-composer)
+(require 'tandem-view-state)
+(require 'tandem-directive-source)
 
-(declare-function tandem-project-root "tandem" (&optional directory))
+;; The view is above this file (it renders directive turns).
 (declare-function tandem-view-show "tandem-view" (info &optional no-select))
-(declare-function tandem-view-buffer "tandem-view" (session))
-(declare-function tandem-composer-set-scope "tandem-composer" (buffer scope))
-(declare-function tandem-composer-scope "tandem-composer" (&optional buffer))
-(declare-function tandem-composer-set-draft "tandem-composer" (text &optional buffer))
-(declare-function tandem-directive-overlays-refresh "tandem-directive-source" (&optional root))
-(declare-function tandem-directive-sync "tandem-directive-source" (&optional root))
-(defvar tandem-composer-directive-send-function)
 
 (defgroup tandem-directive nil
   "Directives: durable requests anchored in the source."
@@ -229,15 +229,12 @@ when the view is not loaded."
         (goto-char (point-max)))
       buffer)))
 
-(defvar tandem-view--info)
-
 (defun tandem-directive--buffer-root (buffer)
   "Return the project root of session BUFFER, or nil."
   (with-current-buffer buffer
     (or tandem-directive-root
-        (and (boundp 'tandem-view--info) tandem-view--info
-             (or (plist-get tandem-view--info :active-cwd)
-                 (plist-get tandem-view--info :cwd))))))
+        (let ((info (tandem-view-info-here)))
+          (and info (or (plist-get info :active-cwd) (plist-get info :cwd)))))))
 
 (defun tandem-directive--composer-send (id action text buffer)
   "Send TEXT as ACTION on directive ID from the composer of BUFFER.
@@ -459,6 +456,4 @@ turn %s of session %s" seq (plist-get a :turn) (plist-get a :session))
              (car (split-string (completing-read "Directive: " ids nil t)))))))
 
 (provide 'tandem-directive)
-(require 'tandem-directive-source)
-(require 'tandem-directive-menu)
 ;;; tandem-directive.el ends here

@@ -34,10 +34,10 @@
 (require 'tandem-client)
 (require 'tandem-turns)
 (require 'tandem-composer)
+(require 'tandem-view-state)
 (require 'tandem-view-render)
 
-(declare-function tandem-view-buffer "tandem-view" (session))
-(declare-function tandem-view-refresh "tandem-view" ())
+(declare-function tandem-view-refresh "tandem-view-live" ())
 (defvar tandem-view-transcript-map)
 (defvar tandem-directive-changed-functions)
 
@@ -161,7 +161,7 @@ leave the view and the model's context.\n\n"
 
 (defun tandem-rewind--after (session)
   "Re-render SESSION's buffer and leave its composer empty, in chat scope."
-  (let ((buffer (and (fboundp 'tandem-view-buffer) (tandem-view-buffer session))))
+  (let ((buffer (tandem-view-buffer session)))
     (when buffer
       (with-current-buffer buffer
         (when (fboundp 'tandem-view-refresh) (tandem-view-refresh))

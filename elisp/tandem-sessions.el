@@ -32,7 +32,7 @@
 (require 'tabulated-list)
 (require 'tandem-client)
 
-(declare-function tandem-project-root "tandem" (&optional directory))
+(require 'tandem-core)
 
 (defconst tandem-sessions-cancelled "Resume cancelled: session was not moved."
   "What a declined relocation says (exactly).")
@@ -52,9 +52,7 @@ The plist has :id :path :cwd :active-cwd :relocated :previous-files
 
 (defun tandem-sessions--launch-dir ()
   "The directory this command was launched from: the current project root."
-  (directory-file-name
-   (expand-file-name
-    (if (fboundp 'tandem-project-root) (tandem-project-root) default-directory))))
+  (directory-file-name (tandem-project-root)))
 
 (defun tandem-sessions--activated (info)
   "Record INFO (a session reply plist), tell the user, run the hook; return INFO."

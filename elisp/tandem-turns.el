@@ -22,7 +22,7 @@
 (require 'auth-source)
 (require 'tandem-client)
 
-(declare-function tandem-project-root "tandem" (&optional directory))
+(require 'tandem-core)
 
 (defcustom tandem-provider nil
   "Provider of new turns: \"openai:MODEL\", \"anthropic:MODEL\" or \"acp:AGENT\".

@@ -6,23 +6,18 @@
 ;;; Commentary:
 
 ;; Folding, moving between turns, answering questions, sending and
-;; cancelling turns in a session buffer (tandem-view.el).
+;; cancelling turns in a session buffer (tandem-view.el loads this file).
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
-(require 'tandem-view-live)
-
-;; State of tandem-view.el (which loads this file).
-(defvar tandem-view--session)
-(defvar tandem-view--by-turn)
-(defvar tandem-view--folds)
-(defvar tandem-view--tail)
+(require 'tandem-view-frame)
 
 (defun tandem-view--part-at (pos)
   "Return (BLOCK . PART) at POS for folding, or nil."
@@ -43,7 +38,8 @@ The choice is remembered for this buffer and wins over the defaults."
          (found (or (tandem-view--part-at pos) (user-error "Nothing to fold here")))
          (block (car found)) (part (cdr found))
          (folded (tandem-view--folded-p block part)))
-    (puthash (tandem-view--fold-key block part) (if folded 'open 'folded) tandem-view--folds)
+    (puthash (tandem-view--fold-key block part) (if folded 'open 'folded)
+             (tandem-view-state-folds tandem-view--state))
     (tandem-view--keeping-place (tandem-view--rerender block))
     (goto-char (tandem-view-block-start block))
     (let ((end (tandem-view--block-end block)) (pos (point)))
@@ -56,13 +52,13 @@ The choice is remembered for this buffer and wins over the defaults."
 (defun tandem-view-next-turn (&optional n)
   "Move to the header of the next turn (N times)."
   (interactive "p")
-  (dotimes (_ (or n 1))
-    (let ((next (next-single-property-change (line-end-position) 'tandem-header nil
-                                             tandem-view--tail)))
-      (when (and next (< next tandem-view--tail))
-        (goto-char (if (get-text-property next 'tandem-header) next
-                     (or (next-single-property-change next 'tandem-header nil tandem-view--tail)
-                         next)))))))
+  (let ((tail (tandem-view-state-tail tandem-view--state)))
+    (dotimes (_ (or n 1))
+      (let ((next (next-single-property-change (line-end-position) 'tandem-header nil tail)))
+        (when (and next (< next tail))
+          (goto-char (if (get-text-property next 'tandem-header) next
+                       (or (next-single-property-change next 'tandem-header nil tail)
+                           next))))))))
 
 (defun tandem-view-previous-turn (&optional n)
   "Move to the header of the previous turn (N times)."
@@ -80,7 +76,7 @@ Nothing happens unless POS is on a pending interaction row."
     (unless interaction (user-error "No question at point"))
     (unless (assoc answer tandem-view-answer-labels)
       (error "Unknown answer %S" answer))
-    (tandem-request "turns/answer" (list :session tandem-view--session
+    (tandem-request "turns/answer" (list :session (tandem-view-state-session tandem-view--state)
                                          :interaction-id (plist-get interaction :id)
                                          :answer answer))
     (message "Answered: %s" (cdr (assoc answer tandem-view-answer-labels)))
@@ -97,9 +93,9 @@ Nothing happens unless POS is on a pending interaction row."
 
 (defun tandem-view--send (text _scope)
   "Send TEXT as a chat turn of this buffer's session; return the turn number."
-  (let* ((reply (tandem-send text tandem-view--session))
+  (let* ((reply (tandem-send text (tandem-view-state-session tandem-view--state)))
          (turn (cdr reply))
-         (block (gethash turn tandem-view--by-turn)))
+         (block (gethash turn (tandem-view-state-by-turn tandem-view--state))))
     ;; Events may have ended the turn while `tandem-send' waited.
     (unless (and block (tandem-view-block-end-entry block))
       (tandem-view--set-running turn))
@@ -109,7 +105,7 @@ Nothing happens unless POS is on a pending interaction row."
 (defun tandem-view-cancel ()
   "Cancel the turn in flight in this session."
   (interactive)
-  (let ((cancelled (tandem-cancel-turn tandem-view--session)))
+  (let ((cancelled (tandem-cancel-turn (tandem-view-state-session tandem-view--state))))
     (message (if cancelled "Cancelling the turn…" "No turn to cancel"))
     cancelled))
 

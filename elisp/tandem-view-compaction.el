@@ -17,10 +17,9 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-compact)
-
-(defvar tandem-view--session)
 
 (defun tandem-view-compaction-entry (block)
   "Return BLOCK's compaction entry when BLOCK is a compaction row, else nil."
@@ -82,7 +81,7 @@ a line instead of signalled."
           (insert (propertize "\n── the summarised turns, from the journal (read-only) ──\n\n"
                               'font-lock-face 'tandem-view-muted))
           (tandem-compact-insert-old-turns
-           tandem-view--session entry
+           (tandem-view-state-session tandem-view--state) entry
            (lambda (block part)
              ;; The renderer asks about a turn's `turn' part before it
              ;; inserts anything of it: that first question marks its start.

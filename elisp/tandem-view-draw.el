@@ -7,34 +7,55 @@
 
 ;; Edits of the session buffer below the full rendering: inserting and
 ;; re-rendering blocks (in a scratch buffer for runs of them), making
-;; their text read-only transcript, and the top row and the progress
-;; row.  The state lives in tandem-view.el.
+;; their text read-only transcript with the transcript's keymaps (defined
+;; here), and the top row and the progress row.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
 (require 'tandem-composer)
+(require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-view-model)
 
-;; State of tandem-view.el (which loads this file).
-(defvar tandem-view--session)
-(defvar tandem-view--blocks)
-(defvar tandem-view--first-seq)
-(defvar tandem-view--folds)
-(defvar tandem-view--tail)
-(defvar tandem-view--running)
-(defvar tandem-view--lost)
-(defvar tandem-view-transcript-map)
-(defvar tandem-view-interaction-map)
+;; The top row's button pages in older turns (tandem-view-live.el, above).
 (declare-function tandem-view-load-older "tandem-view-live" (&optional all))
+
+;;;; Keymaps of the transcript
+
+;; The commands are defined in the files above this one (they draw
+;; with it), so they are named here by symbol.
+(defvar tandem-view-transcript-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "TAB") 'tandem-view-toggle-fold)
+    (define-key map (kbd "<tab>") 'tandem-view-toggle-fold)
+    (define-key map "g" 'tandem-view-refresh)
+    (define-key map "n" 'tandem-view-next-turn)
+    (define-key map "p" 'tandem-view-previous-turn)
+    (define-key map "o" 'tandem-view-load-older)
+    (define-key map "E" #'tandem-compact-show-old-turns)
+    (define-key map "q" #'quit-window)
+    map)
+  "Keys on rendered text (the transcript); the composer has ordinary keys.")
+
+(defvar tandem-view-interaction-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map tandem-view-transcript-map)
+    (define-key map (kbd "RET") #'push-button)
+    (define-key map [mouse-2] #'push-button)
+    (define-key map [follow-link] 'mouse-face)
+    map)
+  "Parent keymap of a pending interaction row.
+Each row adds the keys of its answers; they act only while point is on it.")
+
+;;;; Blocks
 
 (defun tandem-view--block-end (block)
   "Return the position where BLOCK's text ends."
   (let ((start (marker-position (tandem-view-block-start block))))
-    (next-single-property-change start 'tandem-block nil (marker-position tandem-view--tail))))
-
+    (next-single-property-change start 'tandem-block nil
+                                 (marker-position (tandem-view-state-tail tandem-view--state)))))
 (defun tandem-view--insert-block (block)
   "Insert BLOCK at point, marking its text, and set its start marker."
   (let ((start (point)))
@@ -54,8 +75,7 @@
 Runs of blocks are rendered in a scratch buffer and inserted with one
 edit: thousands of small insertions would each pay for every marker of
 the buffer.  A block with streamed text is rendered in place."
-  (let ((folds tandem-view--folds) (session tandem-view--session)
-        (all tandem-view--blocks) (newest (tandem-view--newest-turn-block))
+  (let ((state tandem-view--state)
         (runs nil) (run nil))
     (dolist (b blocks)
       (if (not (tandem-view--live-p b))
@@ -68,10 +88,8 @@ the buffer.  A block with streamed text is rendered in place."
           (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
         (let ((offsets nil) (text nil))
           (with-temp-buffer
-            (setq-local tandem-view--folds folds)
-            (setq-local tandem-view--session session)
-            (setq-local tandem-view--blocks all)
-            (setq-local tandem-view--newest newest)
+            ;; The same state: folds, session, blocks and newest turn as here.
+            (setq-local tandem-view--state state)
             (setq-local tandem-view-render-lazy t)
             (dolist (b (cdr r))
               (let ((start (point)))
@@ -116,8 +134,9 @@ the buffer.  A block with streamed text is rendered in place."
          (end (tandem-view--block-end block))
          (next (cl-find-if (lambda (b) (and (tandem-view-block-start b)
                                             (marker-position (tandem-view-block-start b))))
-                           (cdr (memq block tandem-view--blocks))))
-         (boundary (if next (tandem-view-block-start next) tandem-view--tail)))
+                           (cdr (memq block (tandem-view-state-blocks tandem-view--state)))))
+         (boundary (if next (tandem-view-block-start next)
+                     (tandem-view-state-tail tandem-view--state))))
     (delete-region start end)
     (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block block)))))
 
@@ -126,16 +145,17 @@ the buffer.  A block with streamed text is rendered in place."
   (when (tandem-view-block-start block)
     (delete-region (tandem-view-block-start block) (tandem-view--block-end block))
     (set-marker (tandem-view-block-start block) nil))
-  (setq tandem-view--blocks (delq block tandem-view--blocks)
-        tandem-view--newest nil))
+  (let ((st tandem-view--state))
+    (setf (tandem-view-state-blocks st) (delq block (tandem-view-state-blocks st))
+          (tandem-view-state-newest st) nil)))
 
 (defun tandem-view--older-row ()
   "Insert the top row, a button for older history or the start marker."
-  (let ((start (point)))
-    (if (and tandem-view--first-seq (> tandem-view--first-seq 1))
+  (let ((start (point))
+        (first-seq (tandem-view-state-first-seq tandem-view--state)))
+    (if (and first-seq (> first-seq 1))
         (progn
-          (insert-text-button (format "▲ Load older turns (o) — entries before #%d"
-                                      tandem-view--first-seq)
+          (insert-text-button (format "▲ Load older turns (o) — entries before #%d" first-seq)
                               'action (lambda (_) (tandem-view-load-older))
                               'follow-link t)
           (insert "\n\n"))
@@ -147,32 +167,35 @@ the buffer.  A block with streamed text is rendered in place."
 (defun tandem-view--redraw-older-row ()
   "Redraw the top row (after paging)."
   (let* ((end (next-single-property-change (point-min) 'tandem-older nil (point-max)))
-         (first (car tandem-view--blocks))
-         (boundary (if first (tandem-view-block-start first) tandem-view--tail)))
+         (first (car (tandem-view-state-blocks tandem-view--state)))
+         (boundary (if first (tandem-view-block-start first)
+                     (tandem-view-state-tail tandem-view--state))))
     (delete-region (point-min) end)
     (tandem-view--insert-before boundary #'tandem-view--older-row)))
 
 (defun tandem-view--progress-text ()
   "Return the progress row's text."
-  (cond
-   (tandem-view--lost
-    (concat (propertize (format "⚠ The tandem backend stopped during turn %s · g reloads \
-the session from its journal" tandem-view--lost)
-                        'font-lock-face 'tandem-view-error)
-            "\n\n"))
-   ((not tandem-view--running) "\n")
-   (t
-    (let* ((elapsed (- (float-time) (plist-get tandem-view--running :since)))
-           (waiting (plist-get tandem-view--running :waiting)))
-      (concat
-       (propertize
-        (if waiting
-            (format "⏸ Turn %s · waiting for you: %s · %s"
-                    (plist-get tandem-view--running :turn) waiting (tandem-view--duration elapsed))
-          (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
-                  (plist-get tandem-view--running :turn) (tandem-view--duration elapsed)))
-        'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
-       "\n\n")))))
+  (let ((lost (tandem-view-state-lost tandem-view--state))
+        (running (tandem-view-state-running tandem-view--state)))
+    (cond
+     (lost
+      (concat (propertize (format "⚠ The tandem backend stopped during turn %s · g reloads \
+the session from its journal" lost)
+                          'font-lock-face 'tandem-view-error)
+              "\n\n"))
+     ((not running) "\n")
+     (t
+      (let ((elapsed (tandem-view--duration (- (float-time) (plist-get running :since))))
+            (waiting (plist-get running :waiting)))
+        (concat
+         (propertize
+          (if waiting
+              (format "⏸ Turn %s · waiting for you: %s · %s"
+                      (plist-get running :turn) waiting elapsed)
+            (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
+                    (plist-get running :turn) elapsed))
+          'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
+         "\n\n"))))))
 
 (defun tandem-view--duration (seconds)
   "Format SECONDS as 12s or 3m05s."
@@ -181,7 +204,7 @@ the session from its journal" tandem-view--lost)
 
 (defun tandem-view--redraw-progress ()
   "Redraw the progress row between the transcript and the composer."
-  (delete-region tandem-view--tail tandem-composer--start)
+  (delete-region (tandem-view-state-tail tandem-view--state) tandem-composer--start)
   (tandem-view--insert-before
    tandem-composer--start
    #'tandem-view--insert-progress))

@@ -20,17 +20,14 @@
 
 (require 'cl-lib)
 (require 'subr-x)
-
-(defgroup tandem-view nil
-  "The tandem session buffer."
-  :group 'tandem
-  :prefix "tandem-view-")
+(require 'tandem-core)
 
 (defcustom tandem-view-markdown-engine 'auto
   "How message bodies are fontified as Markdown.
 `auto' uses `markdown-mode' when it can be loaded, else the built-in
 fontifier; `markdown-mode' and `builtin' force one of them."
-  :type '(choice (const auto) (const markdown-mode) (const builtin)))
+  :type '(choice (const auto) (const markdown-mode) (const builtin))
+  :group 'tandem-view)
 
 (defcustom tandem-view-code-languages
   '(("py" . python-mode) ("python" . python-mode) ("sh" . sh-mode)
@@ -44,7 +41,8 @@ fontifier; `markdown-mode' and `builtin' force one of them."
     ("xml" . nxml-mode) ("sql" . sql-mode) ("makefile" . makefile-mode))
   "Alist of fence language name to major mode, for the built-in fontifier.
 A language not listed uses LANG-mode when that function exists."
-  :type '(alist :key-type string :value-type function))
+  :type '(alist :key-type string :value-type function)
+  :group 'tandem-view)
 
 (defvar tandem-view-markdown--cache (make-hash-table :test #'equal)
   "Fontified strings by (ENGINE . TEXT).")

@@ -14,27 +14,22 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-view-compaction)
 
-;; Buffer-local state defined in tandem-view.el.
-(defvar tandem-view--session)
-(defvar tandem-view--blocks)
-(defvar tandem-view--by-turn)
-(defvar tandem-view--folds)
-
 (defun tandem-view--fold-key (block part)
   "Return the fold-state key of PART of BLOCK."
-  (list tandem-view--session (or (tandem-view-block-turn block) (tandem-view-block-key block)) part))
-
-(defvar-local tandem-view--newest nil
-  "Cache of `tandem-view--newest-turn-block' (nil: compute it again).")
+  (list (tandem-view-state-session tandem-view--state)
+        (or (tandem-view-block-turn block) (tandem-view-block-key block))
+        part))
 
 (defun tandem-view--newest-turn-block ()
   "Return the newest block that is a turn."
-  (or tandem-view--newest
-      (setq tandem-view--newest
-            (cl-find-if #'tandem-view-block-turn (reverse tandem-view--blocks)))))
+  (let ((st tandem-view--state))
+    (or (tandem-view-state-newest st)
+        (setf (tandem-view-state-newest st)
+              (cl-find-if #'tandem-view-block-turn (reverse (tandem-view-state-blocks st)))))))
 
 (defun tandem-view--default-folded (block part)
   "Return non-nil when PART of BLOCK is folded by default."
@@ -50,7 +45,7 @@
 
 (defun tandem-view--folded-p (block part)
   "Return non-nil when PART of BLOCK is folded (an explicit fold wins)."
-  (pcase (gethash (tandem-view--fold-key block part) tandem-view--folds)
+  (pcase (gethash (tandem-view--fold-key block part) (tandem-view-state-folds tandem-view--state))
     ('folded t)
     ('open nil)
     (_ (tandem-view--default-folded block part))))
@@ -92,10 +87,11 @@ state."
      (tandem-view-compaction-drop (nreverse blocks) entries later))))
 
 (defun tandem-view--index ()
-  "Rebuild the turn -> block index from `tandem-view--blocks'."
-  (setq tandem-view--by-turn (make-hash-table))
-  (dolist (b tandem-view--blocks)
-    (when (tandem-view-block-turn b) (puthash (tandem-view-block-turn b) b tandem-view--by-turn))))
+  "Rebuild the turn -> block index from the state's blocks."
+  (setf (tandem-view-state-by-turn tandem-view--state) (make-hash-table))
+  (dolist (b (tandem-view-state-blocks tandem-view--state))
+    (when (tandem-view-block-turn b)
+      (puthash (tandem-view-block-turn b) b (tandem-view-state-by-turn tandem-view--state)))))
 
 (provide 'tandem-view-model)
 ;;; tandem-view-model.el ends here

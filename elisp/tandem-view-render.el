@@ -14,7 +14,7 @@
 ;; directive's submitted prompt, (reasoning SEQ), (tool CALL-ID),
 ;; `live-reasoning', (compaction SEQ), and (compacted TURN PART) for a
 ;; part of a turn shown inside an unfolded compaction row.  Rendering
-;; never decides fold state itself; tandem-view.el keeps it.
+;; never decides fold state itself; tandem-view-model.el does.
 
 ;;; Code:
 

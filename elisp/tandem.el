@@ -18,22 +18,30 @@
 ;;
 ;; A Python backend owns every durable thing; this package renders what it
 ;; publishes and sends what you do.  Start with `M-x tandem'.
+;;
+;; This file is the top of the require graph: it loads every part, and no
+;; part requires it.  What the parts share (the customization groups, the
+;; project root) is in tandem-core.el, at the bottom.
 
 ;;; Code:
 
+;; The top of the require graph: the parts never require this file, so
+;; it requires them all, after which everything is loaded.
+(require 'tandem-core)
 (require 'tandem-client)
-(require 'project)
+(require 'tandem-turns)
+(require 'tandem-view)
+(require 'tandem-sessions)
+(require 'tandem-directive)
+(require 'tandem-directive-menu)
+(require 'tandem-inspector)
+(require 'tandem-compact)
+(require 'tandem-remote)
+(require 'tandem-rewind)
 
-(defun tandem-project-root (&optional directory)
-  "Return the project root of DIRECTORY (default: `default-directory').
-Uses `project.el'; outside any project, DIRECTORY itself."
-  (let* ((dir (or directory default-directory))
-         (project (project-current nil dir)))
-    (expand-file-name (if project (project-root project) dir))))
-
-(defvar tandem-open-session-function nil
+(defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
-`tandem-view' sets it to `tandem-view-open'.")
+`tandem' calls it; the default is the session buffer of tandem-view.el.")
 
 ;;;###autoload
 (defun tandem (&optional directory)
@@ -58,15 +66,4 @@ Uses `project.el'; outside any project, DIRECTORY itself."
     report))
 
 (provide 'tandem)
-
-;; The parts, loaded after `tandem' is provided because several require it.
-(require 'tandem-turns)
-(require 'tandem-view)
-(require 'tandem-sessions)
-(require 'tandem-directive)
-(require 'tandem-inspector)
-(require 'tandem-compact)
-(require 'tandem-remote)
-(require 'tandem-rewind)
-
 ;;; tandem.el ends here

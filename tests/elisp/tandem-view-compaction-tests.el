@@ -42,7 +42,7 @@
         ;; In place of turns 1-2: before the first kept turn, not after turn 4.
         (should (< (tandem-view-compaction-test--pos "≡ Compacted")
                    (tandem-view-compaction-test--pos "Turn 3 ·")))
-        (should (equal (mapcar #'tandem-view-block-turn tandem-view--blocks) '(nil 3 4 5)))
+        (should (equal (mapcar #'tandem-view-block-turn (tandem-view-state-blocks tandem-view--state)) '(nil 3 4 5)))
         ;; Unfold: the summary, then the old turns from the journal.
         (goto-char (tandem-view-compaction-test--pos "≡ Compacted"))
         (tandem-view-toggle-fold)
@@ -95,10 +95,10 @@
                   "paged")))
       (with-current-buffer (tandem-view-show info t)
         ;; The newest page starts at turn 19: the row goes before it.
-        (should (equal (mapcar #'tandem-view-block-turn tandem-view--blocks)
+        (should (equal (mapcar #'tandem-view-block-turn (tandem-view-state-blocks tandem-view--state))
                        '(nil 19 20 21 22 23 24 25)))
         (tandem-view-load-older t)
-        (should (equal (mapcar #'tandem-view-block-turn tandem-view--blocks)
+        (should (equal (mapcar #'tandem-view-block-turn (tandem-view-state-blocks tandem-view--state))
                        '(nil 18 19 20 21 22 23 24 25)))
         (let ((text (tandem-view-test-text)))
           (should-not (string-match-p "Question number 17\\?" text))
@@ -118,7 +118,7 @@
       '(:steps [(:reply (:text "alpha answer")) (:reply (:text "bravo answer"))
                 (:reply (:text "charlie answer"))
                 (:reply (:text "SUMMARY-LIVE: alpha and bravo."))])
-    (let ((session tandem-view--session))
+    (let ((session (tandem-view-state-session tandem-view--state)))
       (make-directory (expand-file-name ".tandem" project))
       (with-temp-file (expand-file-name ".tandem/settings.json" project)
         (insert "{\"compaction_keep_turns\": 1}"))

@@ -71,7 +71,7 @@
       (tandem-test-wait-until
        (lambda () (string-match-p "backend stopped during turn 1" (tandem-view-test-text)))
        5)
-      (should-not tandem-view--running)
+      (should-not (tandem-view-state-running tandem-view--state))
       (should-not (string-match-p "running" (tandem-view-test-text)))
       ;; The send key sends again (it no longer cancels).
       (should (string-match-p "C-c C-c send" (tandem-view-test-text)))
@@ -132,6 +132,31 @@ the form as redisplay would."
                                       (tandem-view-lifecycle-test--header buffer))))
           (kill-buffer buffer)
           (delete-directory dir t))))))
+
+(ert-deftest tandem-view-events-follow-their-connection ()
+  "A buffer applies the events of the backend it follows, not another connection's.
+When that backend is gone, the buffer follows the next one."
+  (tandem-view-test-with-session '(:steps [])
+    (let* ((st tandem-view--state)
+           (session (tandem-view-state-session st))
+           (text (lambda () (let ((b (gethash 1 (tandem-view-state-by-turn st))))
+                              (and b (tandem-view-block-live-text b)))))
+           ;; A connection the buffer does not follow (never started).
+           (stranger (tandem-connection :token "not-ours")))
+      (should (eq (tandem-view-state-connection st) tandem--connection))
+      (tandem--on-events stranger (list (list :session session :seq 1 :kind "delta" :turn 1
+                                              :stream "text" :text "stray")))
+      (tandem-view-flush)
+      (should-not (funcall text))
+      ;; The same kind of event from the backend it follows is applied.
+      (tandem-request "debug/emit" (list :session session :count 1 :text "ours" :kind "delta"))
+      (tandem-test-wait-until (lambda () (equal (funcall text) "ours")))
+      ;; A new backend: the old connection is gone, the buffer follows this one.
+      (tandem-restart)
+      (tandem-request "debug/emit" (list :session session :count 1 :text "+new" :kind "delta"))
+      (tandem-test-wait-until (lambda () (equal (funcall text) "ours+new")))
+      (should (eq (tandem-view-state-connection st) tandem--connection))
+      (should-not (string-match-p "stray" (tandem-view-test-text))))))
 
 (provide 'tandem-view-lifecycle-tests)
 ;;; tandem-view-lifecycle-tests.el ends here

@@ -71,9 +71,9 @@ buffer is current during BODY."
     (tandem-test-wait-until
      (lambda ()
        (with-current-buffer buffer
-         (let ((b (gethash turn tandem-view--by-turn)))
-           (and b (tandem-view-block-end-entry b) (not tandem-view--running)
-                (not tandem-view--dirty)))))
+         (let ((b (gethash turn (tandem-view-state-by-turn tandem-view--state))))
+           (and b (tandem-view-block-end-entry b) (not (tandem-view-state-running tandem-view--state))
+                (not (tandem-view-state-dirty tandem-view--state))))))
      (or timeout 20))))
 
 (defun tandem-view-test-send (text)

@@ -27,7 +27,7 @@
 (defun tandem-view-test--wait-interaction ()
   "Wait for a pending interaction row; return its position."
   (tandem-test-wait-until
-   (lambda () (and (not tandem-view--dirty)
+   (lambda () (and (not (tandem-view-state-dirty tandem-view--state))
                    (next-single-property-change (point-min) 'tandem-interaction)))
    20))
 
@@ -89,7 +89,7 @@
       (execute-kbd-macro "n")
       (should (equal (tandem-composer-draft) "n"))
       (accept-process-output nil 0.3)
-      (should (plist-get tandem-view--running :waiting))
+      (should (plist-get (tandem-view-state-running tandem-view--state) :waiting))
       (should (next-single-property-change (point-min) 'tandem-interaction))
       ;; The command refuses a position off the row.
       (should-error (tandem-view-answer-at (point-min) "reject") :type 'user-error)
@@ -198,7 +198,7 @@
 (ert-deftest tandem-view-streams-10k-deltas-in-frames ()
   "10k deltas from the backend are applied in timer frames only, not per delta."
   (tandem-view-test-with-session '(:steps [])
-    (let* ((t0 (float-time)) (session tandem-view--session)
+    (let* ((t0 (float-time)) (session (tandem-view-state-session tandem-view--state))
            (buffer (current-buffer))
            (result
             (tandem-view-test--count-edits-outside-flush
@@ -207,7 +207,7 @@
                                                                    :text "ab" :kind "delta"))))
                (tandem-test-wait-until
                 (lambda () (with-current-buffer buffer
-                             (let ((b (gethash 1 tandem-view--by-turn)))
+                             (let ((b (gethash 1 (tandem-view-state-by-turn tandem-view--state))))
                                (and b (= 20000 (tandem-view-block-text-shown b))))))
                 30))))
            (elapsed (- (float-time) t0))
@@ -217,7 +217,7 @@
       ;; At most one frame per timer interval (plus the one that ends it).
       (should (<= (cdr result) (1+ ticks)))
       (should (< (cdr result) 1000))
-      (let ((b (gethash 1 tandem-view--by-turn)))
+      (let ((b (gethash 1 (tandem-view-state-by-turn tandem-view--state))))
         (should (equal (tandem-view-block-live-text b) (apply #'concat (make-list 10000 "ab")))))
       (should (string-match-p "ababab" (tandem-view-test-text))))))
 
@@ -236,13 +236,13 @@
           (set-window-start win start)
           (set-window-point win pt)
           (goto-char pt)
-          (tandem-request "debug/emit" (list :session tandem-view--session :count 3000
+          (tandem-request "debug/emit" (list :session (tandem-view-state-session tandem-view--state) :count 3000
                                              :text "tip " :kind "delta"))
           ;; The deltas name turn 1: fold it open state changes nothing above.
           (tandem-test-wait-until
-           (lambda () (let ((b (gethash 1 tandem-view--by-turn)))
+           (lambda () (let ((b (gethash 1 (tandem-view-state-by-turn tandem-view--state))))
                         (and b (= 12000 (length (tandem-view-block-live-text b)))
-                             (not tandem-view--dirty) (not tandem-view--live-dirty))))
+                             (not (tandem-view-state-dirty tandem-view--state)) (not (tandem-view-state-live-dirty tandem-view--state)))))
            20)
           (should (string-prefix-p "▾ Turn 25 " (buffer-substring-no-properties
                                                   (window-start win) (+ 10 (window-start win)))))
@@ -270,16 +270,16 @@
     (insert "hello world\nsecond line")
     (goto-char (- (point-max) 5))
     (let ((offset (- (point) tandem-composer--draft-start))
-          (session tandem-view--session)
+          (session (tandem-view-state-session tandem-view--state))
           (kinds ["turn-started" "delta" "turn-ended"]))
       (dotimes (i 100)
-        (let ((before tandem-view-flush-count))
+        (let ((before (tandem-view-state-flush-count tandem-view--state)))
           (tandem-request "debug/emit" (list :session session :count 1 :text "x"
                                              :kind (aref kinds (% i 3))))
-          (tandem-test-wait-until (lambda () (> tandem-view-flush-count before)) 5))
+          (tandem-test-wait-until (lambda () (> (tandem-view-state-flush-count tandem-view--state) before)) 5))
         (should (equal (tandem-composer-draft) "hello world\nsecond line"))
         (should (= (- (point) tandem-composer--draft-start) offset)))
-      (should (>= tandem-view-flush-count 100)))))
+      (should (>= (tandem-view-state-flush-count tandem-view--state) 100)))))
 
 ;;;; Cancel and gaps
 
@@ -301,7 +301,7 @@
 (ert-deftest tandem-view-refetches-after-missed-events ()
   "Events lost in transit are recovered from the journal on a gap."
   (tandem-view-test-with-session '(:steps [(:reply (:text "You missed me."))])
-    (let ((session tandem-view--session) (buffer (current-buffer)))
+    (let ((session (tandem-view-state-session tandem-view--state)) (buffer (current-buffer)))
       ;; Miss every event of a whole turn.
       (remove-hook 'tandem-event-functions #'tandem-view--on-event)
       (let ((turn (cdr (tandem-send "are you there?" session))))
@@ -315,10 +315,10 @@
                     (string-match-p "You missed me" (tandem-view-test-text)))))
       (should (string-match-p "✔ succeeded" (tandem-view-test-text)))
       ;; An entry far ahead of what the view has also triggers a fetch.
-      (let ((last tandem-view--last-seq))
+      (let ((last (tandem-view-state-last-seq tandem-view--state)))
         (tandem-view-apply-entry (list :type "assistant" :turn 1 :seq (+ last 5) :text "bogus"))
-        (tandem-test-wait-until (lambda () (not tandem-view--catching-up)))
-        (should (= tandem-view--last-seq last))
+        (tandem-test-wait-until (lambda () (not (tandem-view-state-catching-up tandem-view--state))))
+        (should (= (tandem-view-state-last-seq tandem-view--state) last))
         (should-not (string-match-p "bogus" (tandem-view-test-text))))
       (should-error (tandem-view-apply-entry '(:type "user" :text "no seq"))))))
 
@@ -333,12 +333,12 @@
     (undo-boundary)
     (insert " second")
     (undo-boundary)
-    (let ((before tandem-view-flush-count))
-      (tandem-request "debug/emit" (list :session tandem-view--session :count 500 :text "zz"
+    (let ((before (tandem-view-state-flush-count tandem-view--state)))
+      (tandem-request "debug/emit" (list :session (tandem-view-state-session tandem-view--state) :count 500 :text "zz"
                                          :kind "delta"))
-      (tandem-test-wait-until (lambda () (and (> tandem-view-flush-count before)
-                                              (not tandem-view--live-dirty)
-                                              (not tandem-view--dirty)))))
+      (tandem-test-wait-until (lambda () (and (> (tandem-view-state-flush-count tandem-view--state) before)
+                                              (not (tandem-view-state-live-dirty tandem-view--state))
+                                              (not (tandem-view-state-dirty tandem-view--state))))))
     (should (string-match-p "zzzz" (tandem-view-test-text)))
     (goto-char (point-max))
     (let ((last-command nil)) (undo))
@@ -416,14 +416,14 @@
                                               (number-sequence 1 300)))
                   "long")))
       (with-current-buffer (tandem-view-show info)
-        (should (= 10 (length tandem-view--blocks)))
-        (should (equal (tandem-view-block-turn (car tandem-view--blocks)) 291))
+        (should (= 10 (length (tandem-view-state-blocks tandem-view--state))))
+        (should (equal (tandem-view-block-turn (car (tandem-view-state-blocks tandem-view--state))) 291))
         (should (string-match-p "Load older turns" (tandem-view-test-text)))
         (goto-char (point-min))
         (execute-kbd-macro "o")
-        (should (= 35 (length tandem-view--blocks)))
+        (should (= 35 (length (tandem-view-state-blocks tandem-view--state))))
         (tandem-view-load-older t)
-        (should (= 300 (length tandem-view--blocks)))
+        (should (= 300 (length (tandem-view-state-blocks tandem-view--state))))
         (should (string-match-p "start of session" (tandem-view-test-text)))
         (should-error (tandem-view-load-older) :type 'user-error)
         ;; Turns are in order in the buffer.

@@ -1,0 +1,230 @@
+;;; tandem-view-frame.el --- The frame: applying a session buffer's pending changes  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Events only change the model (tandem-view-model.el) and mark what
+;; is dirty here; one timer per buffer (`tandem-view-frame-interval')
+;; then applies everything at once: doomed blocks go, dirty ones are
+;; re-rendered, streamed text is appended at its markers, the progress
+;; row and the composer prefix are redrawn.  Also here: the turn in flight
+;; (its one-second clock, backend death) and keeping point and window
+;; start on their text across those edits.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'tandem-client)
+(require 'tandem-composer)
+(require 'tandem-view-state)
+(require 'tandem-view-render)
+(require 'tandem-view-model)
+(require 'tandem-view-draw)
+
+;; A compaction asks the next frame for a full rendering (tandem-view-live.el,
+;; above this file).
+(declare-function tandem-view-refresh "tandem-view-live" ())
+
+;;;; Keeping point and window start
+
+(defun tandem-view--anchor (pos)
+  "Return an anchor for POS that survives re-rendering, or nil for the composer."
+  (cond ((>= pos tandem-composer--start) nil)
+        ((get-text-property pos 'tandem-block)
+         (let ((b (get-text-property pos 'tandem-block)))
+           (list 'block b (- pos (tandem-view-block-start b)))))
+        ((>= pos (tandem-view-state-tail tandem-view--state)) (list 'progress))
+        (t (list 'top (- pos (point-min))))))
+
+(defun tandem-view--resolve (anchor)
+  "Return the position ANCHOR now names."
+  (let ((tail (marker-position (tandem-view-state-tail tandem-view--state))))
+    (pcase anchor
+      (`(block ,b ,offset)
+       (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b))
+                (memq b (tandem-view-state-blocks tandem-view--state)))
+           (min (+ (tandem-view-block-start b) offset) (max (tandem-view-block-start b)
+                                                           (1- (tandem-view--block-end b))))
+         tail))
+      (`(progress) tail)
+      (`(top ,offset) (min (+ (point-min) offset) (point-max))))))
+
+(defmacro tandem-view--keeping-place (&rest body)
+  "Run BODY; keep point and every window's point and start where they were.
+Positions in the composer need nothing: BODY never edits it."
+  (declare (indent 0) (debug t))
+  (let ((saved (make-symbol "saved")) (pt (make-symbol "pt")) (modified (make-symbol "modified")))
+    `(let* ((,modified (buffer-modified-p))
+            (,pt (tandem-view--anchor (point)))
+            (,saved (mapcar (lambda (w)
+                              (list w (tandem-view--anchor (window-point w))
+                                    (tandem-view--anchor (window-start w))))
+                            (get-buffer-window-list (current-buffer) nil t))))
+       (prog1 (tandem-composer-outside-draft
+                (save-excursion (let ((inhibit-read-only t)) ,@body)))
+         ;; Rendering is not an edit of the user's: keep the modified flag.
+         (restore-buffer-modified-p ,modified)
+         (when ,pt (goto-char (tandem-view--resolve ,pt)))
+         (dolist (s ,saved)
+           (when (nth 1 s) (set-window-point (nth 0 s) (tandem-view--resolve (nth 1 s))))
+           (when (nth 2 s)
+             (set-window-start (nth 0 s) (tandem-view--resolve (nth 2 s)) t)))))))
+
+;;;; Turn state
+
+(defun tandem-view--set-running (turn)
+  "Mark TURN as the turn in flight (nil: none)."
+  (let* ((st tandem-view--state)
+         (was (tandem-view-state-running st)))
+    (setf (tandem-view-state-running st)
+          (and turn (if (equal (plist-get was :turn) turn) was
+                      (list :turn turn :since (float-time) :waiting nil))))
+    (unless (equal (and was t) (and turn t))
+      (setf (tandem-view-state-composer-dirty st) t)
+      (when (tandem-view-state-clock st)
+        (cancel-timer (tandem-view-state-clock st))
+        (setf (tandem-view-state-clock st) nil))
+      (when turn
+        (setf (tandem-view-state-lost st) nil)
+        (let ((buffer (current-buffer)))
+          (setf (tandem-view-state-clock st)
+                (run-at-time 1 1 (lambda ()
+                                   (when (buffer-live-p buffer)
+                                     (with-current-buffer buffer
+                                       (tandem-view--check-backend)
+                                       (setf (tandem-view-state-progress-dirty st) t)
+                                       (tandem-view--schedule)))))))))
+    (setf (tandem-view-state-progress-dirty st) t)
+    (tandem-view--schedule)))
+
+(defun tandem-view--check-backend ()
+  "Notice that the backend died while a turn was running: it will not end.
+The backend is the one this buffer follows.  Run by the one-second
+clock; the progress row then says so until `g'."
+  (let ((running (tandem-view-state-running tandem-view--state)))
+    (when (and running (not (tandem-view--connection)))
+      (tandem-view--set-running nil)
+      (setf (tandem-view-state-lost tandem-view--state) (plist-get running :turn)))))
+
+(defun tandem-view--set-waiting (turn title)
+  "Say TURN waits for the user on TITLE (nil: no longer waiting)."
+  (let* ((st tandem-view--state)
+         (running (tandem-view-state-running st)))
+    (when (equal (plist-get running :turn) turn)
+      (setf (tandem-view-state-running st) (plist-put (copy-sequence running) :waiting title)
+            (tandem-view-state-progress-dirty st) t)
+      (tandem-view--schedule))))
+
+;;;; The frame
+
+(defun tandem-view--block-for-turn (turn &optional seq)
+  "Return the live block of TURN, creating one (key SEQ) at the end if needed."
+  (let ((st tandem-view--state))
+    (or (gethash turn (tandem-view-state-by-turn st))
+        (let ((b (tandem-view-block-create
+                  :key (or seq (+ (tandem-view-state-last-seq st) 0.5)) :turn turn)))
+          (tandem-view--append-block b)
+          b))))
+
+(defun tandem-view--append-block (block)
+  "Add BLOCK at the end of the model; it is drawn at the next frame."
+  (let ((st tandem-view--state)
+        (previous (tandem-view--newest-turn-block)))
+    ;; The newest turn changes: a settled directive turn may now fold.
+    (when previous (tandem-view--mark previous))
+    (setf (tandem-view-state-blocks st) (nconc (tandem-view-state-blocks st) (list block))
+          (tandem-view-state-newest st) nil)
+    (when (tandem-view-block-turn block)
+      (puthash (tandem-view-block-turn block) block (tandem-view-state-by-turn st)))
+    (tandem-view--mark block)))
+
+(defun tandem-view--mark (block)
+  "Mark BLOCK for re-rendering at the next frame."
+  (let ((st tandem-view--state))
+    (unless (memq block (tandem-view-state-dirty st))
+      (push block (tandem-view-state-dirty st))))
+  (tandem-view--schedule))
+
+(defun tandem-view--schedule ()
+  "Arrange one frame soon, shared by every call made before it fires."
+  (unless (tandem-view-state-timer tandem-view--state)
+    (setf (tandem-view-state-timer tandem-view--state)
+          (run-at-time tandem-view-frame-interval nil #'tandem-view--tick (current-buffer)))))
+
+(defun tandem-view--tick (buffer)
+  "Apply what is pending in BUFFER."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((st tandem-view--state))
+        (setf (tandem-view-state-timer st) nil)
+        (when (tandem-view-state-refresh-pending st)
+          (setf (tandem-view-state-refresh-pending st) nil)
+          (condition-case err
+              (tandem-view-refresh)
+            (error (message "tandem: could not re-render %s: %s" (buffer-name)
+                            (error-message-string err))))))
+      (tandem-view-flush))))
+
+(defun tandem-view--append-live (block)
+  "Append BLOCK's streamed text that is not in the buffer yet at its markers."
+  (cl-flet ((append-at (marker text shown face)
+              (when (and marker (marker-buffer marker) (> (length text) shown))
+                (goto-char marker)
+                (insert (propertize (substring text shown)
+                                    'read-only t 'tandem-block block 'font-lock-face face
+                                    'keymap tandem-view-transcript-map
+                                    'line-prefix tandem-view-render-indent
+                                    'wrap-prefix tandem-view-render-indent))
+                t)))
+    (when (append-at (tandem-view-block-reasoning-marker block)
+                     (tandem-view-block-live-reasoning block)
+                     (tandem-view-block-reasoning-shown block) 'tandem-view-reasoning)
+      (setf (tandem-view-block-reasoning-shown block)
+            (length (tandem-view-block-live-reasoning block))))
+    (when (append-at (tandem-view-block-text-marker block) (tandem-view-block-live-text block)
+                     (tandem-view-block-text-shown block) nil)
+      (setf (tandem-view-block-text-shown block) (length (tandem-view-block-live-text block))))))
+
+(defun tandem-view-flush ()
+  "Apply every pending change to the buffer now, as one batch."
+  (let ((st tandem-view--state))
+    (when (or (tandem-view-state-dirty st) (tandem-view-state-live-dirty st)
+              (tandem-view-state-progress-dirty st) (tandem-view-state-doomed st)
+              (tandem-view-state-composer-dirty st))
+      (cl-incf (tandem-view-state-flush-count st))
+      (let ((dirty (reverse (tandem-view-state-dirty st)))
+            (live (tandem-view-state-live-dirty st))
+            (doomed (tandem-view-state-doomed st))
+            (progress (tandem-view-state-progress-dirty st))
+            (composer (tandem-view-state-composer-dirty st))
+            (tail (tandem-view-state-tail st))
+            (inhibit-modification-hooks nil))
+        (setf (tandem-view-state-dirty st) nil
+              (tandem-view-state-live-dirty st) nil
+              (tandem-view-state-doomed st) nil
+              (tandem-view-state-progress-dirty st) nil
+              (tandem-view-state-composer-dirty st) nil)
+        (tandem-view--keeping-place
+          (dolist (b doomed)
+            (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+              (delete-region (tandem-view-block-start b)
+                             (next-single-property-change (tandem-view-block-start b) 'tandem-block
+                                                          nil (marker-position tail))))
+            (tandem-view--release b))
+          (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks st)))
+                                             dirty)
+                           (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
+            (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+                (tandem-view--rerender b)
+              (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
+          (dolist (b live)
+            (unless (memq b dirty) (tandem-view--append-live b)))
+          (when progress (tandem-view--redraw-progress)))
+        (when composer (tandem-composer-refresh))
+        (force-mode-line-update)))))
+
+(provide 'tandem-view-frame)
+;;; tandem-view-frame.el ends here
