@@ -357,6 +357,13 @@ class Checkpointer:
             "temp_removed": removed,
         })
 
+    def sweep_restore(self, backup: str, target: str, token: str) -> list[str]:
+        """Remove the temporary files the restore TOKEN (BACKUP to TARGET) left; their names."""
+        ops = undo.planned_ops(self.git, self._resolve(backup), self._resolve(target))
+        with self.layout.locked():
+            self._recover_locked()
+            return undo.sweep(self.root, ops, token)
+
     # -- internals -----------------------------------------------------------
 
     def _recover_locked(self) -> UndoResult | None:
