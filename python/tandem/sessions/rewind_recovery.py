@@ -29,6 +29,7 @@ the middle of that very rewind, so it is left to that process.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -42,7 +43,8 @@ from tandem.paths import sessions_dir
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil
 from tandem.store.journal import Journal
-from tandem.store.layout import JOURNAL_SUFFIX, artifacts_dir
+from tandem.store.jsonl import now_iso
+from tandem.store.layout import JOURNAL_SUFFIX, artifacts_dir, compact_time
 from tandem.store.models import entry_to_dict
 
 log = logging.getLogger("tandem.rewind")
@@ -120,7 +122,18 @@ def _read_intent(path: Path) -> RewindIntent:
     try:
         return RewindIntent.model_validate_json(path.read_bytes())
     except (OSError, ValidationError, ValueError) as e:
-        raise TandemError("invalid", f"unreadable rewind intent {path}: {e}") from e
+        raise TandemError("invalid", f"{type(e).__name__}: {str(e)[:200]}") from e
+
+
+def _set_aside(journal: Journal, path: Path, why: str) -> None:
+    """Move an intent that cannot be acted on out of the way, and say so; files untouched."""
+    aside = path.with_name(f"{INTENT_NAME}.unreadable-{compact_time(now_iso())}")
+    os.replace(path, aside)
+    fsutil.fsync_dir(path.parent)
+    text = (f"An interrupted rewind left a record that cannot be read ({why}); it was set aside "
+            f"in {aside} and the files were left as they are.")
+    log.error("rewind intent of %s: %s", journal.id, text)
+    journal.notices.append(text)
 
 
 def _committed(entries: Iterable[Mapping[str, Any]], intent: RewindIntent) -> bool:
@@ -148,9 +161,13 @@ def recover(app: Any, journal: Journal, entries: list[dict[str, Any]] | None = N
     if not journal.writable:
         log.info("rewind intent of %s left alone: %s", journal.id, journal.read_only_reason)
         return None
-    intent = _read_intent(path)
-    if intent.session != journal.id:
-        raise TandemError("invalid", f"the rewind intent {path} names session {intent.session}")
+    try:
+        intent = _read_intent(path)
+        if intent.session != journal.id:
+            raise TandemError("invalid", f"it names session {intent.session}")
+    except TandemError as e:
+        _set_aside(journal, path, e.message)
+        return None
     if entries is None:
         entries = [entry_to_dict(e) for e in journal.entries()]
     cp = checkpoints(app).for_root(intent.root)

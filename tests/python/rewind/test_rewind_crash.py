@@ -29,6 +29,8 @@ from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.sessions.api import manager
 from tandem.sessions.rewind import plan_rewind, rewind
+from tandem.sessions.rewind_recovery import recover_all
+from tandem.store.journal import Journal
 from tandem.turns.service import turns
 
 from .helpers import journal_path, tree, use
@@ -207,3 +209,31 @@ async def test_backend_start_recovers_before_it_serves(
         proc.terminate()
         proc.communicate(timeout=30)
     assert json.loads(journal.read_text().splitlines()[-1])["type"] == "rewind_recovery"
+
+
+async def test_a_held_journal_is_left_to_its_process_and_a_garbled_intent_set_aside(
+        app: App, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sid, journal, _ = await _session(app, project, monkeypatch)
+    intent = journal.with_suffix("") / "rewind-intent.json"
+    intent.parent.mkdir(exist_ok=True)
+    intent.write_text('{"tandem_rewind_intent": 1, "session": ')  # cut short
+    files = tree(project)
+    # A live process holds the journal: its rewind may be in flight, so hands off.
+    holder = Journal.open(journal, writable=True)
+    try:
+        assert recover_all(App(home=app.home, events=RecordingSink())) == []
+        assert intent.exists()
+    finally:
+        holder.close()
+    again = App(home=app.home, events=RecordingSink())
+    try:
+        plan = await plan_rewind(again, sid, 2)  # opening the session settles it
+        assert plan.changed_externally == [] and tree(project) == files
+        assert not intent.exists()
+        [aside] = intent.parent.glob("rewind-intent.json.unreadable-*")
+        assert aside.read_text().startswith('{"tandem_rewind_intent"')
+        notices = turns(again).journal(sid).notices
+        assert any("cannot be read" in n and str(aside) in n for n in notices)
+        assert _of_type(journal, "rewind_recovery") == []
+    finally:
+        await turns(again).aclose()
