@@ -12,7 +12,10 @@ puts every file back when one fails), then appends ONE ``rewind`` entry and
 fsyncs it. When the restore fails no entry is written; when the entry cannot
 be written the files are put back. Journal bytes are never rewritten: the
 projection, the view and the directives derive from the rewind entry which
-turns are hidden.
+turns are hidden. Across a crash the two halves stay one unit: an intent is
+recorded before any file moves and removed once the entry is synced; a left
+one is settled by `tandem.sessions.rewind_recovery` (the entry is the commit
+point: without it the files go back to the backup).
 
 Refusals: ``busy`` (a turn, a compaction or another rewind is in flight),
 ``not-found`` (no such turn, or already rewound), ``no-checkpoint`` (the turn
