@@ -466,6 +466,19 @@ FOLDED-P tells whether a part key is folded."
                             (tandem-view-render-time (plist-get entry :ts)))
                     'font-lock-face 'tandem-view-muted)
         nil))
+      ("rewind_recovery"
+       ;; A rewind a crash interrupted, settled when the backend came back.
+       (tandem-view-render--line
+        (propertize (format "⟲ Interrupted rewind before turn %s %s · %s"
+                            (plist-get entry :before-turn)
+                            (if (equal (plist-get entry :outcome) "committed")
+                                "kept" "rolled back")
+                            (tandem-view-render-time (plist-get entry :ts)))
+                    'font-lock-face 'tandem-view-muted)
+        nil)
+       (let ((note (plist-get entry :message)))
+         (when (and (stringp note) (not (string-empty-p note)))
+           (tandem-view-render--body note 'tandem-view-muted))))
       ("compaction"
        (let ((folded (funcall folded-p (list 'compaction seq)))
              (first-kept (plist-get entry :first-kept-turn)))

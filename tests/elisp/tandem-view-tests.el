@@ -114,6 +114,8 @@
      (:type "turn_end" :turn 2 :outcome "succeeded")
      (:type "compaction" :summary "Earlier we talked about files." :tokens_before 900 :tokens_after 90)
      (:type "mystery_kind" :note "from a newer tandem")
+     (:type "rewind_recovery" :before_turn 2 :outcome "rolled-back"
+            :message "A rewind before turn 2 was interrupted by a crash; it was rolled back.")
      (:type "turn_start" :turn 3 :origin "chat" :provider "openai:fake-model" :model "fake-model")
      (:type "user" :turn 3 :text "This one is rewound")
      (:type "turn_end" :turn 3 :outcome "failed" :error "boom")
@@ -144,6 +146,8 @@
           (should (string-match-p "◇ Directive D8 closed: ✔ succeeded" text))
           (should (string-match-p "▸ ≡ Compacted (900 → 90 tokens)" text))
           (should (string-match-p "· mystery_kind (seq [0-9]+)" text))
+          (should (string-match-p "⟲ Interrupted rewind before turn 2 rolled back" text))
+          (should (string-match-p "it was rolled back\\." text))
           (should (string-match-p "⟲ Rewound to before turn 3" text))
           (should-not (string-match-p "This one is rewound" text)))
         ;; Unfold the older directive turn; its answer appears; `g' keeps it open.

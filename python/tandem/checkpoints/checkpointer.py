@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from tandem.checkpoints import diffing
+from tandem.checkpoints import diffing, undo
 from tandem.checkpoints.capture import Capture, IgnoreWatch, capture
 from tandem.checkpoints.git import Git, GitError, user_excludes_file
 from tandem.checkpoints.layout import CHAIN_REF, Layout
@@ -30,14 +30,15 @@ from tandem.checkpoints.models import (
     RestoreGap,
     RestorePlan,
     RestoreResult,
+    RestoreStart,
+    UndoResult,
 )
 from tandem.checkpoints.restore import (
     FileHook,
-    Op,
     RollbackFailed,
     apply,
+    new_token,
     restore_ops,
-    rollback,
 )
 from tandem.protocol.base import TandemError
 from tandem.store.fsutil import atomic_write
@@ -269,6 +270,7 @@ class Checkpointer:
         *,
         expected_current: str | None = None,
         before_file: FileHook | None = None,
+        on_start: Callable[[RestoreStart], None] | None = None,
     ) -> RestoreResult:
         """Bring the root back to CHECKPOINT, all or nothing.
 
@@ -278,7 +280,9 @@ class Checkpointer:
         (``restore-failed``). EXPECTED_CURRENT is `RestorePlan.current_tree`:
         when given and the root changed since the plan, nothing is done
         (``conflict``). BEFORE_FILE is called with each path before it is
-        touched (the fault-injection seam of the tests).
+        touched (the fault-injection seam of the tests). ON_START is called
+        once the backup exists and before any file moves (Rewind records its
+        intent there); if it raises, nothing moves and the error propagates.
         """
         target = self._resolve(checkpoint)
         if before_file is not None and not callable(before_file):
@@ -296,10 +300,12 @@ class Checkpointer:
                 )
             changes = diffing.raw_changes(self.git, backup.tree, target.tree, renames=False)
             ops = restore_ops(self.root, changes, target.gaps, backup.gaps)
-            record = {"backup": backup.id, "target": target.id}
-            atomic_write(self.layout.pending, json.dumps(record).encode() + b"\n")
+            start = RestoreStart(backup=backup.id, target=target.id, token=new_token())
+            if on_start is not None:
+                on_start(start)
+            atomic_write(self.layout.pending, start.model_dump_json().encode() + b"\n")
             try:
-                apply(self.git, self.root, ops, before_file)
+                apply(self.git, self.root, ops, before_file, start.token)
             except RollbackFailed as e:
                 # The record stays: the next operation retries the rollback.
                 e.data = {**e.data, "backup": backup.id}
@@ -325,27 +331,66 @@ class Checkpointer:
     def recover(self) -> bool:
         """Roll back a restore that a crash interrupted; True when there was one."""
         with self.layout.locked():
-            return self._recover_locked()
+            return self._recover_locked() is not None
+
+    def undo_restore(self, backup: str, target: str, token: str | None) -> UndoResult:
+        """Put back the files a restore from BACKUP to TARGET (ids) changed.
+
+        For a restore that completed, or was interrupted, in a process that
+        died before it could record the outcome (Rewind's recovery). Each path
+        the restore could have touched goes back to BACKUP's state when it is
+        in TARGET's state now; a path changed since by someone else is left
+        (``left``). The restore's temporary files (TOKEN) are removed first.
+        A safety checkpoint of the files just before is kept (``safety``).
+        """
+        first = self._resolve(backup)
+        last = self._resolve(target)
+        with self.layout.locked():
+            interrupted = self._recover_locked()
+            result = self._undo_locked(first, last, token)
+        if interrupted is None:
+            return result
+        removed = sorted(set(result.temp_removed) | set(interrupted.temp_removed))
+        return result.model_copy(update={
+            "put_back": sorted(set(result.put_back) | set(interrupted.put_back)),
+            "safety": interrupted.safety or result.safety,
+            "temp_removed": removed,
+        })
+
+    def sweep_restore(self, backup: str, target: str, token: str) -> list[str]:
+        """Remove the temporary files the restore TOKEN (BACKUP to TARGET) left; their names."""
+        ops = undo.planned_ops(self.git, self._resolve(backup), self._resolve(target))
+        with self.layout.locked():
+            self._recover_locked()
+            return undo.sweep(self.root, ops, token)
 
     # -- internals -----------------------------------------------------------
 
-    def _recover_locked(self) -> bool:
+    def _recover_locked(self) -> UndoResult | None:
+        """Roll back the restore ``restore.json`` names (None when there is none)."""
         if not self.layout.pending.exists():
-            return False
+            return None
         try:
             record = json.loads(self.layout.pending.read_text())
             backup, target = self.get(record["backup"]), self.get(record["target"])
-        except (ValueError, KeyError, TypeError) as e:
+            token = record.get("token")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise TandemError(
                 "restore-failed",
                 f"an interrupted restore left an unreadable record: {self.layout.pending}",
             ) from e
-        changes = diffing.raw_changes(self.git, backup.tree, target.tree, renames=False)
-        ops = restore_ops(self.root, changes, target.gaps, backup.gaps)
-        every: list[Op] = ops.deletes + ops.writes
-        rollback(self.git, self.root, every, [])
+        result = self._undo_locked(backup, target, token if isinstance(token, str) else None)
         self.layout.pending.unlink()
-        return True
+        return result
+
+    def _undo_locked(
+        self, backup: Checkpoint, target: Checkpoint, token: str | None
+    ) -> UndoResult:
+        ops = undo.planned_ops(self.git, backup, target)
+        removed = undo.sweep(self.root, ops, token)
+        now = self._snapshot_locked(f"before undoing the restore to {target.id[:12]}")
+        put_back, left = undo.undo(self.git, self.root, ops, now, target, backup, token)
+        return UndoResult(safety=now.id, put_back=put_back, left=left, temp_removed=removed)
 
     def _capture_locked(self) -> Capture:
         try:

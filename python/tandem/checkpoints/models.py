@@ -157,3 +157,32 @@ class RestoreResult(_Model):
     restored: list[str] = Field(default_factory=list)
     deleted: list[str] = Field(default_factory=list)
     gaps: list[RestoreGap] = Field(default_factory=list)
+
+
+class RestoreStart(_Model):
+    """A restore about to move files: given to ``on_start`` before the first one moves.
+
+    A caller that must survive a crash (Rewind) records these: the backup
+    holds every file as it was, and ``token`` names the restore's temporary
+    files (``.NAME.tandem-TOKEN`` beside each file it writes).
+    """
+
+    backup: str
+    """Checkpoint id of the files as they are now (what a rollback goes back to)."""
+    target: str
+    """Checkpoint id the files are restored to."""
+    token: str
+    """Names the temporary files of this restore."""
+
+
+class UndoResult(_Model):
+    """What putting a restore's files back to its backup did (`Checkpointer.undo_restore`)."""
+
+    safety: str | None = None
+    """Checkpoint of the files just before they were put back (None: nothing to put back)."""
+    put_back: list[str] = Field(default_factory=list)
+    """Paths brought back to the backup's state."""
+    left: list[str] = Field(default_factory=list)
+    """Paths in neither the backup's nor the target's state (changed since): left alone."""
+    temp_removed: list[str] = Field(default_factory=list)
+    """The restore's own temporary files found in the workspace and removed."""

@@ -28,6 +28,9 @@ from tandem.protocol.base import TandemError
 FileHook = Callable[[str], None]
 """Called with each path just before the restore touches it (fault-injection seam)."""
 
+TEMP_PATTERN = ".{name}.tandem-{token}"
+"""The temporary copy of file NAME beside it while one restore (TOKEN) writes it."""
+
 _ABSENT = "000000"
 
 
@@ -78,9 +81,13 @@ class Ops:
 
 
 def restore_ops(
-    root: Path, changes: list[RawChange], target_gaps: list[Gap], current_gaps: list[Gap]
+    root: Path | None, changes: list[RawChange], target_gaps: list[Gap], current_gaps: list[Gap]
 ) -> Ops:
-    """Operations taking the current capture to the target (CHANGES: current → target)."""
+    """Operations taking the current capture to the target (CHANGES: current → target).
+
+    With ROOT, a file on disk that the current capture lacks is left alone
+    (no backup of it exists); None skips that look (recomputing a past restore).
+    """
     ops = Ops()
     for g in target_gaps:
         ops.gaps.append(
@@ -107,7 +114,7 @@ def restore_ops(
         if c.new_mode == _ABSENT:
             ops.deletes.append(Op(c.path, None, None, old_sha, old_mode))
             continue
-        if old_sha is None and _is_uncaptured_file(root / c.path):
+        if old_sha is None and root is not None and _is_uncaptured_file(root / c.path):
             # On disk but not in the current capture (ignored now?): no backup.
             ops.gaps.append(
                 RestoreGap(
@@ -142,8 +149,22 @@ class _Journal:
         self.made_dirs: list[Path] = []
 
 
-def apply(git: Git, root: Path, ops: Ops, hook: FileHook | None) -> None:
-    """Perform OPS; on any failure roll back what was done, then re-raise."""
+def new_token() -> str:
+    """A fresh restore token: it names every temporary file of one restore."""
+    return secrets.token_hex(8)
+
+
+def temp_name(full: Path, token: str) -> Path:
+    """The temporary copy of FULL written by the restore TOKEN (see `TEMP_PATTERN`)."""
+    return full.with_name(TEMP_PATTERN.format(name=full.name, token=token))
+
+
+def apply(git: Git, root: Path, ops: Ops, hook: FileHook | None, token: str) -> None:
+    """Perform OPS; on any failure roll back what was done, then re-raise.
+
+    Every temporary copy is named with TOKEN, so a crash's leftovers can be
+    found exactly (`sweep_temp`) without guessing at a user's files.
+    """
     journal = _Journal()
     try:
         for op in ops.deletes:
@@ -158,13 +179,15 @@ def apply(git: Git, root: Path, ops: Ops, hook: FileHook | None) -> None:
                     hook(op.path)
                 journal.touched.append(op)
                 assert op.mode is not None
-                _write(root, op.path, data, op.mode, journal.made_dirs)
+                _write(root, op.path, data, op.mode, journal.made_dirs, token)
     except BaseException:
-        rollback(git, root, journal.touched, journal.made_dirs)
+        rollback(git, root, journal.touched, journal.made_dirs, token)
         raise
 
 
-def rollback(git: Git, root: Path, touched: list[Op], made_dirs: list[Path]) -> None:
+def rollback(
+    git: Git, root: Path, touched: list[Op], made_dirs: list[Path], token: str
+) -> None:
     """Put every path of TOUCHED back to its backup state; remove MADE_DIRS if empty."""
     failures: list[str] = []
     undo = list(reversed(touched))
@@ -175,7 +198,7 @@ def rollback(git: Git, root: Path, touched: list[Op], made_dirs: list[Path]) -> 
                     _delete(root, op.path)
                 else:
                     _, data = next(blobs)
-                    _write(root, op.path, data, op.backup_mode, [])
+                    _write(root, op.path, data, op.backup_mode, [], token)
             except Exception as e:  # noqa: BLE001 - keep putting back the others
                 failures.append(f"{op.path}: {e}")
     for d in reversed(made_dirs):
@@ -223,10 +246,34 @@ def _delete(root: Path, rel: str) -> None:
         parent = parent.parent
 
 
-def _write(root: Path, rel: str, data: bytes, mode: str, made_dirs: list[Path]) -> None:
+def sweep_temp(root: Path, paths: list[str], token: str) -> list[str]:
+    """Remove the temporary copies restore TOKEN may have left beside PATHS.
+
+    Only the exact name `TEMP_PATTERN` gives for each path is considered,
+    and only a regular file or a symbolic link there is removed (never
+    followed); a parent that is a symbolic link is not entered. Returns the
+    removed names, relative to ROOT.
+    """
+    removed: list[str] = []
+    for rel in paths:
+        try:
+            tmp = temp_name(_safe(root, rel), token)
+            kind = os.lstat(tmp).st_mode
+            if not (stat.S_ISREG(kind) or stat.S_ISLNK(kind)):
+                continue
+            os.unlink(tmp)
+        except (OSError, TandemError):
+            continue  # absent (the usual case), or not ours to touch
+        removed.append(tmp.relative_to(root).as_posix())
+    return sorted(removed)
+
+
+def _write(
+    root: Path, rel: str, data: bytes, mode: str, made_dirs: list[Path], token: str
+) -> None:
     full = _safe(root, rel)
     _make_parents(root, full.parent, made_dirs)
-    tmp = full.with_name(f".{full.name}.tandem-{secrets.token_hex(4)}")
+    tmp = temp_name(full, token)
     try:
         if mode == "120000":
             os.symlink(os.fsdecode(data), tmp)

@@ -56,10 +56,17 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     from tandem.server.connection import Connection
     from tandem.server.pusher import EventPusher
     from tandem.server.table import build_table
+    from tandem.sessions.rewind_recovery import recover_all
+    from tandem.turns.engine import run_blocking
 
     pusher = EventPusher()
     app = App(home=home, events=pusher)
     methods = build_table()
+    # Before any client can start a turn: settle rewinds a crash interrupted.
+    try:
+        await run_blocking(recover_all, app)
+    except Exception:  # never keep the backend from starting; the next open retries
+        log.exception("rewind crash recovery at start failed")
     # Everything imported so far lives as long as the process: keep it out
     # of the cyclic collector's scans, which large replies set off often.
     gc.collect()

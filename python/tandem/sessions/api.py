@@ -28,9 +28,16 @@ from tandem.store.models import entry_to_dict
 
 def manager(app: Any) -> SessionManager:
     """The backend's one session manager (other domains get journals from it)."""
-    return app.service(  # type: ignore[no-any-return]
-        "sessions", lambda a: SessionManager(Path(a.home), breadcrumb_key="emacs")
-    )
+    return app.service("sessions", _new_manager)  # type: ignore[no-any-return]
+
+
+def _new_manager(app: Any) -> SessionManager:
+    # Lazy: recovery pulls in the checkpoints, which sessions/api need not load.
+    from tandem.sessions.rewind_recovery import recover_on_open
+
+    made = SessionManager(Path(app.home), breadcrumb_key="emacs")
+    made.on_open.append(lambda journal: recover_on_open(app, journal))
+    return made
 
 
 class SessionInfo(Reply):

@@ -119,6 +119,8 @@ class SessionManager:
         """Every journal this manager holds open, by session id."""
         self.caches: dict[str, Any] = {}
         """cwd-scoped caches of other layers; cleared whenever the project changes."""
+        self.on_open: list[Callable[[Journal], None]] = []
+        """Called with each journal this manager opens, before it is used (crash recovery)."""
 
     # -- lookup ----------------------------------------------------------------
 
@@ -280,7 +282,14 @@ class SessionManager:
         held = self.journals.get(header.id)
         if held is not None and held.path == path:
             return held
-        return Journal.open(path, writable=True)
+        journal = Journal.open(path, writable=True)
+        try:
+            for hook in self.on_open:
+                hook(journal)
+        except BaseException:
+            journal.close()
+            raise
+        return journal
 
     def _save_settings(self) -> None:
         # Before any switch: a failure here must leave the current session active.

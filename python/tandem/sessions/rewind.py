@@ -12,7 +12,10 @@ puts every file back when one fails), then appends ONE ``rewind`` entry and
 fsyncs it. When the restore fails no entry is written; when the entry cannot
 be written the files are put back. Journal bytes are never rewritten: the
 projection, the view and the directives derive from the rewind entry which
-turns are hidden.
+turns are hidden. Across a crash the two halves stay one unit: an intent is
+recorded before any file moves and removed once the entry is synced; a left
+one is settled by `tandem.sessions.rewind_recovery` (the entry is the commit
+point: without it the files go back to the backup).
 
 Refusals: ``busy`` (a turn, a compaction or another rewind is in flight),
 ``not-found`` (no such turn, or already rewound), ``no-checkpoint`` (the turn
@@ -32,12 +35,13 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from tandem.checkpoints.checkpointer import Checkpointer
-from tandem.checkpoints.models import RestoreResult
+from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.checkpoints.service import checkpoints
 from tandem.protocol.base import TandemError
 from tandem.sessions.compaction import compaction_blocks_rewind
 from tandem.sessions.compaction_api import is_compacting
 from tandem.sessions.projection import visible_turns
+from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec, run_blocking
@@ -344,6 +348,8 @@ async def plan_rewind(app: Any, session: str, before_turn: int) -> RewindPlan:
         raise TandemError("not-found", f"The session's directory {root} no longer exists; "
                           "resume it to re-root it first")
     cp = checkpoints(app).for_root(root)
+    if intent_path(journal.path).exists():  # a rewind a crash interrupted: settle it first
+        await run_blocking(recover, app, journal, _entries(app, journal))
     seq = journal.last_seq
     entries = _entries(app, journal)
     plan: RewindPlan = await run_blocking(build_plan, cp, journal.id, entries, seq, before_turn)
@@ -389,11 +395,23 @@ async def _rewind(app: Any, service: TurnService, sid: str, before_turn: int,
     if journal.last_seq != plan.journal_seq:
         raise TandemError("stale", "The session changed while the rewind was planned; plan again")
     cp = checkpoints(app).for_root(plan.root)
+    turns_hidden = [t.turn for t in plan.turns]
+
+    def record_intent(start: RestoreStart) -> None:
+        # Durable before any file moves: a crash from here on is settled on restart.
+        write_intent(journal, plan.journal_seq, before_turn, plan.root, turns_hidden, start)
+
     try:
         done: RestoreResult = await run_blocking(
             lambda: cp.restore(plan.checkpoint, expected_current=plan.current_tree,
-                               before_file=before_file))
+                               before_file=before_file, on_start=record_intent))
+    except OSError as e:  # the intent could not be recorded: nothing moved
+        drop_intent(journal.path)
+        raise TandemError("io", f"Cannot record the rewind before it starts ({e.strerror}); "
+                          "nothing was restored") from e
     except TandemError as e:
+        if not cp.layout.pending.exists():  # files as before (rolled back, or never moved)
+            drop_intent(journal.path)
         if e.code == "conflict":
             raise TandemError("stale", "Files changed since this rewind was planned; nothing "
                               "was restored. Look at the new plan and confirm again") from e
@@ -405,14 +423,16 @@ async def _rewind(app: Any, service: TurnService, sid: str, before_turn: int,
         entry = journal.append({
             "type": "rewind", "before_turn": before_turn, "checkpoint": plan.checkpoint,
             "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
-            "turns": [t.turn for t in plan.turns], "acp_reset": plan.acp_reset})
+            "turns": turns_hidden, "acp_reset": plan.acp_reset})
     except BaseException:
         await _put_back(cp, done)
+        drop_intent(journal.path)  # files as before; a failed put-back keeps it for recovery
         raise
     try:
         journal.sync()
-    except OSError as e:  # the entry is written; only its durability is in doubt
+    except OSError as e:  # the entry is written; its durability is in doubt: keep the intent
         raise TandemError("io", f"Rewind written but not synced to disk: {e.strerror}") from e
+    drop_intent(journal.path)
     app.events.publish(sid, "entry", {"entry": entry_to_dict(entry)})
     if plan.acp_reset:
         await _reset_acp(service, journal, plan)

@@ -158,6 +158,19 @@ class Rewind(Entry):
     before_turn: int = Field(ge=1)
 
 
+class RewindRecovery(Entry):
+    """A rewind a crash interrupted, settled on the next start or open.
+
+    ``committed``: its ``rewind`` entry had been written, so it stands (only
+    the leftovers were cleaned up). ``rolled-back``: it had not, so the files
+    went back to the backup checkpoint and no turn is hidden.
+    """
+
+    type: Literal["rewind_recovery"] = "rewind_recovery"
+    before_turn: int = Field(ge=1)
+    outcome: Literal["committed", "rolled-back"]
+
+
 class Compaction(Entry):
     """Projection starts here."""
 
@@ -191,6 +204,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         DirectiveOpen,
         DirectiveClose,
         Rewind,
+        RewindRecovery,
         Compaction,
         AcpSession,
     )
