@@ -83,7 +83,7 @@ ert: setup
 	  -l tests/elisp/run-tests.el
 
 protocol-doc: venv
-	$(VPY) -m tandem.protocol.docs > docs/protocol.md
+	$(VPY) -m tandem.server.protocol_doc > docs/protocol.md
 
 test: setup test-deps lint typecheck pytest elisp-compile checkdoc ert
 

@@ -17,12 +17,10 @@ SOURCE = Path(__file__).resolve().parents[2] / "python"
 HOUSE = "issue 13: rewind/compaction orchestration and the locator sit below the engine"
 DEBT: dict[str, dict[str, str]] = {
     "cycles": {
-        "protocol server": "protocol.docs reads the method table to write docs/protocol.md",
         "providers tools": "tools use providers.base's permission and sink types",
         "sessions turns": HOUSE,
     },
     "layers": {
-        "tandem.protocol.docs -> tandem.server.table": "the doc generator reads the table",
         "tandem.sessions.api -> tandem.turns.service": HOUSE,
         "tandem.sessions.compaction_api -> tandem.turns.engine": HOUSE,
         "tandem.sessions.compaction_api -> tandem.turns.service": HOUSE,
@@ -39,12 +37,14 @@ DEBT: dict[str, dict[str, str]] = {
         "tandem.cli -> tandem.doctor": "start-up: each subcommand imports its own module",
         "tandem.cli -> tandem.server.main": "start-up: each subcommand imports its own module",
         "tandem.doctor -> tandem.sessions.settings": HOUSE,
-        "tandem.protocol.docs -> tandem.server.table": "the doc generator reads the table",
         "tandem.providers.registry -> tandem.providers.acp": "start-up: the acp SDK is heavy",
         "tandem.server.main -> tandem.app": "start-up: the port line first",
         "tandem.server.main -> tandem.server.connection": "start-up: the port line first",
         "tandem.server.main -> tandem.server.pusher": "start-up: the port line first",
         "tandem.server.main -> tandem.server.table": "start-up: the port line first",
+        "tandem.server.main -> tandem.sessions.rewind_recovery": "start-up: the port line first",
+        "tandem.server.main -> tandem.turns.engine": "start-up: the port line first",
+        "tandem.sessions.api -> tandem.sessions.rewind_recovery": HOUSE,
         "tandem.sessions.api -> tandem.turns.service": HOUSE,
         "tandem.sessions.compaction_api -> tandem.providers.acp": HOUSE,
         "tandem.sessions.rewind -> tandem.providers.acp": HOUSE,

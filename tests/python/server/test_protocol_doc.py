@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.protocol.docs import render
+from tandem.server.protocol_doc import render
 from tandem.server.table import build_table
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "protocol.md"
@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "protocol.md"
 
 def test_protocol_doc_matches_the_method_table() -> None:
     assert DOC.read_text(encoding="utf-8") == render(build_table()), (
-        "docs/protocol.md drifted: run `python -m tandem.protocol.docs > docs/protocol.md`")
+        "docs/protocol.md drifted: run `python -m tandem.server.protocol_doc > docs/protocol.md`")
 
 
 def test_every_method_is_documented_with_its_params() -> None:
