@@ -107,6 +107,7 @@ def walk(
             continue
         subdirs: list[tuple[Path, str, int]] = []
         for name in names:
+            deadline.check()  # per entry: a costly glob filter runs per entry too
             rel = prefix + name
             try:
                 real, why, is_dir = _classify(os.path.join(folder, name), real_root)
