@@ -12,6 +12,7 @@ from httpx_sse import ServerSentEvent
 from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
 from tandem.providers.credentials import Credentials
 from tandem.providers.native import ProviderError, StepResult, Wire
+from tandem.providers.tool_input import checked_tool_input, parse_tool_input
 from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
@@ -179,16 +180,10 @@ class AnthropicWire(Wire):
             block = blocks[idx]
             if block.get("type") == "tool_use":
                 raw = "".join(partial[idx])
-                try:
-                    args = json.loads(raw) if raw.strip() else dict(block.get("input") or {})
-                except ValueError:
-                    args = {"_raw": raw}
+                args = (parse_tool_input(raw) if raw.strip()
+                        else checked_tool_input(block.get("input") or {}))
                 block["input"] = args
-                step.tool_calls.append(
-                    ToolCallRef(id=block["id"], name=block["name"], input=args)
-                    if isinstance(args, dict)
-                    else ToolCallRef(id=block["id"], name=block["name"], input={"_raw": args})
-                )
+                step.tool_calls.append(ToolCallRef(id=block["id"], name=block["name"], input=args))
             elif block.get("type") == "text" and not block.get("text"):
                 continue
             elif block.get("type") == "thinking" and not block.get("signature"):

@@ -226,13 +226,16 @@ class LoopLimits:
     read_timeout: float = 300.0
     """Longest silence allowed inside a stream."""
     shell_timeout: float = 120.0
+    tool_timeout: float = 30.0
+    """Time budget of one file tool call (walk, read, grep, write)."""
     output_cap: int = 64 * 1024
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ValueError(f"{name} must be a number >= 0, not {value!r}")
-        for name in ("max_steps", "connect_timeout", "read_timeout", "shell_timeout"):
+        for name in ("max_steps", "connect_timeout", "read_timeout", "shell_timeout",
+                     "tool_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if self.output_cap < 256:
@@ -287,6 +290,7 @@ class NativeProvider:
             root=request.root,
             shell_timeout=self.limits.shell_timeout,
             output_cap=self.limits.output_cap,
+            tool_timeout=self.limits.tool_timeout,
         )
         executor = ToolExecutor(request, sink, ctx, self.tools, self.grants, self._scrub)
         system = request.system or DEFAULT_SYSTEM.format(root=request.root)

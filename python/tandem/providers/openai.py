@@ -17,6 +17,7 @@ from httpx_sse import ServerSentEvent
 
 from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
 from tandem.providers.native import ProviderError, StepResult, Wire
+from tandem.providers.tool_input import parse_tool_input
 from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
@@ -124,13 +125,7 @@ class OpenAIWire(Wire):
             raise ProviderError("stream broken: it ended before a finish_reason or [DONE]")
         for n, index in enumerate(sorted(calls)):
             call = calls[index]
-            raw = "".join(call["arguments"])
-            try:
-                args = json.loads(raw) if raw.strip() else {}
-            except ValueError:
-                args = {"_raw": raw}
-            if not isinstance(args, dict):
-                args = {"_raw": args}
+            args = parse_tool_input("".join(call["arguments"]))
             step.tool_calls.append(
                 ToolCallRef(id=call["id"] or f"call_{n}", name=call["name"], input=args)
             )

@@ -18,6 +18,14 @@ class ToolError(Exception):
     """A tool failed in a way the model should be told about (bad path, no match…)."""
 
 
+INVALID_INPUT = "_invalid"
+"""Key a provider puts in a tool input it could not accept, with the reason as value.
+
+The executor answers such a call with a failed result naming the reason
+(a ``NaN`` in the JSON, say), so the model can correct itself.
+"""
+
+
 class ToolArgs(BaseModel):
     """Base of every tool's argument model: unknown arguments are an error."""
 
@@ -34,6 +42,8 @@ class ToolContext:
     """Upper bound (seconds) on one shell command."""
     output_cap: int = 64 * 1024
     """Upper bound (bytes) on what a tool returns to the model."""
+    tool_timeout: float = 30.0
+    """Time budget (seconds) of one file tool call (walk, read, grep, write)."""
     ran_shell: list[str] = field(default_factory=list)
     """Shell commands run during the turn (any of them may write outside the root)."""
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from pydantic import Field
 
 from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError
-from tandem.tools.paths import display_path, resolve_in_root
+from tandem.tools.budget import Deadline, run_blocking
+from tandem.tools.fsread import open_regular, read_upto
+from tandem.tools.paths import display_path, refuse_git, resolve_in_root
 
 MAX_WRITE = 10 * 1024 * 1024
 
@@ -59,9 +61,15 @@ def write_atomic(path: Path, text: str) -> None:
         os.close(dfd)
 
 
-async def edit_file(ctx: ToolContext, args: EditArgs) -> str:
-    """Replace OLD_TEXT (exactly once, or everywhere with REPLACE_ALL) by NEW_TEXT."""
-    real = resolve_in_root(ctx.root, args.path)
+def _target(ctx: ToolContext, path: str) -> Path:
+    """PATH resolved inside the root, refused under ``.git``."""
+    real = resolve_in_root(ctx.root, path)
+    refuse_git(ctx.root, path, real)
+    return real
+
+
+def _edit(ctx: ToolContext, args: EditArgs, deadline: Deadline) -> str:
+    real = _target(ctx, args.path)
     shown = display_path(ctx.root, real)
     if not real.is_file():
         raise ToolError(f"{shown}: no such file (use write_file to create one)")
@@ -69,7 +77,14 @@ async def edit_file(ctx: ToolContext, args: EditArgs) -> str:
         raise ToolError("old_text must not be empty")
     if args.old_text == args.new_text:
         raise ToolError("old_text and new_text are the same: nothing to do")
-    text = real.read_text(encoding="utf-8")
+    with open_regular(real, shown) as f:
+        data = read_upto(f, MAX_WRITE + 1)
+    if len(data) > MAX_WRITE:
+        raise ToolError(f"{shown}: larger than {MAX_WRITE} bytes; too large to edit")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown}: not UTF-8 text; edit_file only edits text") from None
     count = text.count(args.old_text)
     if count == 0:
         raise ToolError(f"{shown}: old_text not found; read the file and copy the text exactly")
@@ -77,19 +92,29 @@ async def edit_file(ctx: ToolContext, args: EditArgs) -> str:
         raise ToolError(
             f"{shown}: old_text occurs {count} times; give more context or set replace_all"
         )
+    deadline.check()
     write_atomic(real, text.replace(args.old_text, args.new_text))
     return f"Edited {shown}: {count} replacement{'s' if count > 1 else ''}."
 
 
-async def write_file(ctx: ToolContext, args: WriteArgs) -> str:
-    """Create or overwrite a file with CONTENT."""
-    real = resolve_in_root(ctx.root, args.path)
+async def edit_file(ctx: ToolContext, args: EditArgs) -> str:
+    """Replace OLD_TEXT (exactly once, or everywhere with REPLACE_ALL) by NEW_TEXT."""
+    return await run_blocking(ctx, "edit_file", lambda d: _edit(ctx, args, d))
+
+
+def _write(ctx: ToolContext, args: WriteArgs, deadline: Deadline) -> str:
+    real = _target(ctx, args.path)
     if real.is_dir():
         raise ToolError(f"{display_path(ctx.root, real)}: is a folder")
     existed = real.exists()
     write_atomic(real, args.content)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {display_path(ctx.root, real)} ({len(args.content.encode())} bytes)."
+
+
+async def write_file(ctx: ToolContext, args: WriteArgs) -> str:
+    """Create or overwrite a file with CONTENT."""
+    return await run_blocking(ctx, "write_file", lambda d: _write(ctx, args, d))
 
 
 EDIT_TOOLS = [

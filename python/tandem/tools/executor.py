@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tandem.providers.base import PermissionRequest, TurnRequest, TurnSink
-from tandem.tools.base import Tool, ToolContext, ToolError
+from tandem.tools.base import INVALID_INPUT, Tool, ToolContext, ToolError
 from tandem.tools.edit import EDIT_TOOLS
 from tandem.tools.files import READ_TOOLS
 from tandem.tools.permissions import GRANTS, SessionGrants, decide
@@ -72,6 +72,10 @@ class ToolExecutor:
         if tool is None:
             self.sink.tool_call(call_id, name, "other", name, input_dict)
             return self._done(call_id, name, "failed", f"unknown tool {name!r}")
+        if INVALID_INPUT in input_dict:  # the provider could not accept the input
+            self.sink.tool_call(call_id, name, tool.kind, name, input_dict)
+            msg = f"invalid arguments for {name}: {input_dict[INVALID_INPUT]}"
+            return self._done(call_id, name, "failed", msg)
         try:
             args = tool.args.model_validate(input_dict)
             title = tool.title(args)

@@ -1,21 +1,31 @@
-"""Read-capability tools: read a file, list or glob files, grep."""
+"""Read-capability tools: read a file, list or glob files (grep is in `tandem.tools.grep`).
+
+Every path is confined to the root (`paths`), every walk too (`walk`); the
+blocking work runs in a worker thread within the call's time budget
+(`budget`); reads stream and stop at the limit (`fsread`).
+"""
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pydantic import Field
+from wcmatch import glob as wcglob
 
 from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError, cap_text
+from tandem.tools.budget import Deadline, run_blocking
+from tandem.tools.fsread import BINARY_SNIFF, is_binary, iter_lines, open_regular, read_upto
+from tandem.tools.grep import GREP_TOOL
 from tandem.tools.paths import display_path, resolve_in_root
+from tandem.tools.walk import SKIP_DIRS, Skipped, walk
 
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv"})
-"""Folders that listing and grep do not descend into (noise, or huge)."""
 MAX_ENTRIES = 1000
-MAX_MATCHES = 500
-MAX_GREP_FILE = 2 * 1024 * 1024
+MAX_LINE = 64 * 1024
+"""Bytes of one line shown by read_file; the rest of a longer line is dropped."""
+GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB
+"""``**`` spans folders; ``*`` matches dot files too (as pathlib's glob does)."""
+
+__all__ = ["MAX_ENTRIES", "READ_TOOLS", "SKIP_DIRS", "list_files", "read_file"]
 
 
 class ReadArgs(ToolArgs):
@@ -35,101 +45,91 @@ class ListArgs(ToolArgs):
     )
 
 
-class GrepArgs(ToolArgs):
-    """Arguments of ``grep``."""
-
-    pattern: str = Field(description="Python regular expression")
-    path: str = Field(default=".", description="File or folder to search")
-    glob: str | None = Field(default=None, description="Only files whose name matches")
-    ignore_case: bool = False
-
-
-def _read_text(path: Path) -> str:
-    if not path.exists():
-        raise ToolError(f"{path.name}: no such file")
-    if not path.is_file():
-        raise ToolError(f"{path.name}: not a regular file")
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{path.name}: binary file, not shown")
-    return data.decode("utf-8", "replace")
+def _read(root: Path, args: ReadArgs, cap: int, deadline: Deadline) -> str:
+    real = resolve_in_root(root, args.path)
+    shown = display_path(root, real)
+    with open_regular(real, shown) as f:
+        head = read_upto(f, BINARY_SNIFF)
+        if is_binary(head):
+            raise ToolError(f"{shown}: binary file, not shown")
+        last = args.offset - 1 + args.limit
+        out: list[str] = []
+        size = 0
+        n = 0
+        for n, (raw, cut) in enumerate(iter_lines(f, MAX_LINE, head), 1):
+            if n % 4096 == 0:
+                deadline.check()
+            if n < args.offset:
+                continue
+            line = raw.decode("utf-8", "replace")
+            if cut:
+                line += f" [line truncated: longer than {MAX_LINE} bytes]"
+            out.append(f"{n:6}\t{line}")
+            size += len(line) + 8
+            if n >= last or size > cap:
+                break
+    if not out:
+        return f"({shown}: {n} lines, none from line {args.offset})"
+    return cap_text("\n".join(out), cap)
 
 
 async def read_file(ctx: ToolContext, args: ReadArgs) -> str:
     """Lines OFFSET.. of a text file, each prefixed with its number."""
-    real = resolve_in_root(ctx.root, args.path)
-    lines = _read_text(real).splitlines()
-    chosen = lines[args.offset - 1 : args.offset - 1 + args.limit]
-    if not chosen:
-        return f"({display_path(ctx.root, real)}: {len(lines)} lines, none from line {args.offset})"
-    body = "\n".join(f"{args.offset + i:6}\t{line}" for i, line in enumerate(chosen))
-    return cap_text(body, ctx.output_cap)
+    return await run_blocking(
+        ctx, "read_file", lambda d: _read(ctx.root, args, ctx.output_cap, d)
+    )
 
 
-def _walk(top: Path) -> list[Path]:
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        out.extend(Path(dirpath) / f for f in sorted(filenames))
-    return out
-
-
-async def list_files(ctx: ToolContext, args: ListArgs) -> str:
-    """Entries of a folder, or the files under it matching a glob."""
-    real = resolve_in_root(ctx.root, args.path)
-    if not real.is_dir():
-        raise ToolError(f"{args.path}: not a folder")
-    if args.pattern:
-        if ".." in Path(args.pattern).parts or Path(args.pattern).is_absolute():
-            raise ToolError("pattern must stay inside the folder (no '..', not absolute)")
-        found = [
-            p
-            for p in sorted(real.glob(args.pattern))
-            if not SKIP_DIRS.intersection(p.relative_to(real).parts)
-        ]
-        names = [display_path(ctx.root, p) + ("/" if p.is_dir() else "") for p in found]
-    else:
-        names = [
-            p.name + ("/" if p.is_dir() else "")
-            for p in sorted(real.iterdir())
-            if p.name not in SKIP_DIRS
-        ]
+def _finish(names: list[str], skipped: Skipped, cap: int) -> str:
     extra = len(names) - MAX_ENTRIES
     text = "\n".join(names[:MAX_ENTRIES]) or "(no entries)"
     if extra > 0:
         text += f"\n[{extra} more entries not shown]"
-    return cap_text(text, ctx.output_cap)
+    note = skipped.note()
+    if not note:
+        return cap_text(text, cap)
+    return cap_text(text, max(cap - len(note.encode()) - 1, 128)) + "\n" + note
 
 
-async def grep(ctx: ToolContext, args: GrepArgs) -> str:
-    """Lines matching a regular expression, as ``path:line: text``."""
-    try:
-        rx = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
-    except re.error as exc:
-        raise ToolError(f"bad regular expression: {exc}") from exc
-    real = resolve_in_root(ctx.root, args.path)
-    files = [real] if real.is_file() else _walk(real) if real.is_dir() else []
-    if not files:
-        raise ToolError(f"{args.path}: no such file or folder")
-    hits: list[str] = []
-    for f in files:
-        if args.glob and not f.match(args.glob):
+def _list(root: Path, args: ListArgs, cap: int, deadline: Deadline) -> str:
+    real = resolve_in_root(root, args.path)
+    if not real.is_dir():
+        raise ToolError(f"{args.path}: not a folder")
+    real_root = resolve_in_root(root, ".")
+    skipped = Skipped()
+    prefix = display_path(root, real)
+    prefix = "" if prefix == "." else prefix + "/"
+    if not args.pattern:
+        entries = walk(real_root, real, deadline, skipped, max_depth=1)
+        names = [e.rel + ("/" if e.is_dir else "") for e in entries]
+        return _finish(names, skipped, cap)
+    pattern = args.pattern
+    if ".." in PurePath(pattern).parts or PurePath(pattern).is_absolute():
+        raise ToolError("pattern must stay inside the folder (no '..', not absolute)")
+    depth = None if "**" in pattern else len(PurePath(pattern).parts)
+
+    def want(rel: str) -> bool:
+        return bool(wcglob.globmatch(rel, pattern, flags=GLOB_FLAGS))
+
+    names = []
+    # Skipped entries are all named, matching or not: a link out of the root
+    # may be exactly what the pattern tried to reach (``link_dir/*``).
+    found = walk(real_root, real, deadline, skipped, max_depth=depth, want=want,
+                 name_skipped=lambda rel: True)
+    for e in found:
+        if e.is_dir and not want(e.rel):
             continue
-        try:
-            if f.stat().st_size > MAX_GREP_FILE:
-                continue
-            data = f.read_bytes()
-        except OSError:
-            continue
-        if b"\x00" in data[:8192]:
-            continue
-        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-            if rx.search(line):
-                hits.append(f"{display_path(ctx.root, f)}:{n}: {line}")
-                if len(hits) >= MAX_MATCHES:
-                    hits.append(f"[stopped after {MAX_MATCHES} matches]")
-                    return cap_text("\n".join(hits), ctx.output_cap)
-    return cap_text("\n".join(hits) or "(no matches)", ctx.output_cap)
+        names.append(prefix + e.rel + ("/" if e.is_dir else ""))
+        if len(names) > MAX_ENTRIES * 10:
+            break  # enough to say "more not shown" without walking a huge tree
+    return _finish(sorted(names), skipped, cap)
+
+
+async def list_files(ctx: ToolContext, args: ListArgs) -> str:
+    """Entries of a folder, or the files under it matching a glob."""
+    return await run_blocking(
+        ctx, "list_files", lambda d: _list(ctx.root, args, ctx.output_cap, d)
+    )
 
 
 READ_TOOLS = [
@@ -149,13 +149,6 @@ READ_TOOLS = [
         list_files,
         lambda a: f"List {a.path}" + (f" {a.pattern}" if a.pattern else ""),
     ),
-    Tool(
-        "grep",
-        "read",
-        "Search files of the workspace for a regular expression.",
-        GrepArgs,
-        grep,
-        lambda a: f"Grep {a.pattern!r} in {a.path}",
-    ),
+    GREP_TOOL,
 ]
 """The read-capability tools."""

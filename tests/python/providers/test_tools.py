@@ -11,7 +11,8 @@ import pytest
 
 from tandem.tools.base import ToolContext, ToolError
 from tandem.tools.edit import EditArgs, WriteArgs, edit_file, write_file
-from tandem.tools.files import GrepArgs, ListArgs, ReadArgs, grep, list_files, read_file
+from tandem.tools.files import ListArgs, ReadArgs, list_files, read_file
+from tandem.tools.grep import GrepArgs, grep
 from tandem.tools.paths import resolve_in_root
 from tandem.tools.permissions import SessionGrants, decide
 from tandem.tools.shell import ShellArgs, shell
