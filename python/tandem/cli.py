@@ -56,8 +56,29 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def _start_process() -> None:
+    """What a real ``tandem`` process does before anything else.
+
+    Secrets leave the initial environment (a re-exec when the shell exported
+    some: `tandem.secrets.bootstrap`), and the state is made private (except
+    for ``doctor``, which reports loose modes instead of fixing them).
+    """
+    from tandem import secrets
+
+    secrets.bootstrap()
+    if sys.argv[1:2] not in (["doctor"], ["--help"], ["-h"], ["--version"], []):
+        from tandem.paths import prepare_home
+
+        try:
+            prepare_home()
+        except OSError:
+            pass  # an unusable home is reported by the command itself
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ARGV; return the exit status."""
+    """Run the command line ARGV (None: this process's own command line); return the exit status."""
+    if argv is None:
+        _start_process()
     argv = list(sys.argv[1:] if argv is None else argv)
     # `serve` must not import domain code before its log is set up.
     parser = build_parser(domains=argv[:1] != ["serve"])

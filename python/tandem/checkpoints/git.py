@@ -86,7 +86,9 @@ class Git:
         )
         self._env = base
         # The user's own ignore file still applies, as it would for them.
-        self._prefix = [self.exe]
+        # Objects hold copies of the user's files (untracked .env included):
+        # git creates everything in the private repository 0600/0700.
+        self._prefix = [self.exe, "-c", "core.sharedRepository=0600"]
         if excludes_file:
             self._prefix += ["-c", f"core.excludesFile={excludes_file}"]
 
