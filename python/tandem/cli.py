@@ -67,10 +67,13 @@ def _start_process() -> None:
 
     secrets.bootstrap()
     if sys.argv[1:2] not in (["doctor"], ["--help"], ["-h"], ["--version"], []):
-        from tandem.paths import prepare_home
+        from tandem.paths import prepare_home, tandem_home
+        from tandem.reaper import sweep_stale
 
         try:
             prepare_home()
+            if sys.argv[1:2] != ["serve"]:  # serve sweeps itself, into its log
+                sweep_stale(tandem_home())
         except OSError:
             pass  # an unusable home is reported by the command itself
 

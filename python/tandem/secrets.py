@@ -186,7 +186,8 @@ def accept_handover(line: bytes) -> bool:
         return False
     if not isinstance(data, dict) or not isinstance(data.get("token"), str):
         return False
-    given = data.get("secrets") or {}
+    given = data.get("secrets")
+    given = {} if given is None else given
     if not isinstance(given, dict):
         return False
     _store.update({str(k): str(v) for k, v in given.items() if isinstance(v, str)})

@@ -119,5 +119,14 @@ def main(port: int = 0, watch_stdin: bool = True) -> int:
         sys.stdout.write("error: no token: write {\"token\": …} as the first line on stdin"
                          " (Emacs does)\n")
         return 2
-    asyncio.run(serve(token, home, port, watch_stdin))
+    from tandem import reaper
+
+    swept = reaper.sweep_stale(home)
+    if swept:
+        log.warning("killed %d processes a dead backend had left running", swept)
+    tracker = reaper.install(home)
+    try:
+        asyncio.run(serve(token, home, port, watch_stdin))
+    finally:
+        tracker.close()
     return 0
