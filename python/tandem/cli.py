@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 # Domains that add sub-commands: each module has ``register(subparsers)``.
 DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli")
@@ -56,6 +57,15 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def _tighten(home: Path) -> None:
+    from tandem.paths import prepare_home
+
+    try:
+        prepare_home(home)
+    except OSError:
+        pass  # `tandem doctor` names what stays loose
+
+
 def _start_process() -> None:
     """What a real ``tandem`` process does before anything else.
 
@@ -67,15 +77,20 @@ def _start_process() -> None:
 
     secrets.bootstrap()
     if sys.argv[1:2] not in (["doctor"], ["--help"], ["-h"], ["--version"], []):
-        from tandem.paths import prepare_home, tandem_home
+        import threading
+
+        from tandem.paths import secure_home
         from tandem.reaper import sweep_stale
 
         try:
-            prepare_home()
-            if sys.argv[1:2] != ["serve"]:  # serve sweeps itself, into its log
-                sweep_stale(tandem_home())
+            home = secure_home()
         except OSError:
-            pass  # an unusable home is reported by the command itself
+            return  # an unusable home is reported by the command itself
+        # The walk below the (now 0700) home must not delay the start.
+        threading.Thread(target=_tighten, args=(home,), daemon=True,
+                         name="tandem-private-modes").start()
+        if sys.argv[1:2] != ["serve"]:  # serve sweeps itself, into its log
+            sweep_stale(home)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -150,32 +150,35 @@ WALK_LIMIT = 200_000
 """Most entries one private-mode walk looks at (a bound on start-up work)."""
 
 
-def _walk_modes(root: Path, limit: int) -> tuple[list[tuple[Path, os.stat_result]], bool]:
-    """(path, lstat) of ROOT and what lies below it, symlinks not followed;
-    second value False when LIMIT entries were seen before the end."""
+def _walk_modes(root: Path, limit: int) -> tuple[list[tuple[str, os.stat_result]], bool]:
+    """(path, lstat) of ROOT and what lies below it that group or others may
+    use, symlinks not followed; second value False when LIMIT entries were
+    seen before the end."""
     try:
-        found = [(root, os.stat(root))]
+        top = os.stat(root)
     except OSError:
         return [], True
-    stack = [root]
+    found = [(str(root), top)] if _private_mode(top) is not None else []
+    stack = [str(root)]
+    seen = 1
     while stack:
         folder = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = list(it)
+                for entry in it:
+                    seen += 1
+                    if seen > limit:
+                        return found, False
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # gone meanwhile
+                    if st.st_mode & 0o077 and not stat.S_ISLNK(st.st_mode):
+                        found.append((entry.path, st))
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
         except OSError:
             continue
-        for entry in entries:
-            if len(found) >= limit:
-                return found, False
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            path = Path(entry.path)
-            found.append((path, st))
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(path)
     return found, True
 
 
@@ -193,8 +196,7 @@ def loose_entries(root: Path, limit: int = WALK_LIMIT) -> tuple[list[tuple[Path,
     """(path, mode) of each entry under ROOT (ROOT included) that group or others
     may use; second value False when the walk stopped at LIMIT entries."""
     found, complete = _walk_modes(root, limit)
-    loose = [(p, stat.S_IMODE(st.st_mode)) for p, st in found if _private_mode(st) is not None]
-    return loose, complete
+    return [(Path(p), stat.S_IMODE(st.st_mode)) for p, st in found], complete
 
 
 def tighten_tree(root: Path, limit: int = WALK_LIMIT) -> tuple[int, bool]:

@@ -7,11 +7,13 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.paths import PRIVATE_MARKER
 from tandem.store import fsutil
 
 REPO = Path(__file__).resolve().parents[3]
@@ -38,6 +40,10 @@ def _project(tmp_path: Path) -> Path:
 
 def test_state_written_by_a_real_turn_is_private_under_a_loose_umask(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    # No start-up walk: what is checked below was created private, not fixed.
+    (home / PRIVATE_MARKER).write_text("")
+    (home / PRIVATE_MARKER).chmod(0o600)
     root = _project(tmp_path)
     script = [Reply(text="Editing.", tool_calls=[ToolCallSpec(
         name="edit_file", input={"path": "a.txt", "old_text": "old", "new_text": "new"})]),
@@ -92,8 +98,14 @@ def test_a_loose_home_is_tightened_when_the_backend_starts(tmp_path: Path) -> No
     serve.stdin.flush()
     assert serve.stdout.readline().strip().isdigit()
     try:
+        # The home itself at once; what is below it in the background.
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700
+        deadline = time.monotonic() + 10
+        while _loose(home) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert _loose(home) == [], '\n'.join(_loose(home))
         assert stat.S_IMODE(outside.stat().st_mode) == 0o644
+        assert (home / PRIVATE_MARKER).exists()
     finally:
         serve.stdin.close()
         serve.wait(10)
