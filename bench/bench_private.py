@@ -3,9 +3,9 @@
 * ``secrets_reexec_start``: a ``tandem`` command started from a shell that
   exports an API key re-executes itself once (the key leaves the initial
   environment); anchor: the same command without a key (no re-exec).
-* ``private_walk_20k``: `tandem.paths.prepare_home` on a home of 20,000 files
-  already private (a start without the marker walks this, in a background thread); anchor: ``os.walk`` with
-  an ``lstat`` of each entry over the same tree.
+* ``private_walk_20k``: `tandem.paths.prepare_home` walking a home of 20,000
+  files already private (what a start without the marker does, in a background
+  thread); anchor: ``os.walk`` with an ``lstat`` of each entry, same tree.
 
 Run: ``.venv/bin/python bench/bench_private.py``.
 """
