@@ -58,8 +58,12 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def _groups() -> dict[int, list[int]]:
-    """Living (not zombie) processes by process group, from /proc."""
+def living_groups() -> dict[int, list[int]]:
+    """Living processes by process group, from /proc.
+
+    Zombies count as gone: a container's init may never reap the orphans
+    of a killed group, and a zombie holds no resources but its pid.
+    """
     out: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -76,7 +80,7 @@ def _groups() -> dict[int, list[int]]:
 
 def group_alive(pgid: int) -> bool:
     """Whether process group PGID has a living member."""
-    return pgid in _groups()
+    return pgid in living_groups()
 
 
 class ProcessTracker:
@@ -139,7 +143,7 @@ class ProcessTracker:
         # Groups left running after their call (a background job) stay
         # registered until they end; look again now and then.
         if len(self._groups) > 8:
-            living = _groups()
+            living = living_groups()
             for pgid in [g for g in self._groups if g not in living]:
                 self._groups.discard(pgid)
                 self._send(f"- {pgid}")
@@ -194,7 +198,7 @@ def sweep_stale(home: Path) -> int:
                 sign, _, num = line.partition(" ")
                 if num.isdigit():
                     (groups.add if sign == "+" else groups.discard)(int(num))
-        living = _groups() if living is None else living
+        living = living_groups() if living is None else living
         for pgid in groups:
             for member in living.get(pgid, []):
                 if _owned_by(member, instance):

@@ -100,24 +100,8 @@ def agent_environment(
 
 
 def living_group_members(pgid: int) -> list[int]:
-    """Processes of group PGID that still run (zombies excluded), from /proc.
-
-    Zombies count as gone: a container's init may never reap the orphans
-    of a killed agent, and a zombie holds no resources but its pid.
-    """
-    members: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state ppid pgrp ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
+    """Processes of group PGID that still run (zombies excluded), from /proc."""
+    return reaper.living_groups().get(pgid, [])
 
 
 class AgentProcess:
