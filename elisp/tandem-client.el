@@ -31,6 +31,8 @@
 (require 'cl-lib)
 (require 'eieio)
 (require 'subr-x)
+(require 'json)
+(require 'seq)
 (require 'tandem-core)
 
 (defcustom tandem-python nil
@@ -496,16 +498,42 @@ signal `tandem-error' with a readable message."
     (unless (process-live-p proc)
       (tandem--mark-dead conn (tandem--death-note conn)))))
 
+(defconst tandem--secret-variable-regexp
+  "\\`[^=]*\\(?:_API_KEY\\|_APIKEY\\|_TOKEN\\|_SECRET\\|_SECRET_KEY\\|_ACCESS_KEY\\|_PASSWORD\\)\\(?:=\\|\\'\\)"
+  "Matches a `process-environment' entry holding a secret (as tandem.secrets says).")
+
+(defun tandem--split-secrets (env)
+  "Return (CLEAN . SECRETS): ENV without secret variables, and those as an alist.
+The backend gets SECRETS on its stdin, so that they are never in its
+initial environment, which any process of the user can read."
+  (let ((case-fold-search t) (clean nil) (secrets nil))
+    (dolist (entry env)
+      (if (not (string-match-p tandem--secret-variable-regexp entry))
+          (push entry clean)
+        (let* ((cut (string-match "=" entry))
+               (name (substring entry 0 cut)))
+          ;; The first entry of a name wins, as in the environment itself;
+          ;; an entry without "=" unsets it.
+          (unless (assoc name secrets)
+            (push (cons name (and cut (substring entry (1+ cut)))) secrets)))))
+    (cons (nreverse clean) (seq-filter #'cdr (nreverse secrets)))))
+
+(defun tandem--handover (conn secrets)
+  "Return the line giving the backend CONN's token and SECRETS (an alist)."
+  (concat (json-encode (list (cons "token" (oref conn token))
+                             (cons "secrets" (or secrets (make-hash-table)))))
+          "\n"))
+
 (defun tandem--start-process (conn)
   "Start CONN's backend process and return the port it announces."
   (let* ((port nil) (out "")
          (stderr (generate-new-buffer " *tandem-stderr*"))
+         (split (tandem--split-secrets process-environment))
          (process-environment
-          (append (list (concat "TANDEM_TOKEN=" (oref conn token))
-                        "PYTHONUNBUFFERED=1"
+          (append (list "PYTHONUNBUFFERED=1"
                         (concat "PYTHONPATH=" (expand-file-name "python" tandem-client--root)))
                   (and tandem-home (list (concat "TANDEM_HOME" "=" (expand-file-name tandem-home))))
-                  process-environment))
+                  (car split)))
          (proc (make-process
                 :name "tandem-backend" :noquery t
                 :command (cons (tandem--python) tandem-backend-arguments)
@@ -519,6 +547,7 @@ signal `tandem-error' with a readable message."
                 :sentinel (tandem--sentinel conn))))
     (oset conn process proc)
     (oset conn stderr stderr)
+    (process-send-string proc (tandem--handover conn (cdr split)))
     (let ((deadline (+ (float-time) tandem-start-timeout)))
       (while (and (not port) (process-live-p proc) (< (float-time) deadline))
         (accept-process-output proc 0.05 nil t)))

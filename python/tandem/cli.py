@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 # Domains that add sub-commands: each module has ``register(subparsers)``.
 DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli")
@@ -56,8 +57,46 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def _tighten(home: Path) -> None:
+    from tandem.paths import prepare_home
+
+    try:
+        prepare_home(home)
+    except OSError:
+        pass  # `tandem doctor` names what stays loose
+
+
+def _start_process() -> None:
+    """What a real ``tandem`` process does before anything else.
+
+    Secrets leave the initial environment (a re-exec when the shell exported
+    some: `tandem.secrets.bootstrap`), and the state is made private (except
+    for ``doctor``, which reports loose modes instead of fixing them).
+    """
+    from tandem import secrets
+
+    secrets.bootstrap()
+    if sys.argv[1:2] not in (["doctor"], ["--help"], ["-h"], ["--version"], []):
+        import threading
+
+        from tandem.paths import secure_home
+        from tandem.reaper import sweep_stale
+
+        try:
+            home = secure_home()
+        except OSError:
+            return  # an unusable home is reported by the command itself
+        # The walk below the (now 0700) home must not delay the start.
+        threading.Thread(target=_tighten, args=(home,), daemon=True,
+                         name="tandem-private-modes").start()
+        if sys.argv[1:2] != ["serve"]:  # serve sweeps itself, into its log
+            sweep_stale(home)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ARGV; return the exit status."""
+    """Run the command line ARGV (None: this process's own command line); return the exit status."""
+    if argv is None:
+        _start_process()
     argv = list(sys.argv[1:] if argv is None else argv)
     # `serve` must not import domain code before its log is set up.
     parser = build_parser(domains=argv[:1] != ["serve"])

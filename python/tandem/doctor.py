@@ -16,9 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tandem import secrets
 from tandem.paths import tandem_home
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.core import NoParams
+from tandem.store import fsutil
 
 PACKAGES = ("epc", "sexpdata", "pydantic", "anyio", "httpx", "httpx-sse", "agent-client-protocol")
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -62,12 +64,33 @@ def _emacs() -> list[Check]:
 def _state_dir() -> Check:
     home = tandem_home()
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        fsutil.private_dir(home)
         with tempfile.NamedTemporaryFile(dir=home):
             pass
         return Check(name="state directory", ok=True, detail=f"{home} (writable)")
     except OSError as e:
         return Check(name="state directory", ok=False, detail=f"{home}: {e.strerror}")
+
+
+LOOSE_SHOWN = 20
+"""Most loose entries the private-state check names."""
+
+
+def _private_modes() -> Check:
+    """Whether everything under the state directory is private (no group or other bits)."""
+    home = tandem_home()
+    if not home.is_dir():
+        return Check(name="private state", ok=True, detail=f"{home} does not exist yet")
+    loose, complete = fsutil.loose_entries(home)
+    bound = "" if complete else f" (first {fsutil.WALK_LIMIT} entries checked)"
+    if not loose:
+        return Check(name="private state", ok=True,
+                     detail=f"{home}: folders 0700, files 0600{bound}")
+    named = "; ".join(f"{path} {mode:04o}" for path, mode in loose[:LOOSE_SHOWN])
+    more = f"; and {len(loose) - LOOSE_SHOWN} more" if len(loose) > LOOSE_SHOWN else ""
+    return Check(name="private state", ok=False,
+                 detail=f"readable by others{bound}: {named}{more}"
+                        " (any tandem command but doctor makes them private on start)")
 
 
 def _configured() -> list[Check]:
@@ -101,11 +124,13 @@ def checks() -> list[Check]:
     result += [_package(p) for p in PACKAGES]
     result += _emacs()
     result.append(_state_dir())
+    result.append(_private_modes())
     result += _configured()
+    keys = secrets.lookup_env()  # keys live in memory, not in os.environ
     for provider, var in KEY_VARS.items():
-        result.append(Check(name=f"provider {provider}", ok=bool(os.environ.get(var)),
+        result.append(Check(name=f"provider {provider}", ok=bool(keys.get(var)),
                             required=False,
-                            detail=f"{var} is set" if os.environ.get(var) else f"{var} not set"))
+                            detail=f"{var} is set" if keys.get(var) else f"{var} not set"))
     for cmd in ACP_COMMANDS:
         path = shutil.which(cmd)
         result.append(Check(name=f"ACP agent {cmd}", ok=bool(path), required=False,

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Generator, Iterable
 from pathlib import Path
 
+from tandem import secrets
 from tandem.protocol.base import TandemError
 
 _IDENTITY = {
@@ -69,7 +70,9 @@ class Git:
     def __init__(self, git_dir: Path, excludes_file: str | None = None) -> None:
         self.git_dir = git_dir
         self.exe = find_git()
-        base = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        # No secret either (tandem.secrets): git runs hooks-free, but a
+        # credential helper or an ssh command would see the environment.
+        base = {k: v for k, v in secrets.child_env().items() if not k.startswith("GIT_")}
         base.update(_IDENTITY)
         base.update(
             {
@@ -86,7 +89,9 @@ class Git:
         )
         self._env = base
         # The user's own ignore file still applies, as it would for them.
-        self._prefix = [self.exe]
+        # Objects hold copies of the user's files (untracked .env included):
+        # git creates everything in the private repository 0600/0700.
+        self._prefix = [self.exe, "-c", "core.sharedRepository=0600"]
         if excludes_file:
             self._prefix += ["-c", f"core.excludesFile={excludes_file}"]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tandem.checkpoints.git import Git
 from tandem.paths import checkpoints_dir
-from tandem.store.fsutil import atomic_write
+from tandem.store.fsutil import atomic_write, private_dir
 
 CHAIN_REF = "refs/tandem/chain"
 """The one ref of the private repository: every kept checkpoint is reachable from it."""
@@ -77,9 +77,9 @@ class Layout:
         """Create the store on first use (idempotent, safe to race)."""
         if (self.git_dir / "HEAD").exists() and (self.git_dir / "info" / "attributes").exists():
             return
-        self.index_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.index_dir)
         if not (self.git_dir / "HEAD").exists():
-            self.git_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.git_dir)
             git.run(["init", "-q", "--bare", str(self.git_dir)])
             for key, value in _CONFIG:
                 git.run(["config", key, value])
@@ -87,7 +87,7 @@ class Layout:
             for sample in (self.git_dir / "hooks").glob("*.sample"):
                 sample.unlink()
         info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
+        private_dir(info)
         atomic_write(info / "attributes", _ATTRIBUTES.encode())
         record = {"root": str(self.root), "key": self.dir.name}
         atomic_write(self.dir / "workspace.json", json.dumps(record).encode() + b"\n")
@@ -95,8 +95,8 @@ class Layout:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the workspace's lock (across processes and threads)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(self.dir)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

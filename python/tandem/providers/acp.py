@@ -146,7 +146,7 @@ class AcpProvider:
             if self._process is not None and self._conn is not None and self._process.alive:
                 return self._conn, self._process
             await self._drop_process()
-            env = agent_environment(self.env)
+            env = agent_environment(self.env, command=self.command)
             try:
                 process = await AgentProcess.start(self.command, env, request.root)
             except OSError as exc:

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tandem import reaper, secrets
+
 log = logging.getLogger(__name__)
 
 INHERITED_ENV = (
@@ -40,18 +42,24 @@ INHERITED_ENV = (
     "http_proxy",
     "https_proxy",
     "no_proxy",
-    "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
-    "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
 )
 """Variables an agent inherits from the backend; everything else must be configured.
 
+No key is among them (keys are not in the backend's environment at all:
+`tandem.secrets`); an agent gets only its own vendor's key (`OWN_KEYS`).
 ``IS_SANDBOX`` is deliberately absent: inherited as root, it makes the Claude
 Code adapter ask for bypass mode, which its CLI then refuses.
 """
+
+OWN_KEYS: dict[str, tuple[str, ...]] = {
+    "claude-agent-acp": ("ANTHROPIC_API_KEY",),
+    "claude-code-acp": ("ANTHROPIC_API_KEY",),
+    "codex-acp": ("OPENAI_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""The keys a known agent program gets from the user's keys, when the user has one."""
 
 INHERITED_PREFIXES = ("LC_", "XDG_")
 
@@ -62,42 +70,38 @@ STREAM_LIMIT = 50 * 1024 * 1024
 
 
 def agent_environment(
-    configured: Mapping[str, str], base: Mapping[str, str] | None = None
+    configured: Mapping[str, str],
+    base: Mapping[str, str] | None = None,
+    command: Sequence[str] = (),
+    keys: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment of an agent: an allow-list from BASE plus CONFIGURED.
+    """The environment of an agent: an allow-list from BASE, its own key, CONFIGURED.
 
-    BASE defaults to the backend's own environment. CONFIGURED (the agent's
-    ``env`` setting) wins over inherited values.
+    BASE defaults to the backend's own environment, KEYS to the user's keys
+    (`tandem.secrets`). From KEYS the agent gets only what `OWN_KEYS` lists
+    for its program (COMMAND's first word). CONFIGURED (the agent's ``env``
+    setting) wins over both. No other secret is ever passed on.
     """
     source = os.environ if base is None else base
     env = {
         key: value
         for key, value in source.items()
-        if key in INHERITED_ENV or key.startswith(INHERITED_PREFIXES)
+        if (key in INHERITED_ENV or key.startswith(INHERITED_PREFIXES))
+        and not secrets.is_secret_name(key)
     }
+    held = secrets.secrets() if keys is None else keys
+    program = os.path.basename(command[0]) if command else ""
+    for name in OWN_KEYS.get(program, ()):
+        if held.get(name):
+            env[name] = held[name]
     env.update(configured)
+    env.update(reaper.tracker().owner_env())
     return env
 
 
 def living_group_members(pgid: int) -> list[int]:
-    """Processes of group PGID that still run (zombies excluded), from /proc.
-
-    Zombies count as gone: a container's init may never reap the orphans
-    of a killed agent, and a zombie holds no resources but its pid.
-    """
-    members: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state ppid pgrp ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
+    """Processes of group PGID that still run (zombies excluded), from /proc."""
+    return reaper.living_groups().get(pgid, [])
 
 
 class AgentProcess:
@@ -127,6 +131,8 @@ class AgentProcess:
             start_new_session=True,
             limit=STREAM_LIMIT,
         )
+        # Its group dies with the backend, even on kill -9 (tandem.reaper).
+        reaper.tracker().register(proc.pid)
         return cls(proc, argv)
 
     @property
@@ -216,6 +222,7 @@ class AgentProcess:
             await self._wait_group(grace)
         with contextlib.suppress(Exception):
             await self.exited
+        reaper.tracker().release(self.pid)
         self._stderr_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._stderr_task

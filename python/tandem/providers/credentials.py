@@ -6,13 +6,13 @@ serialising a `Credentials` never shows it; only the HTTP layer unwraps it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from tandem import secrets
 from tandem.protocol.base import TandemError
 
 ApiFamily = Literal["openai", "anthropic"]
@@ -52,13 +52,17 @@ def resolve_credentials(
 ) -> Credentials:
     """Credentials for FAMILY: explicit values (from Emacs auth-source) win over the environment.
 
+    ENV defaults to `tandem.secrets.lookup_env`: the keys handed over at start,
+    then ``os.environ``.
+
     Raises `TandemError` ``no-credentials`` when no key is found, except for an
     OpenAI-compatible server at a non-default base URL (local llama.cpp, vLLM),
     which usually needs none.
     """
     if family not in DEFAULT_BASE:
         raise TandemError("invalid", f"unknown API family {family!r}")
-    env = os.environ if env is None else env
+    # Keys live in `tandem.secrets` (memory), not in the backend's environment.
+    env = secrets.lookup_env() if env is None else env
     explicit_base = base_url or env.get(ENV_BASE[family]) or ""
     source = "base_url" if base_url else ENV_BASE[family]
     url = _check_url(explicit_base, source) if explicit_base else DEFAULT_BASE[family]

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from tandem.protocol.base import TandemError
 from tandem.remote.models import RemoteTarget
+from tandem.store import fsutil
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -33,7 +34,7 @@ def _file(home: Path, session: str) -> Path:
 def save_target(home: Path, target: RemoteTarget) -> Path:
     """Write TARGET for its session, replacing any earlier one; return the file."""
     path = _file(home, target.session)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fsutil.private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -18,16 +18,22 @@ import sys
 import threading
 from pathlib import Path
 
+from tandem import secrets
 from tandem.paths import logs_dir, tandem_home
+from tandem.store import fsutil
 
 log = logging.getLogger("tandem.server")
+
+HANDOVER_TIMEOUT = 30.0
+"""Seconds ``tandem serve`` waits for the token line on stdin."""
 
 
 def setup_logging(home: Path) -> Path:
     """Send logs and warnings to ``HOME/logs/backend.log``; return its path."""
-    folder = logs_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = fsutil.private_dir(logs_dir(home))
     path = folder / "backend.log"
+    # Created private before logging opens it (the log names paths and errors).
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, fsutil.PRIVATE_FILE_MODE))
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
@@ -110,10 +116,24 @@ def main(port: int = 0, watch_stdin: bool = True) -> int:
     """Entry point of ``tandem serve``; returns the exit status."""
     home = tandem_home()
     setup_logging(home)
-    token = os.environ.get("TANDEM_TOKEN", "")
+    # The token comes on stdin (Emacs writes it), or from TANDEM_TOKEN, which
+    # `tandem.secrets.bootstrap` has already moved out of the environment.
+    token = secrets.get(secrets.TOKEN) or ""
+    if not token and secrets.read_handover(sys.stdin.fileno(), HANDOVER_TIMEOUT):
+        token = secrets.get(secrets.TOKEN) or ""
     if not token:
-        log.error("TANDEM_TOKEN is not set")
-        sys.stdout.write("error: TANDEM_TOKEN must be set (Emacs sets it)\n")
+        log.error("no token was handed over")
+        sys.stdout.write("error: no token: write {\"token\": …} as the first line on stdin"
+                         " (Emacs does)\n")
         return 2
-    asyncio.run(serve(token, home, port, watch_stdin))
+    from tandem import reaper
+
+    swept = reaper.sweep_stale(home)
+    if swept:
+        log.warning("killed %d processes a dead backend had left running", swept)
+    tracker = reaper.install(home)
+    try:
+        asyncio.run(serve(token, home, port, watch_stdin))
+    finally:
+        tracker.close()
     return 0

@@ -27,9 +27,9 @@ EPC frames (six hexadecimal digits of byte length, then a UTF-8
 S-expression) over a loopback TCP socket. See docs/architecture.md for the
 value mapping (dict ↔ plist with `:kebab-case` keys).
 
-* The first call of a connection must be `hello` with the token Emacs put in
-  `TANDEM_TOKEN`; anything else gets an `auth` error and the connection is
-  closed.
+* The first call of a connection must be `hello` with the token Emacs wrote
+  on the backend's stdin; anything else gets an `auth` error and the
+  connection is closed.
 * A call is `(call UID METHOD (PARAMS))` with PARAMS one plist (or none).
 * Errors: `(return-error UID (:code CODE :message MESSAGE :data DATA))`. Codes:
   `auth`, `invalid` (params failed validation; the message names each field),

@@ -43,5 +43,5 @@ def read(home: Path, key: str) -> Breadcrumb | None:
 def write(home: Path, key: str, crumb: Breadcrumb) -> None:
     """Record CRUMB for KEY (atomic replace)."""
     path = _path(home, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fsutil.private_dir(path.parent)
     fsutil.atomic_write(path, json.dumps(crumb.model_dump()).encode())

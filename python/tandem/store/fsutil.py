@@ -1,4 +1,9 @@
-"""Crash-safe file primitives: atomic replace, directory fsync, moves across filesystems."""
+"""Crash-safe file primitives: atomic replace, directory fsync, moves across filesystems.
+
+Everything tandem writes under ``TANDEM_HOME`` is private to the user
+(journals hold tool output, checkpoints copies of untracked ``.env`` files):
+files are created 0600 and folders 0700 here, whatever the umask.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,35 @@ import errno
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
+
+PRIVATE_FILE_MODE = 0o600
+"""Mode of every file tandem creates in its state."""
+PRIVATE_DIR_MODE = 0o700
+"""Mode of every folder tandem creates in its state."""
+
+
+def private_dir(path: Path) -> Path:
+    """Create folder PATH and its missing parents as 0700; return PATH.
+
+    Unlike ``Path.mkdir(parents=True, mode=…)``, every created level gets the
+    private mode, not only the last. Existing folders are left as they are
+    (`tandem.paths.tighten_home` fixes those).
+    """
+    missing: list[Path] = []
+    current = path
+    while not os.path.isdir(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+    return path
 
 
 def fsync_dir(path: Path) -> None:
@@ -19,16 +51,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace PATH with DATA: write a temp file beside it, fsync, rename, fsync dir."""
+def atomic_write(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -> None:
+    """Replace PATH with DATA: write a temp file beside it, fsync, rename, fsync dir.
+
+    The new file has MODE (default private, 0600), whatever the old one had.
+    """
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         try:
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
+            os.fchmod(fd, mode)  # a stale temp file of the same name kept its old mode
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -108,3 +144,79 @@ def move(src: Path, dst: Path, rename: Callable[[Path, Path], None] = os.rename)
     else:
         os.unlink(src)
     fsync_dir(src.parent)
+
+
+WALK_LIMIT = 200_000
+"""Most entries one private-mode walk looks at (a bound on start-up work)."""
+
+
+def _walk_modes(root: Path, limit: int) -> tuple[list[tuple[str, os.stat_result]], bool]:
+    """(path, lstat) of ROOT and what lies below it that group or others may
+    use, symlinks not followed; second value False when LIMIT entries were
+    seen before the end."""
+    try:
+        top = os.stat(root)
+    except OSError:
+        return [], True
+    found = [(str(root), top)] if _private_mode(top) is not None else []
+    stack = [str(root)]
+    seen = 1
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    seen += 1
+                    if seen > limit:
+                        return found, False
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # gone meanwhile
+                    if st.st_mode & 0o077 and not stat.S_ISLNK(st.st_mode):
+                        found.append((entry.path, st))
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return found, True
+
+
+def _private_mode(st: os.stat_result) -> int | None:
+    """The private mode ST should have, or None when it has it already (or is a link)."""
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISLNK(st.st_mode) or not mode & 0o077:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return (mode & 0o700) | PRIVATE_DIR_MODE
+    return mode & 0o700
+
+
+def loose_entries(root: Path, limit: int = WALK_LIMIT) -> tuple[list[tuple[Path, int]], bool]:
+    """(path, mode) of each entry under ROOT (ROOT included) that group or others
+    may use; second value False when the walk stopped at LIMIT entries."""
+    found, complete = _walk_modes(root, limit)
+    return [(Path(p), stat.S_IMODE(st.st_mode)) for p, st in found], complete
+
+
+def tighten_tree(root: Path, limit: int = WALK_LIMIT) -> tuple[int, bool]:
+    """Remove group and other permission bits from ROOT and everything below it.
+
+    Folders become at least 0700 for the owner. Symlinks are not followed;
+    entries another user owns are skipped. Returns (entries changed, whether
+    the walk reached the end before LIMIT entries).
+    """
+    found, complete = _walk_modes(root, limit)
+    changed = 0
+    uid = os.geteuid()
+    for path, st in found:
+        wanted = _private_mode(st)
+        if wanted is None or st.st_uid != uid:
+            continue
+        try:
+            # Not a symlink (lstat said so); only the user can change our folders.
+            os.chmod(path, wanted)
+        except OSError:
+            continue
+        changed += 1
+    return changed, complete

@@ -101,7 +101,7 @@ class Journal:
         path = folder / layout.journal_name(created, sid)
         lock = JournalLock.acquire(layout.lock_path(path))
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fsutil.PRIVATE_FILE_MODE)
             try:
                 os.write(fd, dumps_line(header.model_dump(mode="json")))
                 os.fsync(fd)
@@ -200,7 +200,7 @@ class Journal:
             )
             return
         folder = layout.artifacts_dir(self.path)
-        folder.mkdir(exist_ok=True)
+        fsutil.private_dir(folder)
         aside = folder / f"torn-{layout.compact_time(now_iso())}-{offset}.part"
         fsutil.atomic_write(aside, torn)
         fd = os.open(self.path, os.O_WRONLY)

@@ -55,7 +55,7 @@ def slug_dir(home: Path, cwd: str, create: bool = False) -> Path:
             if not create:
                 return candidate
             # A folder without marker is an interrupted creation: claim it.
-            candidate.mkdir(parents=True, exist_ok=True)
+            fsutil.private_dir(candidate)
             fsutil.atomic_write(marker, canon.encode("utf-8", "surrogateescape"))
             fsutil.fsync_dir(root)  # the new folder itself must survive a crash
             return candidate

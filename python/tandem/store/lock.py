@@ -78,7 +78,7 @@ class JournalLock:
         unlinked it, in which case we retry on the new file.
         """
         for _ in range(50):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

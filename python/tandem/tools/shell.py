@@ -9,6 +9,7 @@ import subprocess
 import anyio
 from pydantic import Field
 
+from tandem import reaper, secrets
 from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError, cap_text
 
 
@@ -21,16 +22,12 @@ class ShellArgs(ToolArgs):
     )
 
 
-SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "TANDEM_TOKEN")
-
-
 def command_env() -> dict[str, str]:
-    """The backend's environment without credentials, for commands the model runs."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if k not in SECRET_ENV and not k.endswith(("_API_KEY", "_AUTH_TOKEN"))
-    }
+    """The environment of a command the model runs: no secret (key, token), and
+    the marker by which a stale-process sweep recognises it as ours."""
+    env = secrets.child_env()
+    env.update(reaper.tracker().owner_env())
+    return env
 
 
 def _kill_group(pid: int) -> None:
@@ -59,6 +56,10 @@ async def shell(ctx: ToolContext, args: ShellArgs) -> str:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    # Its group dies with the backend, even on kill -9 (tandem.reaper).
+    tracker = reaper.tracker()
+    tracker.register(proc.pid)
+    ended = False
     try:
         assert proc.stdout is not None
         with anyio.move_on_after(timeout) as scope:
@@ -68,12 +69,17 @@ async def shell(ctx: ToolContext, args: ShellArgs) -> str:
                 dropped += max(len(chunk) - max(room, 0), 0)
             await proc.wait()
         timed_out = scope.cancelled_caught
+        ended = not timed_out
     finally:
-        if proc.returncode is None:
+        if not ended:
+            # Timeout or cancel: the whole group goes, not only the shell
+            # (a child may hold the output pipe after the shell exited).
             _kill_group(proc.pid)
+        if proc.returncode is None:
             with anyio.CancelScope(shield=True):
                 await proc.wait()
         await proc.aclose()
+        tracker.release(proc.pid)
     text = kept.decode("utf-8", "replace").rstrip("\n")
     if dropped:
         text += f"\n[output truncated: {dropped} more bytes not shown]"

@@ -52,8 +52,8 @@ _cache: dict[Path, _Parsed] = {}
 
 @contextmanager
 def _flock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fsutil.private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, fsutil.PRIVATE_FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -197,7 +197,8 @@ class WorkspaceLog:
                 out.append(event)
             if not data:
                 return out
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                         fsutil.PRIVATE_FILE_MODE)
             try:
                 size = os.fstat(fd).st_size
                 try:

@@ -8,6 +8,7 @@ import pytest
 from acp.schema import PermissionOption
 from acp_helpers import chat
 
+from tandem import reaper
 from tandem.protocol.base import TandemError
 from tandem.providers.acp_process import agent_environment
 from tandem.providers.acp_prompt import first_prompt, followup_prompt
@@ -95,15 +96,28 @@ def test_agent_environment_is_an_allow_list_plus_configuration() -> None:
         "AWS_SECRET_ACCESS_KEY": "s",
         "ANTHROPIC_API_KEY": "k",
     }
-    env = agent_environment({"HOME": "/tmp/h", "EXTRA": "1"}, base)
+    env = agent_environment({"HOME": "/tmp/h", "EXTRA": "1"}, base, keys={})
+    owner = env.pop(reaper.OWNER_VAR)
+    assert owner == reaper.tracker().instance
     assert env == {
         "PATH": "/bin",
         "HOME": "/tmp/h",
         "LC_ALL": "C.UTF-8",
         "XDG_CACHE_HOME": "/c",
-        "ANTHROPIC_API_KEY": "k",
         "EXTRA": "1",
     }
+
+
+def test_an_agent_gets_its_own_key_and_no_other() -> None:
+    keys = {"ANTHROPIC_API_KEY": "sk-ant", "OPENAI_API_KEY": "sk-oai", "GITHUB_TOKEN": "gh"}
+    claude = agent_environment({}, {"PATH": "/bin"}, ["/usr/bin/claude-code-acp"], keys)
+    assert claude["ANTHROPIC_API_KEY"] == "sk-ant"
+    assert "OPENAI_API_KEY" not in claude and "GITHUB_TOKEN" not in claude
+    other = agent_environment({}, {"PATH": "/bin"}, ["my-agent"], keys)
+    assert not set(keys) & set(other)
+    # Configured explicitly: the configuration wins.
+    assert agent_environment({"ANTHROPIC_API_KEY": "mine"}, {}, ["claude-code-acp"],
+                             keys)["ANTHROPIC_API_KEY"] == "mine"
 
 
 def test_tool_kinds_map_to_capability_classes() -> None:

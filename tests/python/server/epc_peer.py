@@ -6,6 +6,7 @@ code), so the tests see exactly what Emacs would see.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -56,9 +57,14 @@ class Peer:
         self.sock.close()
 
 
-def start_backend(home: Path, token: str = "secret-token") -> subprocess.Popen[str]:
-    """Start ``tandem serve`` as Emacs does; return the process with .port set."""
-    env = dict(os.environ, TANDEM_HOME=str(home), TANDEM_TOKEN=token)
+def start_backend(
+    home: Path, token: str = "secret-token", secrets: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[str]:
+    """Start ``tandem serve`` as Emacs does: the token (and SECRETS) in one JSON
+    line on its stdin, never in its environment; return the process with .port set."""
+    env = dict(os.environ if env is None else env, TANDEM_HOME=str(home))
+    env.pop("TANDEM_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tandem.cli", "serve"],
         stdin=subprocess.PIPE,
@@ -68,7 +74,9 @@ def start_backend(home: Path, token: str = "secret-token") -> subprocess.Popen[s
         env=env,
         cwd=REPO,
     )
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stdin is not None
+    proc.stdin.write(json.dumps({"token": token, "secrets": secrets or {}}) + "\n")
+    proc.stdin.flush()
     line = proc.stdout.readline()
     proc.port = int(line)  # type: ignore[attr-defined]
     return proc
