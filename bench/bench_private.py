@@ -3,7 +3,7 @@
 * ``secrets_reexec_start``: a ``tandem`` command started from a shell that
   exports an API key re-executes itself once (the key leaves the initial
   environment); anchor: the same command without a key (no re-exec).
-* ``private_walk_20k``: `tandem.paths.prepare_home` walking a home of 20,000
+* ``private_walk_20k``: `tandem.store.home.prepare_home` walking a home of 20,000
   files already private (what a start without the marker does, in a background
   thread); anchor: ``os.walk`` with an ``lstat`` of each entry, same tree.
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "python"))
 
 from benchlib import emit, median_ms  # noqa: E402
 from tandem import secrets  # noqa: E402
-from tandem.paths import prepare_home  # noqa: E402
+from tandem.store.home import prepare_home  # noqa: E402
 
 
 def _start(env: dict[str, str]) -> None:

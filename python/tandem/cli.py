@@ -58,7 +58,7 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
 
 
 def _tighten(home: Path) -> None:
-    from tandem.paths import prepare_home
+    from tandem.store.home import prepare_home
 
     try:
         prepare_home(home)
@@ -79,8 +79,8 @@ def _start_process() -> None:
     if sys.argv[1:2] not in (["doctor"], ["--help"], ["-h"], ["--version"], []):
         import threading
 
-        from tandem.paths import secure_home
         from tandem.reaper import sweep_stale
+        from tandem.store.home import secure_home
 
         try:
             home = secure_home()

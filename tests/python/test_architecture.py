@@ -35,9 +35,12 @@ DEBT: dict[str, dict[str, str]] = {
     "function_imports": {
         "tandem.cli -> tandem": "start-up: the version only when asked",
         "tandem.cli -> tandem.doctor": "start-up: each subcommand imports its own module",
+        "tandem.cli -> tandem.reaper": "start-up: each subcommand imports its own module",
+        "tandem.cli -> tandem.store.home": "start-up: before the re-exec nothing heavy loads",
         "tandem.cli -> tandem.server.main": "start-up: each subcommand imports its own module",
         "tandem.doctor -> tandem.sessions.settings": HOUSE,
         "tandem.providers.registry -> tandem.providers.acp": "start-up: the acp SDK is heavy",
+        "tandem.server.main -> tandem": "start-up: the port line first",
         "tandem.server.main -> tandem.app": "start-up: the port line first",
         "tandem.server.main -> tandem.server.connection": "start-up: the port line first",
         "tandem.server.main -> tandem.server.pusher": "start-up: the port line first",

@@ -13,8 +13,8 @@ from pathlib import Path
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
-from tandem.paths import PRIVATE_MARKER
 from tandem.store import fsutil
+from tandem.store.home import PRIVATE_MARKER
 
 REPO = Path(__file__).resolve().parents[3]
 
