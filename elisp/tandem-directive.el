@@ -31,6 +31,7 @@
 (require 'subr-x)
 (require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-composer)
 
 (declare-function tandem-project-root "tandem" (&optional directory))
 (declare-function tandem-view-show "tandem-view" (info &optional no-select))
@@ -40,7 +41,6 @@
 (declare-function tandem-composer-set-draft "tandem-composer" (text &optional buffer))
 (declare-function tandem-directive-overlays-refresh "tandem-directive-source" (&optional root))
 (declare-function tandem-directive-sync "tandem-directive-source" (&optional root))
-(defvar tandem-composer-directive-send-function)
 
 (defgroup tandem-directive nil
   "Directives: durable requests anchored in the source."
@@ -248,8 +248,7 @@ The composer keeps its directive scope (it is sticky)."
                                     (buffer-local-value 'tandem-directive--scope-attempt
                                                         buffer))))))
 
-(with-eval-after-load 'tandem-composer
-  (setq tandem-composer-directive-send-function #'tandem-directive--composer-send))
+(setq tandem-composer-directive-send-function #'tandem-directive--composer-send)
 
 ;;;; Commands
 
