@@ -109,7 +109,8 @@ elisp/tandem-autoloads.el: $(EL_FILES)
 info: doc/tandem.info doc/dir
 doc/tandem.info: doc/tandem.texi
 	@command -v makeinfo >/dev/null || $(MAKE) emacs-deps
-	makeinfo --error-limit=0 -Werror --no-split -o $@ $<
+	@out=$$(makeinfo --no-split -o $@ $< 2>&1); status=$$?; \
+	if [ $$status != 0 ] || [ -n "$$out" ]; then echo "$$out"; rm -f $@; exit 1; fi
 doc/dir: doc/tandem.info
 	rm -f $@ && install-info --dir-file=$@ $<
 
