@@ -48,9 +48,17 @@ It receives the question and returns non-nil for yes.  Tests replace it.")
 (defconst tandem-install--minimum '(3 11)
   "Oldest Python (major minor) the backend runs on.")
 
+(defun tandem-install--real-directory (file)
+  "Return the directory of FILE, this library, where its source really is.
+straight and elpaca link the .el files into a build directory and compile
+them there: from a .elc, follow the link of the .el beside it."
+  (let ((el (concat (file-name-sans-extension file) ".el")))
+    (file-name-directory (file-truename (if (file-exists-p el) el file)))))
+
 (defconst tandem-install--library-directory
-  (file-name-directory (file-truename (or load-file-name buffer-file-name default-directory)))
-  "Directory of this file, symbolic links resolved (straight and elpaca link).")
+  (tandem-install--real-directory (or load-file-name buffer-file-name
+                                      (expand-file-name "tandem-install.el")))
+  "Directory of this file's source, symbolic links resolved.")
 
 (defvar tandem-install--last-buffer nil
   "The compilation buffer of the latest `tandem-install-backend'.")

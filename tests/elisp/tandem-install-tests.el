@@ -23,6 +23,25 @@
   (should (equal (file-truename (tandem-install-source-directory))
                  (file-truename tandem-test-root))))
 
+(ert-deftest tandem-install-sources-are-found-through-a-linked-build ()
+  "straight and elpaca: .el links in a build directory, .elc compiled there."
+  (let ((build (make-temp-file "tandem-build-" t))
+        (source (locate-library "tandem-install.el")))
+    (unwind-protect
+        (let ((link (expand-file-name "tandem-install.el" build)))
+          (make-symbolic-link source link)
+          (let ((byte-compile-dest-file-function
+                 (lambda (_) (expand-file-name "tandem-install.elc" build))))
+            (byte-compile-file link))
+          (should (file-regular-p (expand-file-name "tandem-install.elc" build)))
+          ;; Loaded from the build directory, it still finds the clone.
+          (load (expand-file-name "tandem-install.elc" build) nil t t)
+          (should (equal tandem-install--library-directory
+                         (file-name-directory (file-truename source))))
+          (should (equal (file-truename (tandem-install-source-directory))
+                         (file-truename tandem-test-root))))
+      (delete-directory build t))))
+
 (ert-deftest tandem-install-venv-python-becomes-the-default ()
   "An installed venv's interpreter is `tandem-python''s default."
   (let* ((venv (make-temp-file "tandem-venv-" t))
