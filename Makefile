@@ -1,6 +1,9 @@
 # tandem — every target does its own set-up on a fresh Debian machine.
 #   make run    Emacs (-nw -Q) with tandem loaded and M-x tandem run
-#   make test   lint, types, pytest, byte-compile, checkdoc, ERT
+#   make test   lint, types, pytest, byte-compile, checkdoc, package-lint,
+#               ERT, the manual, and an install of the package from a clone
+#   make info   the Info manual (doc/tandem.info, doc/dir)
+#   make package  a package.el tarball in .cache/dist/
 #   make bench  performance figures as JSON lines (docs/performance.md)
 
 SHELL := /bin/bash
@@ -15,8 +18,13 @@ EL_FILES := $(filter-out elisp/tandem-autoloads.el,$(wildcard elisp/*.el))
 # Debian's elpa packages are not on the load path under -Q; markdown-mode
 # is optional (the view has a fallback) but nicer when there.
 ELPA_MD = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/markdown-mode-*))
+ELPA_LINT = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/package-lint-[0-9]*))
+ELPA_LET_ALIST = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/let-alist-*))
+PKG_VERSION = $(shell sed -n 's/^;; Version: *//p' elisp/tandem.el)
+DIST ?= .cache/dist
 
-.PHONY: run test bench demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean
+.PHONY: run test bench demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean \
+  package-lint autoloads info package package-test
 
 setup: venv emacs-deps
 
@@ -37,6 +45,8 @@ emacs-deps:
 	ls -d /usr/share/emacs/site-lisp/elpa/markdown-mode-* >/dev/null 2>&1 || missing="$$missing elpa-markdown-mode"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	ls -d /usr/share/emacs/site-lisp/elpa/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
+	command -v makeinfo >/dev/null || missing="$$missing texinfo"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "Installing:$$missing"; \
@@ -77,15 +87,52 @@ elisp-compile: emacs-deps
 checkdoc: emacs-deps
 	$(EMACS) -Q --batch -L elisp -l tests/elisp/run-checkdoc.el $(EL_FILES)
 
+# XDG_DATA_HOME: a backend the user installed (M-x tandem-install-backend)
+# must not stand in for this checkout's.
 ert: setup
 	mkdir -p $(TEST_HOME)
-	TANDEM_TEST_HOME=$(TEST_HOME) $(EMACS) -Q --batch -L elisp -L tests/elisp \
+	TANDEM_TEST_HOME=$(TEST_HOME) XDG_DATA_HOME=$(TEST_HOME)/data $(EMACS) -Q --batch -L elisp -L tests/elisp \
 	  -l tests/elisp/run-tests.el
+
+# package-lint on every file, tandem.el (the headers) first.
+package-lint: emacs-deps
+	$(EMACS) -Q --batch -L $(ELPA_LINT) -L $(ELPA_LET_ALIST) -L elisp \
+	  -l tests/elisp/run-package-lint.el elisp/tandem.el $(filter-out elisp/tandem.el,$(EL_FILES))
+
+# For a clone on the load-path: (require 'tandem-autoloads) instead of
+# loading everything at start-up.  package.el and package-vc make their own.
+autoloads: elisp/tandem-autoloads.el
+elisp/tandem-autoloads.el: $(EL_FILES)
+	$(EMACS) -Q --batch --eval '(progn (require (quote package)) (package-generate-autoloads "tandem" (expand-file-name "elisp")))'
+
+# The manual; warnings are errors.  doc/dir lets C-h i list it.
+info: doc/tandem.info doc/dir
+doc/tandem.info: doc/tandem.texi
+	@command -v makeinfo >/dev/null || $(MAKE) emacs-deps
+	@out=$$(makeinfo --no-split -o $@ $< 2>&1); status=$$?; \
+	if [ $$status != 0 ] || [ -n "$$out" ]; then echo "$$out"; rm -f $@; exit 1; fi
+doc/dir: doc/tandem.info
+	rm -f $@ && install-info --dir-file=$@ $<
+
+# A package.el tarball: the elisp at its top, the manual, and the backend's
+# sources (pyproject.toml, README.md, python/) for M-x tandem-install-backend.
+package: info
+	rm -rf $(DIST)/tandem-$(PKG_VERSION) && mkdir -p $(DIST)/tandem-$(PKG_VERSION)
+	cp $(EL_FILES) doc/tandem.info doc/dir pyproject.toml README.md $(DIST)/tandem-$(PKG_VERSION)/
+	tar -c --exclude=__pycache__ --exclude='*.pyc' python | tar -x -C $(DIST)/tandem-$(PKG_VERSION)
+	$(EMACS) -Q --batch --eval '(progn (require (quote package)) (with-temp-buffer (insert-file-contents "elisp/tandem.el") (package-generate-description-file (package-buffer-info) "$(DIST)/tandem-$(PKG_VERSION)/tandem-pkg.el")))'
+	tar -C $(DIST) -cf $(DIST)/tandem-$(PKG_VERSION).tar tandem-$(PKG_VERSION)
+	@echo "$(DIST)/tandem-$(PKG_VERSION).tar"
+
+# Install the package from a clean clone of HEAD into a fresh
+# package-user-dir, the backend into a fresh venv, and chat with the fake.
+package-test: emacs-deps
+	tests/package/run.sh
 
 protocol-doc: venv
 	$(VPY) -m tandem.server.protocol_doc > docs/protocol.md
 
-test: setup test-deps lint typecheck pytest elisp-compile checkdoc ert
+test: setup test-deps lint typecheck pytest elisp-compile checkdoc package-lint ert info package-test
 
 # A scripted local model server: the demo's answers are canned, no API key.
 demo: setup
@@ -95,4 +142,4 @@ bench: setup
 	$(VPY) bench/run.py
 
 clean:
-	rm -rf .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .cache .pytest_cache .mypy_cache .ruff_cache doc/tandem.info doc/dir elisp/tandem-autoloads.el

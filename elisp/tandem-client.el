@@ -30,15 +30,18 @@
 
 (require 'cl-lib)
 (require 'eieio)
+(require 'seq)
 (require 'subr-x)
 (require 'json)
 (require 'seq)
 (require 'tandem-core)
+(require 'tandem-install)
 
 (defcustom tandem-python nil
   "Python interpreter that runs the tandem backend.
-When nil, use the `.venv' of the tandem checkout when there is one,
-else \"python3\" from the variable `exec-path'."
+When nil, use the venv `tandem-install-backend' made when there is one,
+else the `.venv' of the tandem checkout when there is one, else
+\"python3\" from the variable `exec-path'."
   :type '(choice (const :tag "Automatic" nil) (file :tag "Interpreter"))
   :group 'tandem)
 
@@ -167,7 +170,8 @@ is collected as usual once the frame is done.")
   "Return the error symbol for CODE, defining it on first use."
   (let ((sym (intern (format "tandem-%s" (or code "error")))))
     (unless (get sym 'error-conditions)
-      (define-error sym "tandem" 'tandem-error)
+      ;; Through funcall: package-lint reads a literal call as defining `sym'.
+      (funcall #'define-error sym "tandem" 'tandem-error)
       (put sym 'tandem-code code))
     sym))
 
@@ -461,6 +465,7 @@ signal `tandem-error' with a readable message."
 (defun tandem--python ()
   "Return the Python interpreter for the backend."
   (or tandem-python
+      (tandem-install-venv-python)
       (let ((venv (expand-file-name ".venv/bin/python" tandem-client--root)))
         (and (file-executable-p venv) venv))
       (executable-find "python3")
@@ -473,7 +478,10 @@ signal `tandem-error' with a readable message."
         (with-current-buffer buf
           (let ((text (string-trim (buffer-substring-no-properties
                                     (max (point-min) (- (point-max) 400)) (point-max)))))
-            (car (last (split-string text "\n")))))
+            ;; The last line but the pipe's own "Process ... finished".
+            (car (last (seq-remove
+                        (lambda (line) (string-match-p "\\`Process .* finished\\'" line))
+                        (split-string text "\n" t "[ \t]+"))))))
       (let ((proc (oref conn process)))
         (if (processp proc)
             (format "%s, exit status %s" (process-status proc) (process-exit-status proc))
@@ -530,8 +538,12 @@ initial environment, which any process of the user can read."
          (stderr (generate-new-buffer " *tandem-stderr*"))
          (split (tandem--split-secrets process-environment))
          (process-environment
-          (append (list "PYTHONUNBUFFERED=1"
-                        (concat "PYTHONPATH=" (expand-file-name "python" tandem-client--root)))
+          (append (list "PYTHONUNBUFFERED=1")
+                  ;; The installed venv runs the code pip put there (so that
+                  ;; its version is the one `hello' reports); any other
+                  ;; Python runs this checkout's sources.
+                  (unless (equal (tandem--python) (tandem-install-venv-python))
+                    (list (concat "PYTHONPATH=" (expand-file-name "python" tandem-client--root))))
                   (and tandem-home (list (concat "TANDEM_HOME" "=" (expand-file-name tandem-home))))
                   (car split)))
          (proc (make-process
@@ -553,6 +565,11 @@ initial environment, which any process of the user can read."
         (accept-process-output proc 0.05 nil t)))
     (unless port
       (when (process-live-p proc) (delete-process proc))
+      ;; Read the rest of its stderr (the reason, e.g. a missing module):
+      ;; the loop above read only the process itself.
+      (let ((pipe (get-buffer-process stderr)) (until (+ (float-time) 2)))
+        (while (and pipe (process-live-p pipe) (< (float-time) until))
+          (accept-process-output pipe 0.05)))
       (tandem--signal "start-failed"
                       (format "tandem backend did not start: %s"
                               (string-trim (concat out " " (tandem--death-note conn))))))
@@ -566,7 +583,11 @@ An earlier backend is stopped first."
   (let* ((read-process-output-max (max read-process-output-max (* 1024 1024)))
          (conn (tandem-connection
                 :token (secure-hash 'sha256 (format "%s%s%s" (random t) (float-time) (emacs-pid)))))
-         (port (tandem--start-process conn))
+         (port (condition-case err (tandem--start-process conn)
+                 (tandem-error
+                  (when (tandem-install-offer-after-failure (tandem-error-message err))
+                    (user-error "Installing the tandem backend (see *tandem-install*); try again when it has finished"))
+                  (signal (car err) (cdr err)))))
          (inbox (generate-new-buffer " *tandem-inbox*")))
     (with-current-buffer inbox (set-buffer-multibyte t))
     (oset conn inbox inbox)
@@ -582,6 +603,7 @@ An earlier backend is stopped first."
     (setq tandem--connection conn)
     (oset conn info (tandem-request "hello" (list :token (oref conn token)
                                                   :client (format "Emacs %s" emacs-version))))
+    (tandem-install-check-hello (oref conn info))
     (when (called-interactively-p 'interactive)
       (message "tandem backend %s started (pid %s)"
                (plist-get (oref conn info) :version) (plist-get (oref conn info) :pid)))

@@ -26,8 +26,6 @@
 (declare-function tandem-inspect-directive "tandem-inspector" (id &optional root))
 (require 'tandem-core)
 (require 'tandem-view-state)
-(defvar tandem-view-transcript-map)
-(defvar tandem-view-mode-map)
 
 (defvar tandem-directive--menu-id nil "The directive the open menu acts on.")
 (defvar tandem-directive--menu-root nil "The project root of the open menu.")
@@ -287,11 +285,6 @@ A prefix argument asks which system directive to use."
       (with-current-buffer b (ignore-errors (revert-buffer))))))
 
 (add-hook 'tandem-directive-changed-functions #'tandem-directives--refresh-lists)
-
-(with-eval-after-load 'tandem-view
-  ;; C-c C-d on a directive turn header and in a directive-scope composer.
-  (define-key tandem-view-transcript-map (kbd "C-c C-d") #'tandem-directive-menu)
-  (define-key tandem-view-mode-map (kbd "C-c C-d") #'tandem-directive-menu))
 
 (provide 'tandem-directive-menu)
 ;;; tandem-directive-menu.el ends here

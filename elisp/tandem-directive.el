@@ -245,8 +245,7 @@ The composer keeps its directive scope (it is sticky)."
                                     (buffer-local-value 'tandem-directive--scope-attempt
                                                         buffer))))))
 
-(with-eval-after-load 'tandem-composer
-  (setq tandem-composer-directive-send-function #'tandem-directive--composer-send))
+(setq tandem-composer-directive-send-function #'tandem-directive--composer-send)
 
 ;;;; Commands
 

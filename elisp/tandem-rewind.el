@@ -38,7 +38,6 @@
 (require 'tandem-view-render)
 
 (declare-function tandem-view-refresh "tandem-view-live" ())
-(defvar tandem-view-transcript-map)
 (defvar tandem-directive-changed-functions)
 
 (defvar tandem-rewind-confirm-function #'y-or-n-p
@@ -271,13 +270,6 @@ Return the buffer."
         (goto-char (point-min))))
     (display-buffer buffer)
     buffer))
-
-;;;; Keys in the session buffer
-
-(with-eval-after-load 'tandem-view
-  ;; On any turn of the transcript: R rewinds before it, = shows its patch.
-  (define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
-  (define-key tandem-view-transcript-map "=" #'tandem-view-turn-patch))
 
 (provide 'tandem-rewind)
 ;;; tandem-rewind.el ends here

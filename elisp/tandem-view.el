@@ -61,7 +61,7 @@
 (defvar tandem-view-mode-map
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map tandem-composer-mode-map)
-    (define-key map (kbd "C-c C-g") #'tandem-view-refresh)
+    (define-key map (kbd "C-c C-l") #'tandem-view-refresh)
     (define-key map (kbd "C-c C-q") #'tandem-view-goto-question)
     map)
   "Keymap of `tandem-view-mode' (the composer's keys and a few more).")

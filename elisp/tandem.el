@@ -1,4 +1,4 @@
-;;; tandem.el --- Work with a coding agent on a project, from Emacs  -*- lexical-binding: t; -*-
+;;; tandem.el --- Work with a coding agent on a project  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The tandem authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -17,11 +17,18 @@
 ;; rewind to; sessions survive the loss or move of their project directory.
 ;;
 ;; A Python backend owns every durable thing; this package renders what it
-;; publishes and sends what you do.  Start with `M-x tandem'.
+;; publishes and sends what you do.  Start with `M-x tandem'; the first
+;; time, `M-x tandem-install-backend' installs the backend (Python 3.11 or
+;; newer) into a venv of its own.  The manual: (info "tandem").
 ;;
 ;; This file is the top of the require graph: it loads every part, and no
 ;; part requires it.  What the parts share (the customization groups, the
 ;; project root) is in tandem-core.el, at the bottom.
+;;
+;; transient is not in Package-Requires: the 0.3.7 that is part of Emacs
+;; 28.1 has all tandem uses, and Emacs 28's package.el does not count it
+;; as built in, so listing it would fetch another transient (and compat)
+;; from GNU ELPA.
 
 ;;; Code:
 
@@ -64,6 +71,29 @@
       (special-mode)
       (display-buffer (current-buffer)))
     report))
+
+
+;; Keys one part binds in another's map, once both are loaded.
+(define-key tandem-view-transcript-map (kbd "C-c C-d") #'tandem-directive-menu)
+(define-key tandem-view-mode-map (kbd "C-c C-d") #'tandem-directive-menu)
+(define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
+(define-key tandem-view-transcript-map "=" #'tandem-view-turn-patch)
+
+(defvar Info-directory-list)
+(declare-function info-initialize "info" ())
+
+(defun tandem--add-manual ()
+  "Let \\[info] find the manual of a clone on the `load-path' (after `make info').
+package.el and package-vc add their package directory themselves."
+  (let ((doc (expand-file-name "../doc/" (file-name-directory
+                                          (or load-file-name buffer-file-name
+                                              default-directory)))))
+    (when (file-exists-p (expand-file-name "dir" doc))
+      (require 'info)
+      (info-initialize)
+      (add-to-list 'Info-directory-list doc t))))
+
+(tandem--add-manual)
 
 (provide 'tandem)
 ;;; tandem.el ends here

@@ -8,6 +8,14 @@ from pydantic import Field
 
 from tandem.protocol.base import Params, Reply
 
+PROTOCOL_VERSION = 1
+"""The version of the methods and events Emacs and the backend speak.
+
+Raised when a method, a reply or an event changes incompatibly; the Emacs
+package knows its own (``tandem-protocol-version``) and offers to reinstall
+a backend whose number differs.
+"""
+
 
 class HelloParams(Params):
     """First call of every connection."""
@@ -21,9 +29,16 @@ class HelloReply(Reply):
     """What the backend tells a newly authenticated client."""
 
     version: str
+    protocol: int
+    """``PROTOCOL_VERSION`` of this backend."""
     pid: int
     home: str
     python: str
+    """The interpreter's version (``3.11.7``)."""
+    executable: str
+    """The interpreter's path (``sys.executable``): which installation answers."""
+    prefix: str
+    """``sys.prefix``: the venv (or system Python) the backend runs in."""
     methods: list[str]
 
 

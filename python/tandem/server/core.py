@@ -15,6 +15,7 @@ from typing import Any
 from tandem import __version__
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.core import (
+    PROTOCOL_VERSION,
     BigParams,
     CallEmacsParams,
     EchoParams,
@@ -33,9 +34,12 @@ async def hello(app: Any, p: HelloParams) -> HelloReply:
     conn = CURRENT.get()
     return HelloReply(
         version=__version__,
+        protocol=PROTOCOL_VERSION,
         pid=os.getpid(),
         home=str(app.home),
         python=sys.version.split()[0],
+        executable=sys.executable,
+        prefix=sys.prefix,
         methods=sorted(conn.methods),
     )
 

@@ -34,11 +34,28 @@ class StdoutSink:
             sys.stdout.flush()
 
 
-def _terminal() -> Any:
+def _terminal() -> tuple[Any, Any] | None:
+    """Open the controlling terminal as (reader, writer), or None when there is none.
+
+    Two unbuffered byte streams: a text stream opened ``r+`` on ``/dev/tty``
+    fails ("not seekable"), which read as "no terminal" and rejected every call.
+    """
     try:
-        return open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - closed by caller
+        reader = open("/dev/tty", "rb", buffering=0)  # noqa: SIM115 - closed by caller
     except OSError:
         return None
+    try:
+        writer = open("/dev/tty", "wb", buffering=0)  # noqa: SIM115 - closed by caller
+    except OSError:
+        reader.close()
+        return None
+    return reader, writer
+
+
+def _choice(line: bytes) -> PermissionAnswer:
+    """The answer a typed LINE means; empty (or anything else) is the default, no."""
+    choice = line.decode("utf-8", "replace").strip().lower()[:1]
+    return "allow_once" if choice == "y" else "allow_session" if choice == "a" else "reject"
 
 
 async def ask_on_terminal(request: PermissionRequest, interaction: str) -> PermissionAnswer:
@@ -48,14 +65,12 @@ async def ask_on_terminal(request: PermissionRequest, interaction: str) -> Permi
         sys.stderr.write(f"tandem: no terminal to ask; rejected {request.tool}: "
                          f"{request.title}\n")
         return "reject"
-    with tty:
-        tty.write(f"\nAllow {request.tool}: {request.title}? [y]es once / [a]lways this "
-                  "session / [n]o: ")
-        tty.flush()
-        line = await asyncio.to_thread(tty.readline)
-    choice = line.strip().lower()[:1]
-    return "allow_once" if choice == "y" else "allow_session" if choice == "a" else "reject"
-
+    reader, writer = tty
+    with reader, writer:
+        writer.write(f"\nAllow {request.tool}: {request.title}? [y]es once / [a]lways this "
+                     "session / [N]o: ".encode())
+        line = await asyncio.to_thread(reader.readline)
+    return _choice(line)
 
 
 async def _ask(args: argparse.Namespace) -> int:

@@ -1,0 +1,38 @@
+"""``hello`` says which backend answers: its version, protocol and interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tandem import __version__
+from tandem.protocol.core import PROTOCOL_VERSION
+
+from .epc_peer import Peer, start_backend
+
+TOKEN = "hello-token"
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = start_backend(tmp_path, TOKEN)
+    yield proc
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_hello_reports_versions_and_the_interpreter(backend: subprocess.Popen[str]) -> None:
+    peer = Peer(backend.port)  # type: ignore[attr-defined]
+    peer.call("hello", {"token": TOKEN})
+    kind, _uid, reply = peer.recv()
+    peer.close()
+    assert kind == "return"
+    assert reply["version"] == __version__
+    assert reply["protocol"] == PROTOCOL_VERSION
+    # The backend runs on the interpreter that started it (this venv's).
+    assert Path(reply["executable"]).resolve() == Path(sys.executable).resolve()
+    assert reply["prefix"] == sys.prefix
