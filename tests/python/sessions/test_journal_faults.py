@@ -244,3 +244,20 @@ def test_a_read_only_home_is_one_sentence_not_a_traceback(
         lines = result.err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("tandem: "), result.err
         assert "read-only file system" in lines[0] and str(home) in lines[0], lines[0]
+
+
+def test_a_full_home_ends_the_ask_turn_failed_with_one_sentence(
+        env: dict[str, str], home: Path, project) -> None:
+    """A real full disk: TANDEM_HOME on a 1 MiB tmpfs, a 3 MB answer."""
+    from fakes.openai_server import FakeOpenAI
+    from fakes.script import Reply
+
+    one = project("one")
+    cli = tmpfs_cli(env, home, size="1m")
+    with FakeOpenAI([Reply(text="y" * 3_000_000, chunk_size=30_000)]) as fake:
+        env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake.base_url + "/v1")
+        result = cli.run(["ask", "--json", "--provider", "openai:m", "hi"], cwd=one)
+    assert "Traceback" not in result.err, result.err
+    assert result.code == 1, (result.out[-500:], result.err)
+    assert "turn 1 failed: disk full: " in result.err, result.err
+    assert json.loads(result.out.strip().splitlines()[-1])["outcome"] == "failed"
