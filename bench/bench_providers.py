@@ -37,9 +37,9 @@ from fakes.anthropic_server import FakeAnthropic  # noqa: E402
 from fakes.http_base import FakeServer  # noqa: E402
 from fakes.openai_server import FakeOpenAI  # noqa: E402
 from fakes.script import Reply, Script  # noqa: E402
-from benchlib import emit  # noqa: E402
 from httpx_sse import aconnect_sse  # noqa: E402
 
+from benchlib import emit  # noqa: E402
 from tandem.app import App  # noqa: E402
 from tandem.events import NullSink  # noqa: E402
 from tandem.providers.base import Message, PermissionRequest, TurnRequest  # noqa: E402
