@@ -39,6 +39,7 @@ from tandem.providers.base import (
 )
 from tandem.sessions.projection import project
 from tandem.store.journal import Journal
+from tandem.store.oserrors import io_error
 from tandem.turns.sink import Asker, JournalSink
 
 log = logging.getLogger("tandem.turns")
@@ -173,7 +174,10 @@ class TurnEngine:
                         if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)),
                        default=0)
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
-        checkpoint = await self.checkpoints.before(root, spec.session, turn)
+        try:
+            checkpoint = await self.checkpoints.before(root, spec.session, turn)
+        except OSError as e:  # a full or read-only home: one sentence, nothing written
+            raise io_error(e, f"cannot take the pre-turn checkpoint of {root}") from None
         # The preceding transcript is complete and durable before the boundary.
         journal.sync()
         sink = JournalSink(journal, self.events, turn, asker)

@@ -234,7 +234,7 @@ def test_a_read_only_home_is_one_sentence_not_a_traceback(
     env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
     cli = tmpfs_cli(env, home, read_only=True)
     for args in (["sessions", "new"], ["continue"], ["ask", "--provider", "openai:m", "hi"],
-                 ["sessions", "list", "--all"]):
+                 ["sessions", "list", "--all"], ["serve", "--no-stdin-watch"]):
         result = cli.run(args, cwd=one)
         assert "Traceback" not in result.err, result.err
         if args[1:2] == ["list"]:  # reading a read-only home works
