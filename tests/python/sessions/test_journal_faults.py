@@ -50,13 +50,19 @@ class FaultyDisk(JournalIO):
         os.ftruncate(fd, length)
 
 
+def _journal_on(disk: FaultyDisk, home: Path, cwd: Path) -> Journal:
+    """A journal with one entry ("kept"), writing through DISK from now on."""
+    j = Journal.create(home, str(cwd))
+    j.append({"type": "user", "turn": 1, "text": "kept"})
+    j.io = disk
+    return j
+
+
 def test_a_full_disk_is_one_clear_error_and_nothing_is_half_written(
         home: Path, tmp_path: Path) -> None:
-    j = Journal.create(home, str(tmp_path))
-    j.append({"type": "user", "turn": 1, "text": "kept"})
-    before = j.path.read_bytes()
     disk = FaultyDisk()
-    j.io = disk
+    j = _journal_on(disk, home, tmp_path)
+    before = j.path.read_bytes()
     disk.fault = errno.ENOSPC
     with pytest.raises(TandemError) as err:
         j.append({"type": "user", "turn": 1, "text": "lost"})
@@ -77,11 +83,9 @@ def test_a_full_disk_is_one_clear_error_and_nothing_is_half_written(
 
 def test_a_torn_write_that_cannot_be_cut_back_is_repaired_before_the_next_append(
         home: Path, tmp_path: Path) -> None:
-    j = Journal.create(home, str(tmp_path))
-    j.append({"type": "user", "turn": 1, "text": "kept"})
-    good = j.path.read_bytes()
     disk = FaultyDisk()
-    j.io = disk
+    j = _journal_on(disk, home, tmp_path)
+    good = j.path.read_bytes()
     disk.tear, disk.fault = True, errno.EROFS  # half a line lands; the cut-back fails
     with pytest.raises(TandemError):
         j.append({"type": "user", "turn": 1, "text": "torn" * 50})
@@ -98,10 +102,8 @@ def test_a_torn_write_that_cannot_be_cut_back_is_repaired_before_the_next_append
 
 def test_a_torn_tail_left_by_a_failed_disk_is_set_aside_on_next_open(
         home: Path, tmp_path: Path) -> None:
-    j = Journal.create(home, str(tmp_path))
-    j.append({"type": "user", "turn": 1, "text": "kept"})
     disk = FaultyDisk()
-    j.io = disk
+    j = _journal_on(disk, home, tmp_path)
     disk.tear, disk.fault = True, errno.EROFS
     with pytest.raises(TandemError):
         j.append({"type": "user", "turn": 1, "text": "torn" * 50})

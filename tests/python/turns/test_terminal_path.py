@@ -6,8 +6,11 @@ disk fault comes through the journal's I/O seam."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,45 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+@dataclass
+class Backend:
+    """One session on a real journal whose disk fills up, and a fake model."""
+
+    app: App
+    events: RecordingSink
+    sid: str
+    disk: FillingDisk
+    fake: FakeOpenAI
+
+    @property
+    def engine(self) -> Any:
+        return turns(self.app).engine
+
+    async def send(self, text: str = "go") -> int:
+        return int(await self.engine.accept(TurnSpec(session=self.sid, text=text,
+                                                     provider="openai:m")))
+
+
+@contextlib.asynccontextmanager
+async def backend(home: Path, project: Path, monkeypatch: pytest.MonkeyPatch,
+                  replies: list[Reply], trigger: str,
+                  code: int = errno.ENOSPC) -> AsyncIterator[Backend]:
+    """A `Backend` whose disk fills at the first entry of type TRIGGER."""
+    events = RecordingSink()
+    app = App(home=home, events=events)
+    with FakeOpenAI(replies) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+        info = await new(app, NewParams(cwd=str(project)))
+        disk = FillingDisk(trigger, code)
+        turns(app).journal(info.id).io = disk
+        try:
+            yield Backend(app, events, info.id, disk, fake)
+        finally:
+            await turns(app).aclose()
+    manager(app).close()
+
+
 def _ended(events: RecordingSink) -> list[dict[str, Any]]:
     return [p for _, kind, p in events.events if kind == "turn-ended"]
 
@@ -67,49 +109,35 @@ def test_a_full_disk_mid_turn_still_ends_the_turn_failed_and_releases_the_sessio
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         code: int, reason: str) -> None:
     async def main() -> None:
-        events = RecordingSink()
-        app = App(home=tmp_path / "home", events=events)
-        with FakeOpenAI([Reply(text="an answer the disk cannot hold"),
-                         Reply(text="second answer")]) as fake:
-            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
-            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
-            info = await new(app, NewParams(cwd=str(project)))
-            service = turns(app)
-            journal = service.journal(info.id)
-            disk = FillingDisk("assistant", code)
-            journal.io = disk
-            try:
-                turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
-                                                            provider="openai:m"))
-                ended = await asyncio.wait_for(service.engine.wait(info.id, turn), 30)
-                assert ended.outcome == "failed"
-                assert ended.error is not None and ended.error.startswith(reason), ended.error
-                (event,) = _ended(events)
-                assert event["outcome"] == "failed" and event["error"] == ended.error
-                status = service.engine.status(info.id, turn)
-                assert status["state"] == "ended" and status["outcome"] == "failed"
-                assert status["error"] == ended.error
-                assert info.id not in service.engine.running  # released
-                # Still full: a new send is refused with the same clear reason.
-                with pytest.raises(TandemError) as err:
-                    await service.engine.accept(TurnSpec(session=info.id, text="again",
-                                                         provider="openai:m"))
-                assert err.value.message.startswith(reason)
-                assert service.engine.status(info.id, turn)["outcome"] == "failed"
-                # The disk is back: the next send works, and turn 1 is closed first.
-                disk.full, disk.trigger = False, b"\0never"
-                second = await service.engine.accept(TurnSpec(session=info.id, text="again",
-                                                              provider="openai:m"))
-                assert second == turn + 1
-                assert (await service.engine.wait(info.id, second)).outcome == "succeeded"
-            finally:
-                await service.aclose()
-        ends = _ends(turns(app).journal(info.id))
-        assert [(e["turn"], e["outcome"]) for e in ends] == [(1, "failed"), (2, "succeeded")]
-        assert ends[0]["error"].startswith(reason)
-        types = [e.type for e in turns(app).journal(info.id).entries()]
-        assert types.index("turn_end") < len(types) - 1 - types[::-1].index("turn_start")
-        manager(app).close()
+        replies = [Reply(text="an answer the disk cannot hold"), Reply(text="second answer")]
+        async with backend(tmp_path / "home", project, monkeypatch, replies, "assistant",
+                           code) as b:
+            turn = await b.send()
+            ended = await asyncio.wait_for(b.engine.wait(b.sid, turn), 30)
+            assert ended.outcome == "failed"
+            assert ended.error is not None and ended.error.startswith(reason), ended.error
+            (event,) = _ended(b.events)
+            assert event["outcome"] == "failed" and event["error"] == ended.error
+            status = b.engine.status(b.sid, turn)
+            assert status["state"] == "ended" and status["outcome"] == "failed"
+            assert status["error"] == ended.error
+            assert b.sid not in b.engine.running  # released
+            # Still full: a new send is refused with the same clear reason.
+            with pytest.raises(TandemError) as err:
+                await b.send("again")
+            assert err.value.message.startswith(reason)
+            assert b.engine.status(b.sid, turn)["outcome"] == "failed"
+            # The disk is back: the next send works, and turn 1 is closed first.
+            b.disk.full, b.disk.trigger = False, b"\0never"
+            second = await b.send("again")
+            assert second == turn + 1
+            assert (await b.engine.wait(b.sid, second)).outcome == "succeeded"
+            journal = turns(b.app).journal(b.sid)
+            ends = _ends(journal)
+            assert [(e["turn"], e["outcome"]) for e in ends] == [(1, "failed"), (2, "succeeded")]
+            assert ends[0]["error"].startswith(reason)
+            types = [e.type for e in journal.entries()]
+            assert types.index("turn_end") < len(types) - 1 - types[::-1].index("turn_start")
 
     asyncio.run(main())
 
@@ -119,19 +147,10 @@ def test_after_a_full_disk_and_a_restart_the_open_turn_is_closed_and_status_is_t
     home = tmp_path / "home"
 
     async def first_life() -> str:
-        app = App(home=home, events=RecordingSink())
-        with FakeOpenAI([Reply(text="lost")]) as fake:
-            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
-            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
-            info = await new(app, NewParams(cwd=str(project)))
-            service = turns(app)
-            service.journal(info.id).io = FillingDisk("assistant")
-            turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
-                                                        provider="openai:m"))
-            assert (await service.engine.wait(info.id, turn)).outcome == "failed"
-            await service.aclose()
-        manager(app).close()  # the backend goes away with the disk still full
-        return info.id
+        # The backend goes away with the disk still full.
+        async with backend(home, project, monkeypatch, [Reply(text="lost")], "assistant") as b:
+            assert (await b.engine.wait(b.sid, await b.send())).outcome == "failed"
+            return b.sid
 
     sid = asyncio.run(first_life())
 
@@ -150,30 +169,17 @@ def test_after_a_full_disk_and_a_restart_the_open_turn_is_closed_and_status_is_t
 def test_a_disk_full_before_the_turn_starts_refuses_the_send_cleanly(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> None:
-        events = RecordingSink()
-        app = App(home=tmp_path / "home", events=events)
-        with FakeOpenAI([Reply(text="ok")]) as fake:
-            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
-            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
-            info = await new(app, NewParams(cwd=str(project)))
-            service = turns(app)
-            disk = FillingDisk("turn_start")
-            service.journal(info.id).io = disk
-            try:
-                with pytest.raises(TandemError) as err:
-                    await service.engine.accept(TurnSpec(session=info.id, text="go",
-                                                         provider="openai:m"))
-                assert err.value.code == "io" and err.value.message.startswith("disk full: ")
-                assert not service.engine.running and not service.engine.held
-                assert not _ended(events)  # no turn was accepted, so none ends
-                disk.full, disk.trigger = False, b"\0never"
-                turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
-                                                            provider="openai:m"))
-                assert turn == 1
-                assert (await service.engine.wait(info.id, turn)).outcome == "succeeded"
-            finally:
-                await service.aclose()
-        manager(app).close()
+        async with backend(tmp_path / "home", project, monkeypatch, [Reply(text="ok")],
+                           "turn_start") as b:
+            with pytest.raises(TandemError) as err:
+                await b.send()
+            assert err.value.code == "io" and err.value.message.startswith("disk full: ")
+            assert not b.engine.running and not b.engine.held
+            assert not _ended(b.events)  # no turn was accepted, so none ends
+            b.disk.full, b.disk.trigger = False, b"\0never"
+            turn = await b.send()
+            assert turn == 1
+            assert (await b.engine.wait(b.sid, turn)).outcome == "succeeded"
 
     asyncio.run(main())
 
@@ -181,25 +187,14 @@ def test_a_disk_full_before_the_turn_starts_refuses_the_send_cleanly(
 def test_a_disk_full_right_after_turn_start_ends_that_turn(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> None:
-        events = RecordingSink()
-        app = App(home=tmp_path / "home", events=events)
-        with FakeOpenAI([Reply(text="ok")]) as fake:
-            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
-            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
-            info = await new(app, NewParams(cwd=str(project)))
-            service = turns(app)
-            service.journal(info.id).io = FillingDisk("user")
-            try:
-                turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
-                                                            provider="openai:m"))
-                ended = await service.engine.wait(info.id, turn)
-            finally:
-                await service.aclose()
-        assert ended.outcome == "failed" and (ended.error or "").startswith("disk full: ")
-        kinds = [k for _, k, _ in events.events]
-        assert kinds.count("turn-started") == 1 and kinds.count("turn-ended") == 1
-        assert service.engine.status(info.id, turn)["outcome"] == "failed"
-        assert fake.api_requests("/v1/chat/completions") == []  # the model was never asked
-        manager(app).close()
+        async with backend(tmp_path / "home", project, monkeypatch, [Reply(text="ok")],
+                           "user") as b:
+            turn = await b.send()
+            ended = await b.engine.wait(b.sid, turn)
+            assert ended.outcome == "failed" and (ended.error or "").startswith("disk full: ")
+            kinds = [k for _, k, _ in b.events.events]
+            assert kinds.count("turn-started") == 1 and kinds.count("turn-ended") == 1
+            assert b.engine.status(b.sid, turn)["outcome"] == "failed"
+            assert b.fake.api_requests("/v1/chat/completions") == []  # the model never asked
 
     asyncio.run(main())
