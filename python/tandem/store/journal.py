@@ -37,6 +37,7 @@ from tandem.gcpause import cyclic_gc_paused
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
+from tandem.store.journal_io import JournalIO
 from tandem.store.jsonl import (
     dumps_line,
     find_end,
@@ -60,22 +61,6 @@ from tandem.store.oserrors import describe, io_error
 _BACK_CHUNK = 65536
 _BATCH = 2000
 log = logging.getLogger("tandem.store")
-
-
-class JournalIO:
-    """The system calls an open journal writes through: a seam for disk-fault tests."""
-
-    def write(self, fd: int, data: bytes) -> int:
-        """Write DATA to FD in one call; return the bytes written."""
-        return os.write(fd, data)
-
-    def fsync(self, fd: int) -> None:
-        """Flush FD to disk."""
-        os.fsync(fd)
-
-    def truncate(self, fd: int, length: int) -> None:
-        """Cut FD back to LENGTH bytes."""
-        os.ftruncate(fd, length)
 
 
 class Journal:
