@@ -7,7 +7,13 @@ bare httpx + httpx-sse client that only reads and JSON-decodes the events.
 The difference is what tandem's loop adds (parsing, sink calls, tool specs).
 Medians over several runs. Prints JSON lines ``{"bench", "value", "unit",
 "anchor", "anchor_value", "target"}``; the target is 1.5 × the anchor.
-Run: ``.venv/bin/python bench/bench_providers.py [--deltas N]``.
+
+Second figure (issue 12): one large answer (20 MB by default) streamed from
+the fake Anthropic server through the whole turn engine (a real journal, the
+sink, one assistant entry), beside the same stream parsed by httpx-sse
+alone; the target is 2 × the anchor. Streamed text must accumulate in linear
+time: before the fix this took 223 s for 20 MB.
+Run: ``.venv/bin/python bench/bench_providers.py [--deltas N] [--answer-mb M]``.
 """
 
 from __future__ import annotations
@@ -33,8 +39,14 @@ from fakes.openai_server import FakeOpenAI  # noqa: E402
 from fakes.script import Reply, Script  # noqa: E402
 from httpx_sse import aconnect_sse  # noqa: E402
 
+from benchlib import emit  # noqa: E402
+from tandem.app import App  # noqa: E402
+from tandem.events import NullSink  # noqa: E402
 from tandem.providers.base import Message, PermissionRequest, TurnRequest  # noqa: E402
 from tandem.providers.registry import build_provider  # noqa: E402
+from tandem.sessions.api import NewParams, manager, new  # noqa: E402
+from tandem.turns.engine import Checkpoints, TurnSpec  # noqa: E402
+from tandem.turns.service import TurnService  # noqa: E402
 
 
 class CountingSink:
@@ -96,10 +108,53 @@ async def raw_ms(family: str, fake: FakeServer) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+async def engine_ms(fake: FakeServer, home: Path, root: Path, size: int) -> float:
+    """One chat turn of the turn engine whose answer is the fake's SIZE characters, in ms.
+
+    No checkpoints (git time is not what this measures); everything else is
+    the real path: provider, sink, journal entry, terminal path.
+    """
+    app = App(home=home, events=NullSink())
+    service = app.service("turns", lambda a: TurnService(a, checkpoints=Checkpoints()))
+    service.config.credentials = {"anthropic": {"api_key": "k", "base_url": fake.base_url}}
+    info = await new(app, NewParams(cwd=str(root)))
+    started = time.perf_counter()
+    turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
+                                                provider="anthropic:bench"))
+    ended = await service.engine.wait(info.id, turn)
+    elapsed = (time.perf_counter() - started) * 1000
+    await service.aclose()
+    manager(app).close()
+    assert ended.outcome == "succeeded", ended.error
+    assert len(ended.answer) == size
+    return elapsed
+
+
+async def large_answer(megabytes: float, chunk: int, runs: int) -> None:
+    """The large-answer figure (see the module docstring)."""
+    size = int(megabytes * 1_000_000)
+    tmp = Path(tempfile.mkdtemp())
+    root = tmp / "project"
+    root.mkdir()
+    with FakeAnthropic(Script(default=Reply(text="x" * size, chunk_size=chunk))) as fake:
+        ours, anchor = [], []
+        for n in range(runs):
+            anchor.append(await raw_ms("anthropic", fake))
+            ours.append(await engine_ms(fake, tmp / f"home{n}", root, size))
+    a = statistics.median(anchor)
+    emit(f"engine_anthropic_answer_{megabytes:g}MB_in_{chunk}_char_deltas",
+         statistics.median(ours), f"httpx_sse_parse_same_{megabytes:g}MB_stream", a,
+         round(2 * a, 1), digits=1)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--answer-mb", type=float, default=20.0)
+    parser.add_argument("--answer-chunk", type=int, default=1000,
+                        help="characters per text delta of the large answer")
+    parser.add_argument("--answer-runs", type=int, default=3)
     args = parser.parse_args()
     reply = Reply(text="x" * args.deltas, chunk_size=1)
     root = Path(tempfile.mkdtemp())
@@ -120,6 +175,7 @@ async def main() -> None:
             "target": round(a * 1.5, 1),
         }
         print(json.dumps(line), flush=True)
+    await large_answer(args.answer_mb, args.answer_chunk, args.answer_runs)
 
 
 if __name__ == "__main__":

@@ -90,12 +90,19 @@ In batch Emacs with the default prompt, signal the interactive-use error."
   (tandem-request "sessions/list"
                   (if all (list :all t) (list :cwd (tandem-sessions--launch-dir)))))
 
+(defun tandem-sessions--title (row)
+  "The title shown for session ROW: why it is damaged, its title, or \"(untitled)\"."
+  (let ((damaged (plist-get row :damaged))
+        (title (plist-get row :title)))
+    (cond (damaged (format "(%s)" damaged))
+          ((string-empty-p title) "(untitled)")
+          (t title))))
+
 (defun tandem-sessions--candidate (row)
   "The completion string of session ROW."
   (format "%s  %s  %s%s"
           (substring (plist-get row :id) 0 13)
-          (let ((title (plist-get row :title)))
-            (if (string-empty-p title) "(untitled)" title))
+          (tandem-sessions--title row)
           (plist-get row :cwd)
           (if (plist-get row :cwd-exists) "" "  (directory gone)")))
 
@@ -213,8 +220,7 @@ its directory is gone), \\[tandem-sessions-list-switch] switches to it,
                         (vector (substring (plist-get row :id) 0 13)
                                 (replace-regexp-in-string
                                  "T" " " (substring (plist-get row :last-activity) 0 19))
-                                (let ((title (plist-get row :title)))
-                                  (if (string-empty-p title) "(untitled)" title))
+                                (tandem-sessions--title row)
                                 (concat (plist-get row :cwd)
                                         (if (plist-get row :cwd-exists) ""
                                           "  (directory gone)")))))

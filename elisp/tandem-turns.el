@@ -20,6 +20,7 @@
 ;;; Code:
 
 (require 'auth-source)
+(require 'cl-lib)
 (require 'tandem-client)
 
 (require 'tandem-core)
@@ -100,7 +101,9 @@ Called before each turn, so that changes to the options take effect."
 Uses the buffer's `tandem-session' when set."
   (or tandem-session
       (let* ((root (directory-file-name (tandem-project-root directory)))
-             (sessions (tandem-request "sessions/list" (list :cwd root))))
+             ;; A damaged journal is listed (last) but cannot be opened: skip it.
+             (sessions (cl-remove-if (lambda (r) (plist-get r :damaged))
+                                     (tandem-request "sessions/list" (list :cwd root)))))
         (if sessions
             (plist-get (car sessions) :id)
           (plist-get (tandem-request "sessions/new" (list :cwd root)) :id)))))

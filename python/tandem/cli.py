@@ -108,6 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # a read-only or full TANDEM_HOME: one sentence, no traceback
+        from tandem.store.oserrors import describe
+
+        doing = f"cannot use {exc.filename}" if exc.filename else "a file operation failed"
+        print(f"tandem: {describe(exc, doing)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 (require 'json)
 (require 'tandem-test-helpers)
 (require 'tandem-sessions)
+(require 'tandem-turns)
 
 (defvar tandem-sessions-test--dirs nil
   "Directories made by the tests, removed at exit.")
@@ -259,6 +260,32 @@ Return (INFO OLD-DIR NEW-DIR BYTES); NEW-DIR has settings MODEL-B."
             (should (equal (plist-get reply :id) (plist-get info :id)))
             (should (equal (plist-get reply :active-cwd) b)))
           (kill-buffer))))))
+
+(ert-deftest tandem-sessions-damaged-header-is-listed-not-hidden ()
+  "A journal with a garbled header shows as damaged in the list and the picker.
+The project's session for sending is never the damaged one."
+  (tandem-sessions-test--with-backend
+    (let* ((dir (tandem-sessions-test--dir))
+           (info (tandem-sessions-test--session dir "soon damaged"))
+           (path (plist-get info :path))
+           (default-directory (file-name-as-directory dir)))
+      (with-temp-buffer
+        (insert-file-contents path)
+        (goto-char (point-min))
+        (delete-region (point) (line-end-position))
+        (insert "{\"type\":\"header\",\"id\":")
+        (write-region (point-min) (point-max) path nil 'silent))
+      (let ((row (cl-find (plist-get info :id) (tandem-sessions--list)
+                          :key (lambda (r) (plist-get r :id)) :test #'equal)))
+        (should row)
+        (should (string-match-p "damaged" (plist-get row :damaged)))
+        (should (string-match-p "(damaged: " (tandem-sessions--candidate row))))
+      (with-current-buffer (tandem-sessions-list)
+        (goto-char (point-min))
+        (should (search-forward (substring (plist-get info :id) 0 13) nil t))
+        (should (search-forward "(damaged: " nil t))
+        (kill-buffer))
+      (should-not (equal (tandem-project-session dir) (plist-get info :id))))))
 
 (ert-deftest tandem-sessions-unknown-id ()
   "An unknown id is a readable tandem-error."

@@ -18,6 +18,8 @@ from tandem.tools.executor import ToolOutcome
 
 API_VERSION = "2023-06-01"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_STREAMED = ("text", "thinking", "signature")
+"""Block fields that arrive as deltas (``partial_json`` is parsed apart)."""
 
 
 def _safe(name: str) -> str:
@@ -141,7 +143,8 @@ class AnthropicWire(Wire):
         """Handle ``message_start`` … ``message_stop``; thinking blocks keep their signature."""
         step = StepResult()
         blocks: dict[int, dict[str, Any]] = {}
-        partial: dict[int, list[str]] = {}
+        # Streamed pieces per (block index, field), joined once at the end.
+        partial: dict[tuple[int, str], list[str]] = {}
         finished = False
         async for sse in events:
             if not sse.data:
@@ -159,7 +162,6 @@ class AnthropicWire(Wire):
             elif kind == "content_block_start":
                 idx = int(ev.get("index", len(blocks)))
                 blocks[idx] = dict(ev.get("content_block") or {})
-                partial[idx] = []
             elif kind == "content_block_delta":
                 self._delta(ev, blocks, partial, sink, step)
             elif kind == "message_delta":
@@ -178,8 +180,11 @@ class AnthropicWire(Wire):
         content: list[dict[str, Any]] = []
         for idx in sorted(blocks):
             block = blocks[idx]
+            for key in _STREAMED:
+                if (idx, key) in partial:
+                    block[key] = str(block.get(key) or "") + "".join(partial[idx, key])
             if block.get("type") == "tool_use":
-                raw = "".join(partial[idx])
+                raw = "".join(partial.get((idx, "partial_json"), []))
                 args = (parse_tool_input(raw) if raw.strip()
                         else checked_tool_input(block.get("input") or {}))
                 block["input"] = args
@@ -196,28 +201,27 @@ class AnthropicWire(Wire):
     def _delta(
         ev: dict[str, Any],
         blocks: dict[int, dict[str, Any]],
-        partial: dict[int, list[str]],
+        partial: dict[tuple[int, str], list[str]],
         sink: TurnSink,
         step: StepResult,
     ) -> None:
         idx = int(ev.get("index", 0))
         delta = ev.get("delta") or {}
-        block = blocks.setdefault(idx, {"type": "text", "text": ""})
+        blocks.setdefault(idx, {"type": "text", "text": ""})
         kind = delta.get("type")
         if kind == "text_delta":
             piece = str(delta.get("text", ""))
-            block["text"] = block.get("text", "") + piece
-            step.text += piece
+            partial.setdefault((idx, "text"), []).append(piece)
+            step.text_parts.append(piece)
             sink.text(piece)
         elif kind == "thinking_delta":
             piece = str(delta.get("thinking", ""))
-            block["thinking"] = block.get("thinking", "") + piece
-            step.reasoning += piece
+            partial.setdefault((idx, "thinking"), []).append(piece)
             sink.reasoning(piece)
         elif kind == "signature_delta":
-            block["signature"] = block.get("signature", "") + str(delta.get("signature", ""))
+            partial.setdefault((idx, "signature"), []).append(str(delta.get("signature", "")))
         elif kind == "input_json_delta":
-            partial.setdefault(idx, []).append(str(delta.get("partial_json", "")))
+            partial.setdefault((idx, "partial_json"), []).append(str(delta.get("partial_json", "")))
 
     def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
         """One user message with a ``tool_result`` block per call."""

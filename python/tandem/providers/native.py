@@ -68,13 +68,19 @@ class ProviderError(Exception):
 class StepResult:
     """One model response of the loop, parsed from the stream."""
 
-    text: str = ""
-    reasoning: str = ""
+    text_parts: list[str] = field(default_factory=list)
+    """Streamed text pieces: appended, joined once (a ``str +=`` on an
+    attribute copies the whole answer per delta, quadratic in its length)."""
     tool_calls: list[ToolCallRef] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
     assistant: dict[str, Any] = field(default_factory=dict)
     """The response as a wire-format assistant message, to send back next step."""
+
+    @property
+    def text(self) -> str:
+        """The text streamed so far, as one string."""
+        return "".join(self.text_parts)
 
 
 class Wire(ABC):

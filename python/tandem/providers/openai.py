@@ -149,11 +149,10 @@ class OpenAIWire(Wire):
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if content:
-            step.text += content
+            step.text_parts.append(content)
             sink.text(content)
         thought = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(thought, str) and thought:
-            step.reasoning += thought
             sink.reasoning(thought)
         for frag in delta.get("tool_calls") or []:
             index = int(frag.get("index", len(calls)))

@@ -138,6 +138,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _row(r: SessionSummary) -> str:
+    if r.damaged:
+        return f"{r.id[:13]}  {r.created[:19]}  {'(' + r.damaged + ')':40}  {r.path}"
     gone = "" if r.cwd_exists else "  (directory gone)"
     title = r.title or "(untitled)"
     return f"{r.id[:13]}  {r.last_activity[:19]}  {title[:40]:40}  {r.cwd}{gone}"

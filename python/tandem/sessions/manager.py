@@ -228,7 +228,7 @@ class SessionManager:
         self._save_settings()
         if crumb_path and crumb_header is not None and crumb_header.cwd == launch:
             return self._adopt(self._open(crumb_path), launch, relocated=False)
-        own = self.list(launch)
+        own = [r for r in self.list(launch) if not r.damaged]
         if own:
             return self._adopt(self._open(Path(own[0].path)), launch, relocated=False)
         if crumb_path and crumb_header is not None and not os.path.isdir(crumb_header.cwd):

@@ -8,17 +8,17 @@ beyond "a JSON object".
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tandem.store.journal import Journal
+from tandem.store.jsonl import loads_line
 
 
 def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
-    """Every entry of JOURNAL as the dict written (``json.loads`` per line).
+    """Every entry of JOURNAL as the dict written (one strict `loads_line` per line).
 
     The projection reads plain dicts; skipping the pydantic models makes this
     several times faster than ``Journal.entries`` on a long journal. A line
@@ -34,7 +34,7 @@ def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
 
 def _loads(line: bytes) -> dict[str, Any] | None:
     try:
-        data = json.loads(line)
+        data = loads_line(line)  # strict: a NaN or Infinity line is unreadable
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -14,11 +14,18 @@ Usage::
 Crash model: an entry is one ``write`` of one line, so a crash leaves at most
 one torn (newline-less) tail. `open` copies that tail into the artifact folder,
 cuts it off, and says so in ``notices``; every complete line survives.
+
+Disk model: a failed write (disk full, read-only file system) raises an ``io``
+`TandemError` whose message starts with the kind ("disk full: …") and cuts the
+file back; if even the cut fails, the next append cuts first, so a torn half
+line is never glued to the next entry. Every system call that writes goes
+through ``Journal.io`` (a `JournalIO`), the seam fault tests use. Lines with a
+non-finite number (NaN, Infinity) are refused on write and read as unreadable.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,10 +37,12 @@ from tandem.gcpause import cyclic_gc_paused
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
+from tandem.store.journal_io import JournalIO
 from tandem.store.jsonl import (
     dumps_line,
     find_end,
     last_complete_line,
+    loads_line,
     now_iso,
     read_header,
     rewrite_header_file,
@@ -47,9 +56,11 @@ from tandem.store.models import (
     parse_entry,
     parse_lines,
 )
+from tandem.store.oserrors import describe, io_error
 
 _BACK_CHUNK = 65536
 _BATCH = 2000
+log = logging.getLogger("tandem.store")
 
 
 class Journal:
@@ -78,6 +89,9 @@ class Journal:
         """Seq of the last complete entry (0 when empty)."""
         self.last_ts: str | None = None
         """Timestamp of the last complete entry."""
+        self.io = JournalIO()
+        """Where writes go (tests put a faulty disk here)."""
+        self._torn = False  # a failed write left bytes past _end that a cut did not remove
 
     # -- opening ---------------------------------------------------------
 
@@ -97,9 +111,12 @@ class Journal:
         sid = session_id or uuid7()
         created = now_iso()
         header = Header(id=sid, cwd=canon, created=created, title=title)
-        folder = layout.slug_dir(home, canon, create=True)
-        path = folder / layout.journal_name(created, sid)
-        lock = JournalLock.acquire(layout.lock_path(path))
+        try:
+            folder = layout.slug_dir(home, canon, create=True)
+            path = folder / layout.journal_name(created, sid)
+            lock = JournalLock.acquire(layout.lock_path(path))
+        except OSError as exc:
+            raise io_error(exc, f"cannot create a session under {home}") from None
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fsutil.PRIVATE_FILE_MODE)
             try:
@@ -108,8 +125,14 @@ class Journal:
             finally:
                 os.close(fd)
             fsutil.fsync_dir(folder)
-        except BaseException:
+        except BaseException as exc:
             lock.release()
+            if isinstance(exc, OSError):
+                try:  # a half-created journal would list as damaged
+                    os.unlink(path)
+                except OSError:
+                    pass
+                raise io_error(exc, f"cannot create session journal {path}") from None
             raise
         return cls.open(path, writable=True, lock=lock)
 
@@ -138,11 +161,17 @@ class Journal:
                     f"Session {header.id} is in use by {held.holder.describe()}; opened read-only."
                 )
                 notices.append(reason)
+            except OSError as exc:  # a read-only or full home: still readable
+                reason = describe(exc, f"cannot lock session {header.id}") + "; opened read-only."
+                notices.append(reason)
         elif not writable:
             reason = "opened read-only on request"
         journal = cls(path, header, header_len, lock, reason, notices)
         try:
             journal._scan()
+        except OSError as exc:
+            journal.close()
+            raise io_error(exc, f"cannot open session journal {path}") from None
         except BaseException:
             journal.close()
             raise
@@ -184,12 +213,15 @@ class Journal:
             if line is None:
                 break
             try:
-                data = json.loads(line)
-                self.last_seq = int(data["seq"])
-                self.last_ts = str(data.get("ts"))
-                return
+                data = loads_line(line)
+                seq = data["seq"]
+                if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 1:
+                    self.last_seq = seq
+                    self.last_ts = str(data.get("ts"))
+                    return
             except (ValueError, KeyError, TypeError):
-                end -= len(line) + 1  # an unreadable line: look one further back
+                pass
+            end -= len(line) + 1  # an unreadable line: look one further back
 
     def _set_aside(self, torn: bytes, offset: int) -> None:
         where = f"{len(torn)} bytes at offset {offset}"
@@ -258,28 +290,56 @@ class Journal:
             model = parse_entry(data)
         except EntryError as exc:
             raise TandemError("invalid", str(exc)) from None
-        line = dumps_line(entry_to_dict(model))
         try:
-            written = os.write(fd, line)
+            line = dumps_line(entry_to_dict(model))
+        except ValueError:
+            raise TandemError(
+                "invalid", f"Cannot record the {model.type} entry: it holds a non-finite "
+                "number (NaN or Infinity), which JSON cannot store; nothing was written."
+            ) from None
+        if self._torn:
+            self._cut_back()  # raises while the disk still refuses
+        try:
+            written = self.io.write(fd, line)
         except OSError as exc:
-            self._cut_back()
-            raise TandemError("io", f"Cannot append to {self.path}: {exc.strerror}") from None
+            self._cut_back(quiet=True)
+            raise io_error(exc, f"cannot append to session {self.id}'s journal {self.path}"
+                           ) from None
         if written != len(line):
-            self._cut_back()
-            raise TandemError("io", f"Short write appending to {self.path}; entry not saved")
+            self._cut_back(quiet=True)
+            raise TandemError(
+                "io", f"disk full: only {written} of {len(line)} bytes reached session "
+                f"{self.id}'s journal {self.path}; the entry was not saved")
         self._end += len(line)
         self.last_seq = model.seq
         self.last_ts = model.ts
         return model
 
-    def _cut_back(self) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, self._end)
+    def _cut_back(self, quiet: bool = False) -> None:
+        """Cut the file back to the last complete entry (undo a failed write).
+
+        When even that fails, the next append tries again before writing;
+        QUIET swallows the error (the caller reports the write's own).
+        """
+        if self._fd is None:
+            return
+        try:
+            self.io.truncate(self._fd, self._end)
+            self._torn = False
+        except OSError as exc:
+            self._torn = True
+            if not quiet:
+                raise io_error(exc, f"cannot repair session {self.id}'s journal {self.path}"
+                               ) from None
 
     def sync(self) -> None:
         """fsync the journal: call at the end of each turn."""
         fd = self._require_writable()
-        os.fsync(fd)
+        try:
+            self.io.fsync(fd)
+        except OSError as exc:
+            raise io_error(exc, f"cannot save session {self.id}'s journal {self.path}"
+                           ) from None
 
     def update_header(self, **changes: Any) -> Header:
         """Rewrite the header with CHANGES (e.g. ``title=…``) via temp+fsync+rename."""
@@ -291,8 +351,11 @@ class Journal:
         except ValidationError as exc:
             msg = exc.errors()[0]["msg"]
             raise TandemError("invalid", f"invalid header change: {msg}") from None
-        os.fsync(self._require_writable())
-        rewrite_header_file(self.path, header)
+        self.sync()
+        try:
+            rewrite_header_file(self.path, header)
+        except OSError as exc:
+            raise io_error(exc, f"cannot rewrite the header of {self.path}") from None
         old_fd, self._fd = self._fd, os.open(self.path, os.O_WRONLY | os.O_APPEND)
         if old_fd is not None:
             os.close(old_fd)
@@ -338,7 +401,7 @@ class Journal:
         out: list[Entry] = []
         for number, line in batch:
             try:
-                out.append(parse_entry(json.loads(line)))
+                out.append(parse_entry(loads_line(line)))
             except (ValueError, EntryError) as exc:
                 self.notices.append(f"{self.path}:{number}: unreadable entry skipped ({exc})")
         return out
@@ -400,7 +463,7 @@ class Journal:
         """Entries from the last backwards, until one whose seq satisfies STOP."""
         for line in self.lines_backward():
             try:
-                entry = parse_entry(json.loads(line))
+                entry = parse_entry(loads_line(line))
             except (ValueError, EntryError):
                 continue  # reported by a forward read; a page just skips it
             yield entry
@@ -414,7 +477,9 @@ class Journal:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
-                os.fsync(fd)
+                self.io.fsync(fd)
+            except OSError as exc:  # reported when it mattered (sync); the lock must go
+                log.warning("closing %s: %s", self.path, exc)
             finally:
                 os.close(fd)
         if self._lock is not None:

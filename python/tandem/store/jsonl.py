@@ -7,6 +7,7 @@ Shared by `tandem.store.journal` (the open journal) and the relocation code
 from __future__ import annotations
 
 import json
+import math
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,12 +28,40 @@ def now_iso() -> str:
 
 
 def dumps_line(data: dict[str, Any]) -> bytes:
-    """DATA as one JSON line (UTF-8 bytes, newline-terminated)."""
+    """DATA as one JSON line (UTF-8 bytes, newline-terminated).
+
+    Raises ValueError for a non-finite number (NaN, ±Infinity): JSON has
+    none, and a line holding one would be refused by every strict reader.
+    """
     # json escapes newlines inside strings, so the result is exactly one line;
     # U+2028/U+2029 are escaped too, for readers that split on every line break.
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return (text + "\n").encode("utf-8")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} (not JSON)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e999 parses as infinity
+        raise ValueError(f"non-finite number {text[:40]} (out of range)")
+    return value
+
+
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def loads_line(line: bytes | str) -> Any:
+    """Parse one JSON line strictly: NaN, ±Infinity and overflowing floats are a ValueError.
+
+    Python's json accepts them, but they are not JSON: a line holding one is
+    garbled and is set aside like any other unreadable line.
+    """
+    text = line.decode("utf-8") if isinstance(line, bytes) else line
+    return _STRICT.decode(text.strip())
 
 
 def read_header(path: Path) -> tuple[Header, int]:
@@ -56,9 +85,11 @@ def read_header(path: Path) -> tuple[Header, int]:
     if not nl:
         raise TandemError("corrupt", f"{path} has no complete header line")
     try:
-        header = Header.model_validate_json(line)
+        header = Header.model_validate(loads_line(line))
     except ValidationError as exc:
         raise TandemError("corrupt", f"{path}: invalid header: {exc.errors()[0]['msg']}") from None
+    except ValueError as exc:
+        raise TandemError("corrupt", f"{path}: unreadable header: {exc}") from None
     return header, len(line) + 1
 
 

@@ -5,6 +5,11 @@ the whole file); one more ``pread`` near the end gives the last entry when
 the file is larger. Nothing else of the journal is read, so listing
 thousands of sessions costs a few syscalls each. The summary is a plain
 dataclass: this loop is hot, and every value in it was checked on the way.
+
+A journal whose header cannot be read is listed too, marked ``damaged`` (with
+why), its id taken from the file name and its directory from the folder's
+``.cwd`` marker; damaged rows come after every readable one, so "the latest
+session" is never a damaged one.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.store import layout
+from tandem.store.jsonl import loads_line
 
 _HEAD = 16384  # one read covers header and tail of most sessions
 _TAIL = 4096
@@ -38,6 +44,8 @@ class SessionSummary:
     """Timestamp of the last entry (the creation time for an empty session)."""
     last_seq: int
     previous_files: list[str]
+    damaged: str | None = None
+    """Why the journal cannot be opened (None for a sound one)."""
 
     def model_dump(self) -> dict[str, Any]:
         """The summary as a JSON-ready dict (same name as pydantic's, on purpose)."""
@@ -62,12 +70,9 @@ def _last_line(fd: int, size: int, first: bytes) -> bytes | None:
         data = os.pread(fd, grow, base) + data
 
 
-_DECODE = json.JSONDecoder().decode  # skips json.loads' encoding sniffing
-
-
 def _header(line: bytes) -> dict[str, Any] | None:
     try:
-        h = _DECODE(line.decode("utf-8"))
+        h = loads_line(line)
     except ValueError:
         return None
     if not isinstance(h, dict) or h.get("type") != "header":
@@ -91,16 +96,38 @@ def _seq_ts(line: bytes) -> tuple[int, str] | None:
     if m:
         return int(m.group(1)), m.group(2).decode()
     try:
-        data = json.loads(line)
-        if data.get("type") == "header":
+        data = loads_line(line)
+        seq = data["seq"]
+        if data.get("type") == "header" or not isinstance(seq, int) or isinstance(seq, bool):
             return None
-        return int(data["seq"]), str(data["ts"])
+        return seq, str(data["ts"])
     except (ValueError, TypeError, KeyError, AttributeError):
         return None  # a damaged tail: the header still lists
 
 
+def _damaged(path: str, why: str, dir_exists: Any) -> SessionSummary | None:
+    """The row of a journal whose header is unreadable (None: not a journal name)."""
+    parsed = layout.parse_journal_name(os.path.basename(path))
+    if parsed is None:
+        return None
+    compact, sid = parsed
+    created = f"{compact[:4]}-{compact[4:6]}-{compact[6:8]}T{compact[9:11]}:{compact[11:13]}:" \
+              f"{compact[13:15]}Z"
+    try:
+        with open(os.path.join(os.path.dirname(path), layout.CWD_MARKER), "rb") as f:
+            cwd = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        cwd = ""
+    return SessionSummary(id=sid, path=path, cwd=cwd, cwd_exists=bool(cwd and dir_exists(cwd)),
+                          title="", created=created, last_activity=created, last_seq=0,
+                          previous_files=[], damaged=why)
+
+
 def summarize(path: Path | str, dir_exists: Any = os.path.isdir) -> SessionSummary | None:
-    """The summary of the journal at PATH, or None if it is not readable as one."""
+    """The summary of the journal at PATH (marked ``damaged`` when its header is unreadable).
+
+    None only when PATH cannot be opened at all.
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -115,7 +142,8 @@ def summarize(path: Path | str, dir_exists: Any = os.path.isdir) -> SessionSumma
             nl = first.find(b"\n")
         header = _header(first[:nl]) if nl >= 0 else None
         if header is None:
-            return None
+            why = "unreadable header" if nl >= 0 else "no complete header line"
+            return _damaged(os.fspath(path), f"damaged: {why}; it cannot be opened", dir_exists)
         last = None
         if size > nl + 1:
             line = _last_line(fd, size, first)
@@ -138,7 +166,8 @@ def summarize(path: Path | str, dir_exists: Any = os.path.isdir) -> SessionSumma
 
 CACHE_NAME = ".summaries.json"
 """Per project folder: journal name -> [size, mtime_ns, inode, summary fields]."""
-_CACHED = ("id", "cwd", "title", "created", "last_activity", "last_seq", "previous_files")
+_CACHED = ("id", "cwd", "title", "created", "last_activity", "last_seq", "previous_files",
+           "damaged")
 
 
 def _load_cache(folder: str) -> dict[str, list[Any]]:
@@ -182,10 +211,11 @@ def _folder_summaries(folder: str, exists: Any) -> list[SessionSummary]:
             continue
         hit = cache.get(name)
         if (isinstance(hit, list) and len(hit) == 4 and hit[0] == st.st_size
-                and hit[1] == st.st_mtime_ns and hit[2] == st.st_ino):
+                and hit[1] == st.st_mtime_ns and hit[2] == st.st_ino
+                and isinstance(hit[3], list) and len(hit[3]) == len(_CACHED)):
             f = hit[3]
-            out.append(SessionSummary(f[0], path, f[1], bool(exists(f[1])), f[2], f[3], f[4],
-                                      f[5], f[6]))
+            out.append(SessionSummary(f[0], path, f[1], bool(f[1] and exists(f[1])), f[2], f[3],
+                                      f[4], f[5], f[6], f[7]))
             fresh[name] = hit
             continue
         summary = summarize(path, exists)
@@ -213,5 +243,5 @@ def list_sessions(home: Path, cwd: str | None = None) -> list[SessionSummary]:
     out: list[SessionSummary] = []
     for folder in folders:
         out.extend(_folder_summaries(os.fspath(folder), exists))
-    out.sort(key=lambda s: (s.last_activity, s.created), reverse=True)
+    out.sort(key=lambda s: (s.damaged is None, s.last_activity, s.created), reverse=True)
     return out

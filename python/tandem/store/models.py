@@ -7,6 +7,7 @@ parses as the plain `Entry` with all its keys kept.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
@@ -17,7 +18,9 @@ JOURNAL_VERSION = 1
 class Header(BaseModel):
     """Line 1 of a journal: who the session is and where it belongs."""
 
-    model_config = ConfigDict(extra="allow")
+    # "constants": a NaN reaches the writer (which refuses it) instead of
+    # being turned silently into null.
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     type: Literal["header"] = "header"
     version: int = JOURNAL_VERSION
@@ -31,7 +34,8 @@ class Header(BaseModel):
 class Entry(BaseModel):
     """Any journal line after the header: ``type``, ``seq``, ``ts``, maybe ``turn``."""
 
-    model_config = ConfigDict(extra="allow")
+    # See Header: a non-finite number is refused on write, never nulled.
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     type: str
     seq: int = Field(ge=1)
@@ -256,6 +260,8 @@ _ANY_ENTRY: Any = Annotated[
     ],
     Discriminator(_tag),
 ]
+_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}")
+"""What may be a non-finite number (or text that looks like one: then the slow path)."""
 _MANY = TypeAdapter(list[_ANY_ENTRY])  # type: ignore[valid-type]
 
 
@@ -268,6 +274,8 @@ def parse_lines(lines: list[bytes]) -> list[Entry] | None:
     if not lines:
         return []
     payload = b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"
+    if _NON_FINITE.search(payload):
+        return None  # pydantic's parser accepts NaN and 1e999; the strict path does not
     try:
         return _MANY.validate_json(payload)  # type: ignore[no-any-return]
     except (ValidationError, ValueError):

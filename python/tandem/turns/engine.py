@@ -7,6 +7,12 @@ entry, the ``turn_end`` entry, an fsync, the terminal hook (a directive's
 attempt record) and one ``turn-ended`` event, in that order. A turn found
 open when a journal is first touched (the backend died mid-turn) is closed
 as aborted by `repair`.
+
+The terminal path cannot be skipped: when the journal refuses a write (disk
+full, read-only file system) every later step still runs, the turn ends
+``failed`` with the disk's sentence as its error ("disk full: …"), the
+session is released, and the next `repair` (the next send, or a status
+question) writes the missing close entries once the disk takes them.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from tandem.providers.base import (
 )
 from tandem.sessions.projection import project
 from tandem.store.journal import Journal
+from tandem.store.oserrors import io_error
 from tandem.turns.sink import Asker, JournalSink
 
 log = logging.getLogger("tandem.turns")
@@ -130,6 +137,8 @@ class TurnEngine:
         """Sessions that accept no turn for now (a rewind in progress), with why."""
         self.ended: dict[tuple[str, int], TurnEnded] = {}
         self._repaired: set[str] = set()
+        self._unrecorded: dict[tuple[str, int], str] = {}
+        """Turns that ended failed without a durable ``turn_end``, with why."""
 
     # -- accepting ---------------------------------------------------------
 
@@ -165,22 +174,32 @@ class TurnEngine:
                         if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)),
                        default=0)
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
-        checkpoint = await self.checkpoints.before(root, spec.session, turn)
+        try:
+            checkpoint = await self.checkpoints.before(root, spec.session, turn)
+        except OSError as e:  # a full or read-only home: one sentence, nothing written
+            raise io_error(e, f"cannot take the pre-turn checkpoint of {root}") from None
         # The preceding transcript is complete and durable before the boundary.
         journal.sync()
         sink = JournalSink(journal, self.events, turn, asker)
+        # A failure here (disk full) refuses the request: nothing is open yet.
         sink.write({"type": "turn_start", "origin": "directive" if spec.directive else "chat",
                     "provider": spec.provider, "model": spec.model, "checkpoint": checkpoint,
                     "permission_mode": spec.permission_mode})
-        if spec.directive:
-            d = spec.directive
-            sink.write({"type": "directive_open", "workspace": d.workspace,
-                        "directive": d.directive, "action": d.action, "attempt": d.attempt})
-        self.events.publish(spec.session, "turn-started", {
-            "turn": turn, "origin": "directive" if spec.directive else "chat",
-            "provider": spec.provider, "model": spec.model,
-            "directive": spec.directive.directive if spec.directive else None})
-        sink.write({"type": "user", "text": spec.text})
+        started = False
+        try:
+            if spec.directive:
+                d = spec.directive
+                sink.write({"type": "directive_open", "workspace": d.workspace,
+                            "directive": d.directive, "action": d.action, "attempt": d.attempt})
+            self._announce(spec, turn)
+            started = True
+            sink.write({"type": "user", "text": spec.text})
+        except Exception as e:  # the turn is open in the journal: it must end, failed
+            if not started:
+                self._announce(spec, turn)
+            await self._finish(spec, turn, sink, TurnResult(outcome="failed", error=_why(e)),
+                               checkpoint, root, provider)
+            return turn
         messages = spec.messages if spec.messages is not None else (
             project(entries) + [Message(role="user", text=spec.text)])
         request = TurnRequest(session_id=spec.session, turn=turn, root=root, model=spec.model,
@@ -192,6 +211,12 @@ class TurnEngine:
                                              root))
         self.running[spec.session] = Running(spec, turn, sink, task)
         return turn
+
+    def _announce(self, spec: TurnSpec, turn: int) -> None:
+        self.events.publish(spec.session, "turn-started", {
+            "turn": turn, "origin": "directive" if spec.directive else "chat",
+            "provider": spec.provider, "model": spec.model,
+            "directive": spec.directive.directive if spec.directive else None})
 
     # -- running -------------------------------------------------------------
 
@@ -222,30 +247,51 @@ class TurnEngine:
 
     async def _finish(self, spec: TurnSpec, turn: int, sink: JournalSink, result: TurnResult,
                       checkpoint: str | None, root: Path, provider: Provider) -> TurnEnded:
-        """The one terminal path."""
-        sink.end_message()
+        """The one terminal path: every step runs, whatever the journal refuses."""
+        failures: list[str] = []
+
+        def record(step: Callable[[], object]) -> None:
+            # A refused write must not skip what follows: note it and go on.
+            try:
+                step()
+            except Exception as e:
+                if not isinstance(e, TandemError):
+                    log.exception("terminal path of %s/%s", spec.session, turn)
+                failures.append(_why(e))
+
+        record(sink.end_message)
         acp = getattr(provider, "last_session", None)
         # The journal says how the root chat's ACP conversation went on
         # (new, resume, load, seeded) each time that changes, e.g. after a
         # backend restart; a directive's ACP session is never recorded.
-        if acp is not None and spec.directive is None and (
-                acp.acp_session_id, acp.how) != last_acp_session(self.entries_of(sink.journal)):
-            sink.write({"type": "acp_session", "acp_session_id": acp.acp_session_id,
-                        "how": acp.how})
+        if acp is not None and spec.directive is None:
+            record(lambda: self._record_acp(sink, acp))
         try:
             patch, completeness = await self.checkpoints.after(root, checkpoint, result)
         except Exception as e:  # the turn still ends; the gap is said
             log.exception("final patch failed")
             patch, completeness = {"error": str(e)}, "incomplete"
         answer = "\n\n".join(sink.final_text)
+        disk = sink.write_error or (failures[0] if failures else None)
+        if disk is not None:  # the journal lost part of this turn: say so first
+            result.outcome = "failed"
+            result.error = disk if not result.error or disk in result.error else (
+                f"{disk} (the turn had also failed: {result.error})")
         if spec.directive:
-            sink.write({"type": "directive_close", "directive": spec.directive.directive,
-                        "outcome": result.outcome,
-                        "summary": (result.error or answer)[:500]})
+            record(lambda: sink.write({
+                "type": "directive_close", "directive": spec.directive.directive,  # type: ignore[union-attr]
+                "outcome": result.outcome, "summary": (result.error or answer)[:500]}))
         usage = result.usage.model_dump()
-        sink.write({"type": "turn_end", "outcome": result.outcome, "error": result.error,
-                    "usage": usage, "patch": patch, "completeness": completeness})
-        sink.journal.sync()
+        record(lambda: sink.write({"type": "turn_end", "outcome": result.outcome,
+                                   "error": result.error, "usage": usage, "patch": patch,
+                                   "completeness": completeness}))
+        record(sink.journal.sync)
+        if failures:
+            if disk is None:  # a write failed only now: the turn fails for that reason
+                result.outcome, result.error = "failed", failures[0]
+            # Not durably closed: the next repair writes the close entries.
+            self._unrecorded[(spec.session, turn)] = result.error or failures[0]
+            self._repaired.discard(spec.session)
         files = [f.get("path") for f in (patch or {}).get("files", []) if isinstance(f, dict)]
         ended = TurnEnded(spec.session, turn, result.outcome, result.error, answer, checkpoint,
                           patch, completeness, [f for f in files if f], usage)
@@ -259,6 +305,11 @@ class TurnEngine:
             "turn": turn, "outcome": result.outcome, "error": result.error,
             "files_changed": ended.files_changed})
         return ended
+
+    def _record_acp(self, sink: JournalSink, acp: Any) -> None:
+        if (acp.acp_session_id, acp.how) != last_acp_session(self.entries_of(sink.journal)):
+            sink.write({"type": "acp_session", "acp_session_id": acp.acp_session_id,
+                        "how": acp.how})
 
     # -- control -------------------------------------------------------------
 
@@ -291,7 +342,8 @@ class TurnEngine:
         return ended
 
     def status(self, session: str, turn: int) -> dict[str, Any]:
-        """The state of TURN in SESSION: running, or how it ended."""
+        """The state of TURN in SESSION: running, or how it ended (an interrupted turn
+        counts as ended: aborted, or failed with why)."""
         running = self.running.get(session)
         if running is not None and running.turn == turn:
             return {"state": "running", "turn": turn,
@@ -302,7 +354,13 @@ class TurnEngine:
 
     def _ended_from_journal(self, session: str, turn: int) -> TurnEnded:
         journal = self.journal_of(session)
+        try:
+            self.repair(journal)  # a turn a crash or a full disk left open ends here
+        except TandemError as err:
+            log.warning("cannot repair %s yet: %s", session, err.message)
+        started = False
         for e in journal.entries():
+            started = started or (e.type == "turn_start" and e.turn == turn)
             if e.type == "turn_end" and e.turn == turn:
                 d = e.model_dump()
                 patch = d.get("patch") if isinstance(d.get("patch"), dict) else None
@@ -311,13 +369,20 @@ class TurnEngine:
                 return TurnEnded(session, turn, d["outcome"], d.get("error"), "", None, patch,
                                  d.get("completeness"), [f for f in files if f],
                                  d.get("usage") or {})
+        if started:  # open in the journal, running nowhere: the repair could not write yet
+            why = self._unrecorded.get((session, turn))
+            return TurnEnded(session, turn, "failed" if why else "aborted", why or CRASH_ERROR,
+                             "", None, None, None)
         raise TandemError("not-found", f"Session {session} has no ended turn {turn}")
 
     def repair(self, journal: Journal) -> list[int]:
-        """Close every turn left open by a crash as aborted; return their numbers."""
+        """Close every turn left open as aborted (a crash) or failed (a refused write).
+
+        Returns their numbers. Raises the journal's ``io`` error while the disk
+        still refuses; then the next call tries again.
+        """
         if journal.id in self._repaired or journal.id in self.running or not journal.writable:
             return []
-        self._repaired.add(journal.id)
         open_turns: dict[int, str | None] = {}
         for e in journal.entries():
             if e.type == "turn_start" and e.turn is not None:
@@ -329,15 +394,20 @@ class TurnEngine:
             elif e.type == "turn_end" and e.turn is not None:
                 open_turns.pop(e.turn, None)
         for turn, directive in sorted(open_turns.items()):
+            why = self._unrecorded.get((journal.id, turn))
+            outcome, error = ("failed", why) if why else ("aborted", CRASH_ERROR)
             if directive:
                 journal.append({"type": "directive_close", "turn": turn, "directive": directive,
-                                "outcome": "aborted", "summary": CRASH_ERROR})
-            journal.append({"type": "turn_end", "turn": turn, "outcome": "aborted",
-                            "error": CRASH_ERROR, "usage": None, "patch": None,
+                                "outcome": outcome, "summary": error[:500]})
+            journal.append({"type": "turn_end", "turn": turn, "outcome": outcome,
+                            "error": error, "usage": None, "patch": None,
                             "completeness": None})
         if open_turns:
             journal.sync()
-            log.info("closed %d interrupted turn(s) of %s as aborted", len(open_turns), journal.id)
+            log.info("closed %d interrupted turn(s) of %s", len(open_turns), journal.id)
+        for turn in open_turns:
+            self._unrecorded.pop((journal.id, turn), None)
+        self._repaired.add(journal.id)
         return sorted(open_turns)
 
     async def aclose(self) -> None:
@@ -347,6 +417,11 @@ class TurnEngine:
         tasks = [r.task for r in self.running.values()]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _why(e: BaseException) -> str:
+    """The user's sentence for E (a `TandemError`'s message as it is)."""
+    return e.message if isinstance(e, TandemError) else f"{type(e).__name__}: {e}"
 
 
 def last_acp_session(entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:

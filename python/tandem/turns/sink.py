@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tandem.events import EventSink
+from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionAnswer, PermissionRequest, ToolKind
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
@@ -46,11 +47,23 @@ class JournalSink:
         """Interactions waiting for the user, by interaction id."""
         self.final_text: list[str] = []
         """Every assistant message of the turn, for the directive frame."""
+        self.write_error: str | None = None
+        """The first journal write this turn that the disk refused, as a sentence."""
 
     def write(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """Append ENTRY (for this turn) to the journal and publish it."""
+        """Append ENTRY (for this turn) to the journal and publish it.
+
+        A refused write (disk full) raises; the first such error is kept in
+        ``write_error`` so the terminal path can say why the turn failed.
+        """
         entry.setdefault("turn", self.turn)
-        written = entry_to_dict(self.journal.append(entry))
+        try:
+            appended = self.journal.append(entry)
+        except TandemError as e:
+            if e.code == "io" and self.write_error is None:
+                self.write_error = e.message
+            raise
+        written = entry_to_dict(appended)
         self.events.publish(self.session, "entry", {"entry": written})
         return written
 

@@ -101,7 +101,7 @@ def _choose_session(app: Any, ws: Workspace, requested: str | None) -> str:
     current = m.current
     if current is not None and canonical_cwd(current.active_cwd) == str(ws.root):
         return current.journal.id
-    listed = m.list(str(ws.root))
+    listed = [r for r in m.list(str(ws.root)) if not r.damaged]
     if listed:
         return listed[0].id
     return m.new(str(ws.root)).journal.id

@@ -261,7 +261,8 @@ def test_listing_reads_header_and_tail(home: Path, tmp_path: Path) -> None:
     again = summarize(a.path)
     assert again is not None and again.last_seq == 1
     (a.path.parent / "20260101T000000Z_00000000-0000-7000-8000-000000000000.jsonl").write_text("x")
-    assert len(list_sessions(home)) == 2  # an unreadable journal is left out, not fatal
+    rows = list_sessions(home)  # an unreadable journal is listed as damaged, last; not fatal
+    assert len(rows) == 3 and [bool(r.damaged) for r in rows] == [False, False, True]
     os.rename(p1, tmp_path / "gone")
     assert summarize(a.path).cwd_exists is False  # type: ignore[union-attr]
 
