@@ -37,6 +37,7 @@ DEBT: dict[str, dict[str, str]] = {
         "tandem.cli -> tandem.doctor": "start-up: each subcommand imports its own module",
         "tandem.cli -> tandem.reaper": "start-up: each subcommand imports its own module",
         "tandem.cli -> tandem.store.home": "start-up: before the re-exec nothing heavy loads",
+        "tandem.cli -> tandem.store.oserrors": "start-up: only when a command fails",
         "tandem.cli -> tandem.server.main": "start-up: each subcommand imports its own module",
         "tandem.doctor -> tandem.sessions.settings": HOUSE,
         "tandem.providers.registry -> tandem.providers.acp": "start-up: the acp SDK is heavy",
