@@ -7,6 +7,7 @@ code), so the tests see exactly what Emacs would see.
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -52,13 +53,39 @@ class Peer:
         self.send([sexp.Symbol("call"), self.uid, sexp.Symbol(method), args])
         return self.uid
 
+    def outcome(self, timeout: float = 10.0) -> list[Any]:
+        """Messages received until the server closes; raises if it stays open."""
+        self.sock.settimeout(timeout)
+        got = []
+        try:
+            while True:
+                got.append(self.recv())
+        except (EOFError, ConnectionResetError):
+            return got
+        finally:
+            self.sock.settimeout(30)
+
     def close(self) -> None:
         self.sock.close()
 
 
-def start_backend(home: Path, token: str = "secret-token") -> subprocess.Popen[str]:
-    """Start ``tandem serve`` as Emacs does; return the process with .port set."""
-    env = dict(os.environ, TANDEM_HOME=str(home), TANDEM_TOKEN=token)
+def start_backend(
+    home: Path,
+    token: str = "secret-token",
+    env: dict[str, str] | None = None,
+    nofile: int | None = None,
+) -> subprocess.Popen[str]:
+    """Start ``tandem serve`` as Emacs does; return the process with .port set.
+
+    ENV adds variables (limits for tests); NOFILE caps its open descriptors
+    as a desktop session's default of 1024 would.
+    """
+    env = dict(os.environ, TANDEM_HOME=str(home), TANDEM_TOKEN=token, **(env or {}))
+
+    def limit_descriptors() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "tandem.cli", "serve"],
         stdin=subprocess.PIPE,
@@ -67,6 +94,7 @@ def start_backend(home: Path, token: str = "secret-token") -> subprocess.Popen[s
         text=True,
         env=env,
         cwd=REPO,
+        preexec_fn=limit_descriptors,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
