@@ -99,13 +99,19 @@ class Connection:
 
     async def call(self, method: str, *args: Any, timeout: float | None = 30.0) -> Any:
         """Call METHOD in Emacs with ARGS and return its value."""
+        return await self.call_encoded(
+            method, framing.encode_payload(list(args)), timeout=timeout
+        )
+
+    async def call_encoded(self, method: str, args: bytes, timeout: float | None = 30.0) -> Any:
+        """Call METHOD in Emacs with ARGS, the argument list already encoded."""
         if self.closed.is_set():
             raise ConnectionClosed("connection closed")
         uid = next(self._uids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[uid] = fut
         try:
-            await self._send([_sym("call"), uid, _sym(method), list(args)])
+            await self._write(b"(call %d %s %s)" % (uid, method.encode("utf-8"), args))
             return await asyncio.wait_for(fut, timeout)
         finally:
             self._pending.pop(uid, None)
