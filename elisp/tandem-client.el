@@ -340,7 +340,8 @@ it, so a reply makes no copies on its way to `read'."
     (dolist (event events)
       (let* ((session (plist-get event :session))
              (seq (plist-get event :seq))
-             (last (and conn (gethash session (oref conn last-seq)))))
+             ;; Seqs start at 1 per connection: a first event past 1 is a gap too.
+             (last (and conn (gethash session (oref conn last-seq) 0))))
         (when (and last seq (/= seq (1+ last)))
           (run-hook-with-args 'tandem-event-gap-functions session (1+ last) seq))
         (when (and conn seq) (puthash session seq (oref conn last-seq)))

@@ -36,5 +36,28 @@
             (should-not gaps))
         (advice-remove 'tandem--on-events 'tandem-test-burst)))))
 
+;; A batch Emacs fails to apply (here: the first one signals) is a lost
+;; batch: the next one starts with a `resync' event whose seq jumps, so
+;; the gap hook runs and the view refetches the journal.
+(ert-deftest tandem-events-failed-batch-runs-the-gap-hook ()
+  "A batch whose call fails in Emacs is followed by a resync that shows the gap."
+  (tandem-test-with-backend
+    (let ((kinds nil) (gaps nil) (failed nil))
+      (add-hook 'tandem-event-functions (lambda (e) (push (plist-get e :kind) kinds)))
+      (add-hook 'tandem-event-gap-functions (lambda (&rest g) (push g gaps)))
+      (advice-add 'tandem--on-events :around
+                  (lambda (orig events)
+                    (if failed (funcall orig events)
+                      (setq failed t)
+                      (error "Emacs could not apply the batch")))
+                  '((name . tandem-test-fail-once)))
+      (unwind-protect
+          (progn
+            (tandem-request "debug/emit" '(:session "g" :count 1 :kind "turn-ended"))
+            (tandem-test-wait-until (lambda () gaps) 30)
+            (should (equal (car gaps) '("g" 1 2)))
+            (should (member "resync" kinds)))
+        (advice-remove 'tandem--on-events 'tandem-test-fail-once)))))
+
 (provide 'tandem-events-tests)
 ;;; tandem-events-tests.el ends here
