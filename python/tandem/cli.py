@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 # Domains that add sub-commands: each module has ``register(subparsers)``.
-DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli")
+DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli", "tandem.config.cli")
 
 
 def _serve(args: argparse.Namespace) -> int:

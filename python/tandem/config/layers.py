@@ -180,7 +180,7 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
         ignored.append(f"permission_mode ({mode} is looser than your {mine})")
         kept.pop("permission_mode")
     native = kept.get("native")
-    base = user.get("native") if isinstance(user.get("native"), dict) else {}
+    base: dict[str, Any] = user["native"] if isinstance(user.get("native"), dict) else {}
     if isinstance(native, dict):
         defaults = NativeSettings().model_dump()
         for name, value in list(native.items()):

@@ -21,17 +21,19 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationError,
 )
 
 from tandem.protocol.base import TandemError
 
-PermissionMode = Literal["read-only", "ask", "auto-edit"]
+# Same order as providers.base: typing caches equal Literals, and docs render the first.
+PermissionMode = Literal["ask", "auto-edit", "read-only"]
 MODE_ORDER: dict[str, int] = {"read-only": 0, "ask": 1, "auto-edit": 2}
 """Permission modes from tightest to loosest."""
 
-TRUSTED_ONLY = {"trusted_only": True}
+TRUSTED_ONLY: dict[str, JsonValue] = {"trusted_only": True}
 """``json_schema_extra`` of a field only a trusted layer may set."""
 
 MAX_FILE_BYTES = 1 << 20
@@ -177,7 +179,7 @@ def describe(error: ValidationError) -> str:
     if kind in _MESSAGES:
         return f"{where}: {_MESSAGES[kind]}"
     if kind in _NUMBER_ERRORS:
-        return f"{where}: {_bounds(loc, first.get("ctx") or {})}, not {first['input']!r}"[:300]
+        return f"{where}: {_bounds(loc, first.get('ctx') or {})}, not {first['input']!r}"[:300]
     message = str(first["msg"]).removeprefix("Value error, ")
     if kind.endswith("_type"):
         message += f", not {type(first['input']).__name__}"

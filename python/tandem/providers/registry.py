@@ -81,7 +81,7 @@ def loop_limits(settings: Mapping[str, Any] | SettingsModel) -> LoopLimits:
 
 def build_provider(
     name: str,
-    settings: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | SettingsModel | None = None,
     *,
     credentials: Mapping[str, Mapping[str, str]] | None = None,
     env: Mapping[str, str] | None = None,
