@@ -169,6 +169,7 @@ recorded, or what the backend said at the last `g'."
     (concat " " (propertize "tandem" 'face 'bold) " · "
             (tandem-view--project-name) " · " (tandem-view--title)
             (if remote (concat " · " (propertize remote 'face 'tandem-view-remote)) "")
+            (if (fboundp 'tandem-trust-header-string) (tandem-trust-header-string tandem-view--info) "")
             " · scope: "
             (if (eq scope 'chat) "chat"
               (propertize (format "directive %s · next: %s" (plist-get scope :directive)

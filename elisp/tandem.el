@@ -61,6 +61,7 @@ Uses `project.el'; outside any project, DIRECTORY itself."
 
 ;; The parts, loaded after `tandem' is provided because several require it.
 (require 'tandem-turns)
+(require 'tandem-trust)
 (require 'tandem-view)
 (require 'tandem-sessions)
 (require 'tandem-directive)
