@@ -59,6 +59,7 @@ def _check_provider(value: str) -> str:
 
 Url = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_check_url)]
 Name = Annotated[str, StringConstraints(pattern=_NAME)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 Arg = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 EnvValue = Annotated[str, StringConstraints(max_length=32768)]
 Seconds = Annotated[float, Field(ge=0, le=86400)]
@@ -104,14 +105,14 @@ class AcpAgent(Section):
     """One ``acp_agents`` entry: the program to start and its extra environment."""
 
     command: list[Arg] = Field(min_length=1, max_length=256)
-    env: dict[Name, EnvValue] = Field(default_factory=dict, max_length=256)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
 
 
 class McpServer(Section):
     """One ``mcp_servers`` entry (reserved: issue 14 gives it meaning)."""
 
     command: list[Arg] = Field(default_factory=list, max_length=256)
-    env: dict[Name, EnvValue] = Field(default_factory=dict, max_length=256)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
     url: Url | None = None
 
 
