@@ -21,7 +21,6 @@ from tandem.turns.service import (
     ClientConfig,
     choose_permission_mode,
     choose_provider,
-    settings_for,
     turns,
 )
 
@@ -30,7 +29,7 @@ async def send(app: Any, p: SendParams) -> Accepted:
     """Accept TEXT as the next chat turn of SESSION and start it."""
     service = turns(app)
     journal = service.journal(p.session)
-    settings = settings_for(service.root_of(journal), service.config)
+    settings = service.settings(service.root_of(journal))
     spec = TurnSpec(session=journal.id, text=p.text,
                     provider=choose_provider(settings, p.provider), model=p.model or "",
                     permission_mode=choose_permission_mode(settings, p.permission_mode,
