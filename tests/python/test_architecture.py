@@ -44,7 +44,6 @@ DEBT: dict[str, dict[str, str]] = {
         "tandem.config.cli -> tandem.paths": "start-up: each subcommand imports its own module",
         "tandem.doctor -> tandem.config.grants": "doctor: a broken part is a finding, not a crash",
         "tandem.doctor -> tandem.config.layers": "doctor: a broken part is a finding, not a crash",
-        "tandem.doctor -> tandem.sessions.settings": HOUSE,
         "tandem.providers.registry -> tandem.providers.acp": "start-up: the acp SDK is heavy",
         "tandem.server.main -> tandem": "start-up: the port line first",
         "tandem.server.main -> tandem.app": "start-up: the port line first",
