@@ -99,6 +99,7 @@ class NativeSettings(Section):
     read_timeout: Seconds = 300.0
     shell_timeout: Seconds = 120.0
     output_cap: int = Field(default=64 * 1024, ge=0, le=64 << 20)
+    tool_timeout: Seconds = 30.0
 
 
 class AcpAgent(Section):
