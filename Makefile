@@ -82,8 +82,10 @@ ert: setup
 	TANDEM_TEST_HOME=$(TEST_HOME) $(EMACS) -Q --batch -L elisp -L tests/elisp \
 	  -l tests/elisp/run-tests.el
 
+# docs/protocol.md and the error conditions Emacs defines, from one source.
 protocol-doc: venv
 	$(VPY) -m tandem.protocol.docs > docs/protocol.md
+	$(VPY) -m tandem.protocol.docs --elisp > elisp/tandem-errors.el
 
 test: setup test-deps lint typecheck pytest elisp-compile checkdoc ert
 
