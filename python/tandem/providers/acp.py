@@ -9,8 +9,11 @@ which (the journal's ``acp_session`` entry). An isolated (directive) request
 always opens a fresh ``session/new``, never loads or resumes, and its id is
 never returned.
 
-tandem advertises no ``fs/*`` or terminal capability: the agent reads, writes
-and runs commands itself, after asking permission.
+tandem advertises the ``fs/*`` and ``terminal`` client capabilities
+(`acp_client`): an agent that uses them reads the user's buffers (unsaved
+edits included), writes through them, and runs commands in terminals the
+backend runs under the native shell tool's rules. An agent that does not
+use them reads, writes and runs commands itself, after asking permission.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from acp.schema import (
     SessionModeState,
 )
 
+from tandem.editor import EditorBridge
 from tandem.protocol.base import TandemError
 from tandem.providers.acp_client import AcpClient, error_text
 from tandem.providers.acp_models import AcpAgentConfig, AcpSessionInfo, SessionHow
@@ -88,6 +92,7 @@ class AcpProvider:
         *,
         root_session_id: str | None = None,
         on_wire: WireObserver | None = None,
+        editor: EditorBridge | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise TandemError("invalid", "an ACP agent needs a name")
@@ -106,7 +111,7 @@ class AcpProvider:
         self._root_id: str | None = None
         self._process: AgentProcess | None = None
         self._conn: ClientSideConnection | None = None
-        self._client = AcpClient()
+        self._client = AcpClient(editor)
         self._start_lock = asyncio.Lock()
         self._root_lock = asyncio.Lock()
         self._turns: set[AcpTurn] = set()
@@ -163,8 +168,8 @@ class AcpProvider:
                     conn.initialize(
                         protocol_version=PROTOCOL_VERSION,
                         client_capabilities=ClientCapabilities(
-                            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                            terminal=False,
+                            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                            terminal=True,
                         ),
                         client_info=Implementation(name="tandem", title="tandem", version="0.1.0"),
                     ),
@@ -214,6 +219,7 @@ class AcpProvider:
         conn, process = self._conn, self._process
         self._conn = self._process = None
         self._client.modes.clear()
+        await self._client.terminals.close()
         if self._root_id is not None:
             # The live conversation dies with the process: resume it next time.
             self._resume_id, self._root_id = self._root_id, None
