@@ -14,6 +14,7 @@ from typing import Any
 
 from acp import RequestError
 from acp.schema import (
+    ConfigOptionUpdate,
     CreateTerminalResponse,
     CurrentModeUpdate,
     DeniedOutcome,
@@ -32,7 +33,7 @@ from acp.schema import (
 
 from tandem.editor import EditorBridge, NoEditor
 from tandem.providers import acp_fs
-from tandem.providers.acp_modes import SessionModes
+from tandem.providers.acp_modes import SessionModels, SessionModes
 from tandem.providers.acp_terminal import Terminal, TerminalRefused, Terminals
 from tandem.providers.acp_turn import AcpTurn
 
@@ -50,6 +51,8 @@ class AcpClient:
         self.turns: dict[str, AcpTurn] = {}
         self.modes: dict[str, SessionModes] = {}
         """Mode state of each session that has modes, kept current from updates."""
+        self.models: dict[str, SessionModels] = {}
+        """Model choices of each session whose agent offers them, kept current."""
         self.editor: EditorBridge = editor or NoEditor()
         self.terminals = Terminals()
         self._terminal_calls: dict[str, tuple[AcpTurn, str]] = {}
@@ -175,6 +178,10 @@ class AcpClient:
         """``session/update``: report UPDATE to its turn (ignored outside a turn)."""
         if isinstance(update, CurrentModeUpdate) and session_id in self.modes:
             self.modes[session_id].current = update.current_mode_id
+        if isinstance(update, ConfigOptionUpdate):
+            models = SessionModels.of(update.config_options)
+            if models is not None:
+                self.models[session_id] = models
         turn = self.turns.get(session_id)
         if turn is not None and turn.failure is None:
             try:
