@@ -69,14 +69,17 @@ def test_modes_and_models_are_offered_chosen_and_reach_the_agent(claude: Claude)
     body = c.agent_bodies()[-1]
     family = "haiku" if "haiku" in other else "opus"
     assert family in body["model"], body["model"]
-    assert "plan mode" in json.dumps(body).lower()
+    assert "Plan mode is active" in json.dumps(body)
 
 
-def test_a_recorded_choice_is_applied_to_a_new_provider(claude: Claude) -> None:
+@pytest.mark.parametrize("chosen", [{"mode": "plan"}, {}], ids=["plan", "none"])
+def test_a_recorded_choice_is_applied_to_a_new_provider(
+    claude: Claude, chosen: dict[str, str]
+) -> None:
     c = claude
 
     async def scenario() -> Any:
-        provider = c.provider(choices={"mode": "plan"})
+        provider = c.provider(choices=chosen)
         try:
             return await c.turn(provider, chat(c.root, "hello"), RecordingSink())
         finally:
@@ -84,4 +87,8 @@ def test_a_recorded_choice_is_applied_to_a_new_provider(claude: Claude) -> None:
 
     result = asyncio.run(scenario())
     assert result.outcome == "succeeded", result.error
-    assert [m["params"]["modeId"] for m in c.sent("session/set_mode")] == ["plan"]
+    assert [m["params"]["modeId"] for m in c.sent("session/set_mode")] == (
+        ["plan"] if chosen else []
+    )
+    # The control without a choice shows the marker is plan mode's, not always there.
+    assert ("Plan mode is active" in json.dumps(c.agent_bodies()[-1])) == bool(chosen)
