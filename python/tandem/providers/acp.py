@@ -40,6 +40,13 @@ from acp.schema import (
 from tandem.editor import EditorBridge
 from tandem.protocol.base import TandemError
 from tandem.providers.acp_client import AcpClient, error_text
+from tandem.providers.acp_errors import (
+    _AgentDied,
+    _checked_id,
+    _exception,
+    _StartError,
+    _uncancel,
+)
 from tandem.providers.acp_models import AcpAgentConfig, AcpSessionInfo, SessionHow
 from tandem.providers.acp_modes import SessionModels, SessionModes
 from tandem.providers.acp_options import AcpOptions, OptionKind, SessionOptions
@@ -58,29 +65,6 @@ CANCEL_GRACE = 10.0
 """Seconds the agent gets to end a cancelled prompt before tandem stops waiting."""
 
 WireObserver = Callable[[str, dict[str, Any]], None]
-
-
-def _exception(future: asyncio.Future[Any]) -> BaseException | None:
-    return None if future.cancelled() else future.exception()
-
-
-def _uncancel() -> None:
-    """A cancelled turn ends as a result, not an exception: clear the request."""
-    task = asyncio.current_task()
-    if task is not None:
-        task.uncancel()
-
-
-def _checked_id(acp_session_id: str | None) -> str | None:
-    if acp_session_id is not None and (
-        not isinstance(acp_session_id, str) or not acp_session_id.strip()
-    ):
-        raise TandemError("invalid", f"not an ACP session id: {acp_session_id!r}")
-    return acp_session_id
-
-
-class _AgentDied(Exception):
-    """The agent process exited while tandem waited for it."""
 
 
 class AcpProvider:
@@ -540,7 +524,3 @@ class AcpProvider:
         """After the agent died: drop it (the root chat's id stays, for a resume)."""
         async with self._start_lock:
             await self._drop_process()
-
-
-class _StartError(Exception):
-    """The agent could not be started or spoke an unknown protocol."""
