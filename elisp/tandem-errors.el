@@ -101,7 +101,9 @@
     ("unauthorized"
      . "The agent-server refused the session API key (HTTP 401); check the key kept for it in auth-source.")
     ("unavailable"
-     . "Something needed is missing (git for checkpoints, a directive's session whose journal is gone); the message says what."))
+     . "Something needed is missing (git for checkpoints, a directive's session whose journal is gone); the message says what.")
+    ("unsupported"
+     . "The agent does not offer that choice (a mode or model it did not list); the message names what it offers."))
   "Every error code with its meaning, as (CODE . SENTENCE).")
 
 (defconst tandem-error-commands

@@ -23,6 +23,11 @@ from pathlib import Path
 ADAPTER_PACKAGE = "@zed-industries/claude-agent-acp"
 ADAPTER_VERSION = "0.23.1"
 ADAPTER_BIN = "claude-agent-acp"
+CAPS_ADAPTER_VERSION = "0.17.1"
+"""The last adapter release whose tools use the client's ``fs/*`` and
+``terminal/*`` (its ``mcp__acp__Read``/``Write``/``Edit``/``Bash``); from 0.18.0
+the adapter reads, writes and runs commands itself (claude-agent-acp issue
+#339). The capability tests run it; everything else runs `ADAPTER_VERSION`."""
 OVERRIDE_ENV = "TANDEM_TEST_ACP_ADAPTER"
 """``PACKAGE@VERSION`` to test another adapter build (its bin must be `ADAPTER_BIN`),
 e.g. the project's later name ``@agentclientprotocol/claude-agent-acp@0.101.0``."""
@@ -81,12 +86,13 @@ def install_command(
     ]
 
 
-def ensure_adapter() -> Path:
-    """The adapter executable (see `adapter_spec`), installing it first when missing.
+def ensure_adapter(version: str | None = None) -> Path:
+    """The adapter executable (see `adapter_spec`; VERSION: that release of the
+    pinned package instead), installing it first when missing.
 
     Raises `AdapterUnavailable` when node/npm are missing or npm fails.
     """
-    package, version = adapter_spec()
+    package, version = (ADAPTER_PACKAGE, version) if version else adapter_spec()
     slot = _slot(package, version)
     target = adapter_bin(package, version)
     if target.exists():
@@ -128,6 +134,7 @@ def main() -> int:
     """Install when missing; print the executable, or the reason it is unavailable."""
     try:
         print(ensure_adapter())
+        print(ensure_adapter(CAPS_ADAPTER_VERSION))
     except AdapterUnavailable as exc:
         print(f"ACP adapter unavailable: {exc}", file=sys.stderr)
         return 1

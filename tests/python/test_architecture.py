@@ -51,6 +51,7 @@ DEBT: dict[str, dict[str, str]] = {
         "tandem.server.main -> tandem.server.connection": "start-up: the port line first",
         "tandem.server.main -> tandem.server.limits": "start-up: the port line first",
         "tandem.server.main -> tandem.server.pusher": "start-up: the port line first",
+        "tandem.server.main -> tandem.server.editor": "start-up: the port line first",
         "tandem.server.main -> tandem.server.table": "start-up: the port line first",
         "tandem.server.main -> tandem.sessions.rewind_recovery": "start-up: the port line first",
         "tandem.server.main -> tandem.turns.engine": "start-up: the port line first",

@@ -49,6 +49,7 @@ ErrorCode = Literal[
     "stale",
     "unauthorized",
     "unavailable",
+    "unsupported",
 ]
 """A code the backend may put in an error reply."""
 
@@ -121,6 +122,8 @@ CODES: dict[ErrorCode, str] = {
     "the key kept for it in auth-source.",
     "unavailable": "Something needed is missing (git for checkpoints, a directive's "
     "session whose journal is gone); the message says what.",
+    "unsupported": "The agent does not offer that choice (a mode or model it did not "
+    "list); the message names what it offers.",
 }
 """Each backend code with one sentence: what it means and what the user can do."""
 

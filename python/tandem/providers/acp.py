@@ -9,8 +9,11 @@ which (the journal's ``acp_session`` entry). An isolated (directive) request
 always opens a fresh ``session/new``, never loads or resumes, and its id is
 never returned.
 
-tandem advertises no ``fs/*`` or terminal capability: the agent reads, writes
-and runs commands itself, after asking permission.
+tandem advertises the ``fs/*`` and ``terminal`` client capabilities
+(`acp_client`): an agent that uses them reads the user's buffers (unsaved
+edits included), writes through them, and runs commands in terminals the
+backend runs under the native shell tool's rules. An agent that does not
+use them reads, writes and runs commands itself, after asking permission.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
@@ -33,14 +37,23 @@ from acp.schema import (
     SessionModeState,
 )
 
+from tandem.editor import EditorBridge
 from tandem.protocol.base import TandemError
 from tandem.providers.acp_client import AcpClient, error_text
+from tandem.providers.acp_errors import (
+    _AgentDied,
+    _checked_id,
+    _exception,
+    _StartError,
+    _uncancel,
+)
 from tandem.providers.acp_models import AcpAgentConfig, AcpSessionInfo, SessionHow
-from tandem.providers.acp_modes import SessionModes, wanted_mode
+from tandem.providers.acp_modes import SessionModels, SessionModes
+from tandem.providers.acp_options import AcpOptions, OptionKind, SessionOptions
 from tandem.providers.acp_process import AgentProcess, agent_environment
 from tandem.providers.acp_prompt import first_prompt, followup_prompt, has_history
 from tandem.providers.acp_turn import AcpTurn
-from tandem.providers.base import TurnRequest, TurnResult, TurnSink
+from tandem.providers.base import Message, PermissionMode, TurnRequest, TurnResult, TurnSink
 
 __all__ = ["AcpAgentConfig", "AcpProvider", "AcpSessionInfo", "SessionHow"]
 
@@ -54,29 +67,6 @@ CANCEL_GRACE = 10.0
 WireObserver = Callable[[str, dict[str, Any]], None]
 
 
-def _exception(future: asyncio.Future[Any]) -> BaseException | None:
-    return None if future.cancelled() else future.exception()
-
-
-def _uncancel() -> None:
-    """A cancelled turn ends as a result, not an exception: clear the request."""
-    task = asyncio.current_task()
-    if task is not None:
-        task.uncancel()
-
-
-def _checked_id(acp_session_id: str | None) -> str | None:
-    if acp_session_id is not None and (
-        not isinstance(acp_session_id, str) or not acp_session_id.strip()
-    ):
-        raise TandemError("invalid", f"not an ACP session id: {acp_session_id!r}")
-    return acp_session_id
-
-
-class _AgentDied(Exception):
-    """The agent process exited while tandem waited for it."""
-
-
 class AcpProvider:
     """A `Provider` backed by an ACP agent process (see the module docstring)."""
 
@@ -88,6 +78,8 @@ class AcpProvider:
         *,
         root_session_id: str | None = None,
         on_wire: WireObserver | None = None,
+        editor: EditorBridge | None = None,
+        choices: dict[str, str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise TandemError("invalid", "an ACP agent needs a name")
@@ -106,7 +98,10 @@ class AcpProvider:
         self._root_id: str | None = None
         self._process: AgentProcess | None = None
         self._conn: ClientSideConnection | None = None
-        self._client = AcpClient()
+        self._client = AcpClient(editor)
+        self._options = SessionOptions(name, self._client, choices)
+        self._root_pending: AcpSessionInfo | None = None
+        """A root session opened, not yet prompted (its first turn records it)."""
         self._start_lock = asyncio.Lock()
         self._root_lock = asyncio.Lock()
         self._turns: set[AcpTurn] = set()
@@ -163,8 +158,8 @@ class AcpProvider:
                     conn.initialize(
                         protocol_version=PROTOCOL_VERSION,
                         client_capabilities=ClientCapabilities(
-                            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                            terminal=False,
+                            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                            terminal=True,
                         ),
                         client_info=Implementation(name="tandem", title="tandem", version="0.1.0"),
                     ),
@@ -214,6 +209,9 @@ class AcpProvider:
         conn, process = self._conn, self._process
         self._conn = self._process = None
         self._client.modes.clear()
+        self._client.models.clear()
+        self._root_pending = None
+        await self._client.terminals.close()
         if self._root_id is not None:
             # The live conversation dies with the process: resume it next time.
             self._resume_id, self._root_id = self._root_id, None
@@ -240,34 +238,26 @@ class AcpProvider:
             conn.new_session(cwd=str(request.root), mcp_servers=[]), process, STARTUP_TIMEOUT
         )
         acp_id = str(response.session_id)
-        self._note_modes(acp_id, response.modes)
+        self._note_modes(acp_id, response.modes, response.config_options)
         return acp_id
 
-    def _note_modes(self, acp_id: str, state: SessionModeState | None) -> None:
+    def _note_modes(self, acp_id: str, state: SessionModeState | None, options: Any) -> None:
         modes = SessionModes.of(state)
         if modes is not None:
             self._client.modes[acp_id] = modes
+        models = SessionModels.of(options)
+        if models is not None:
+            self._client.models[acp_id] = models
 
     async def _apply_mode(
         self, conn: ClientSideConnection, process: AgentProcess, acp_id: str, request: TurnRequest
     ) -> None:
-        """Put the session in the mode tandem's permission mode needs (see acp_modes)."""
-        modes = self._client.modes.get(acp_id)
-        if modes is None:
-            return
-        read_only = request.read_only or request.permission_mode == "read-only"
-        wanted = wanted_mode(modes, read_only)
-        if wanted == modes.current:
-            return
-        try:
-            await self._guard(
-                conn.set_session_mode(session_id=acp_id, mode_id=wanted), process, STARTUP_TIMEOUT
-            )
-        except RequestError as exc:
-            # The permission answers still enforce the mode; log and go on.
-            log.warning("ACP agent %s refused mode %s: %s", self.name, wanted, error_text(exc))
-            return
-        modes.current = wanted
+        """The session's mode for tandem's permission mode and the user's choices."""
+        await self._options.apply(conn, self._guarded(process), acp_id, request.read_only,
+                                  request.permission_mode)
+
+    def _guarded(self, process: AgentProcess) -> Callable[[Awaitable[Any]], Awaitable[Any]]:
+        return lambda call: self._guard(call, process, STARTUP_TIMEOUT)
 
     async def _continue_session(
         self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest, acp_id: str
@@ -295,17 +285,20 @@ class AcpProvider:
             except RequestError as exc:
                 log.info("ACP %s of %s failed: %s", how, acp_id, error_text(exc))
                 continue
-            self._note_modes(acp_id, getattr(response, "modes", None))
+            self._note_modes(acp_id, getattr(response, "modes", None),
+                             getattr(response, "config_options", None))
             return how
         return None
 
-    async def _root_session(
+    async def _open_root(
         self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
-    ) -> tuple[str, str]:
-        """The root chat's ACP session id and the prompt text to send to it."""
+    ) -> tuple[str, AcpSessionInfo | None]:
+        """The root chat's ACP session id, and how it was just established (None:
+        it was live already)."""
         async with self._root_lock:
             if self._root_id is not None:
-                return self._root_id, followup_prompt(request)
+                pending, self._root_pending = self._root_pending, None
+                return self._root_id, pending
             how: SessionHow | None = None
             acp_id = self._resume_id
             if acp_id is not None:
@@ -313,12 +306,57 @@ class AcpProvider:
             if how is None or acp_id is None:
                 acp_id = await self._new_session(conn, process, request)
                 how = "seeded" if has_history(request) else "new"
-                text = first_prompt(request)
-            else:
-                text = followup_prompt(request)
             self._root_id, self._resume_id = acp_id, None
-            self.last_session = AcpSessionInfo(acp_session_id=acp_id, how=how)
-            return acp_id, text
+            return acp_id, AcpSessionInfo(acp_session_id=acp_id, how=how)
+
+    async def _root_session(
+        self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
+    ) -> tuple[str, str]:
+        """The root chat's ACP session id and the prompt text to send to it."""
+        acp_id, info = await self._open_root(conn, process, request)
+        if info is None:
+            return acp_id, followup_prompt(request)
+        if info.how in ("new", "seeded"):
+            # Opened fresh (perhaps for `session_options`, before any prompt).
+            info.how = "seeded" if has_history(request) else "new"
+            text = first_prompt(request)
+        else:
+            text = followup_prompt(request)
+        self.last_session = info
+        return acp_id, text
+
+    # -- modes and models ---------------------------------------------------
+
+    async def session_options(self, root: Path) -> AcpOptions:
+        """The modes and models the agent offers the root chat (opening its ACP
+        session, without a prompt, when there is none yet)."""
+        request = TurnRequest(session_id="options", turn=0, root=root,
+                              messages=[Message(role="user", text="-")])
+        try:
+            conn, process = await self._ensure_started(request)
+            acp_id, info = await self._open_root(conn, process, request)
+        except (_StartError, _AgentDied, TimeoutError, RequestError, ConnectionError) as exc:
+            if isinstance(exc, _AgentDied | TimeoutError | ConnectionError):
+                await self._forget_dead_process()
+            why = error_text(exc) if isinstance(exc, RequestError) else str(exc)
+            raise TandemError("provider", f"ACP agent {self.name}: {why}") from None
+        if info is not None:
+            self._root_pending = info  # the first turn records it
+        return self._options.report(acp_id)
+
+    async def choose(self, kind: OptionKind, value: str, root: Path,
+                     permission_mode: PermissionMode = "ask") -> AcpOptions:
+        """Choose VALUE as the session's KIND (``mode`` or ``model``) and apply it
+        to the root chat's ACP session now (later sessions get it when opened)."""
+        await self.session_options(root)
+        acp_id = self._root_id
+        assert acp_id is not None
+        self._options.check(acp_id, kind, value)
+        self._options.choices[kind] = value
+        if self._conn is not None and self._process is not None:
+            await self._options.apply(self._conn, self._guarded(self._process), acp_id,
+                                      False, permission_mode)
+        return self._options.report(acp_id)
 
     async def _close_session(
         self, conn: ClientSideConnection, process: AgentProcess, acp_id: str
@@ -486,7 +524,3 @@ class AcpProvider:
         """After the agent died: drop it (the root chat's id stays, for a resume)."""
         async with self._start_lock:
             await self._drop_process()
-
-
-class _StartError(Exception):
-    """The agent could not be started or spoke an unknown protocol."""

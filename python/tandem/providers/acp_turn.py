@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ from tandem.providers.base import (
 )
 
 log = logging.getLogger(__name__)
+
+TerminalText = Callable[[str], "str | None"]
+"""The output of a terminal tandem runs, by id (None: not one of tandem's)."""
 
 OUTPUT_LIMIT = 100_000
 """Characters of one tool result kept (the rest is summarised)."""
@@ -106,7 +110,9 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _content_text(update: ToolCallStart | ToolCallUpdate) -> str:
+def _content_text(
+    update: ToolCallStart | ToolCallUpdate, terminal_text: TerminalText | None = None
+) -> str:
     parts: list[str] = []
     for item in update.content or []:
         if isinstance(item, ContentToolCallContent) and isinstance(item.content, TextContentBlock):
@@ -114,7 +120,9 @@ def _content_text(update: ToolCallStart | ToolCallUpdate) -> str:
         elif isinstance(item, FileEditToolCallContent):
             parts.append(f"edited {item.path}")
         elif isinstance(item, TerminalToolCallContent):
-            parts.append(f"terminal {item.terminal_id}")
+            # A terminal tandem runs: its output, as the native shell tool shows it.
+            shown = terminal_text(item.terminal_id) if terminal_text else None
+            parts.append(shown if shown is not None else f"terminal {item.terminal_id}")
     return "\n".join(parts)
 
 
@@ -137,6 +145,10 @@ class _Call:
     reported: bool = False
     finished: bool = False
     refused: bool = False
+    allowed: bool = False
+    """A permission question about it was answered with an allow."""
+    terminal: str | None = None
+    """The terminal that runs it (execute-class calls whose agent asked tandem for one)."""
 
 
 class AcpTurn:
@@ -155,6 +167,14 @@ class AcpTurn:
         self.failure: str | None = None
         self.failed = asyncio.Event()
         """Set by `fail`: the turn must end now, as failed."""
+        self.terminal_text: TerminalText | None = None
+        """Set by the client: the output of its terminals, for tool rows."""
+        self._terminal_calls = 0
+
+    @property
+    def read_only(self) -> bool:
+        """Whether nothing may change in this turn (a discussion, or read-only mode)."""
+        return self.request.read_only or self.request.permission_mode == "read-only"
 
     # -- session/update ------------------------------------------------
 
@@ -264,7 +284,7 @@ class AcpTurn:
         if call.finished or update.status not in ("completed", "failed"):
             return
         call.finished = True
-        output = _content_text(update) or _text_of(update.raw_output)
+        output = _content_text(update, self.terminal_text) or _text_of(update.raw_output)
         status = "refused" if call.refused else str(update.status)
         self.sink.tool_result(call.call_id, status, _clip(output))
 
@@ -296,15 +316,60 @@ class AcpTurn:
         option = choose_option(options, answer)
         if answer == "reject":
             call.refused = True
+        elif option is not None:
+            call.allowed = True
         if option is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option)
         )
 
+    async def allow_terminal(self, command: str) -> str | None:
+        """Whether the agent may run COMMAND in a terminal now; raises
+        `PermissionError` with the reason when not.
+
+        The native shell tool's rules: refused in a read-only turn; allowed
+        without a new question for the execute-class call the user (or the
+        policy) just allowed; otherwise asked, as a tool row of its own, whose
+        call id is returned (the caller reports its result).
+        """
+        if self.read_only:
+            self.auto_rejected += 1
+            raise PermissionError("refused: this turn is read-only (no command may run)")
+        for call in self.calls.values():
+            if call.kind == "execute" and call.allowed and not call.finished and not call.terminal:
+                call.terminal = command
+                return None
+        self._terminal_calls += 1
+        call = _Call(
+            call_id=f"terminal-{self.request.turn}-{self._terminal_calls}",
+            name="terminal",
+            kind="execute",
+            title=f"Run: {command[:80]}",
+            input={"command": command},
+        )
+        self.calls[call.call_id] = call
+        self.end_message()
+        self._report(call)
+        answer = None if self.cancelled else await self._decide(call)
+        if answer is None or answer == "reject":
+            call.refused = True
+            call.finished = True
+            self.sink.tool_result(call.call_id, "refused", "the user refused the command")
+            raise PermissionError("refused: the user did not allow this command")
+        call.allowed = True
+        return call.call_id
+
+    def terminal_done(self, call_id: str, status: str, output: str) -> None:
+        """The terminal of the call CALL_ID (from `allow_terminal`) ended."""
+        call = self.calls.get(call_id)
+        if call is not None and not call.finished:
+            call.finished = True
+            self.sink.tool_result(call_id, status, _clip(output))
+
     async def _decide(self, call: _Call) -> PermissionAnswer | None:
         request = self.request
-        if request.read_only or request.permission_mode == "read-only":
+        if self.read_only:
             self.auto_rejected += 1
             return "reject"
         if request.permission_mode == "auto-edit" and call.kind == "edit":

@@ -60,6 +60,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     """Run the server until stdin closes or a signal arrives."""
     from tandem.app import App
     from tandem.server.connection import Connection
+    from tandem.server.editor import EmacsEditor
     from tandem.server.limits import Limits
     from tandem.server.pusher import EventPusher
     from tandem.server.table import build_table
@@ -68,6 +69,8 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
 
     pusher = EventPusher()
     app = App(home=home, events=pusher)
+    # ACP agents read and write files through the buffers of the connected Emacs.
+    app.services["editor"] = EmacsEditor(lambda: pusher.connections)
     methods = build_table()
     # Before any client can start a turn: settle rewinds a crash interrupted.
     try:

@@ -66,6 +66,11 @@ class EventPusher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def connections(self) -> list[Any]:
+        """The connections events go to (each with its own outbox)."""
+        return [o.conn for o in self.outboxes if not o.closed]
+
     def attach(self, conn: Any) -> None:
         """Deliver events to CONN (an authenticated `Connection`) from now on."""
         self.outboxes.append(Outbox(conn))

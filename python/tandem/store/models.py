@@ -193,6 +193,15 @@ class AcpSession(Entry):
     how: Literal["new", "load", "resume", "seeded"]
 
 
+class AcpOption(Entry):
+    """The user chose an ACP agent's mode or model for the session."""
+
+    type: Literal["acp_option"] = "acp_option"
+    agent: str
+    option: Literal["mode", "model"]
+    value: str
+
+
 ENTRY_TYPES: dict[str, type[Entry]] = {
     cls.model_fields["type"].default: cls
     for cls in (
@@ -211,6 +220,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         RewindRecovery,
         Compaction,
         AcpSession,
+        AcpOption,
     )
 }
 """Known entry types by their ``type`` value."""

@@ -74,6 +74,15 @@ def choose_permission_mode(settings: dict[str, Any], requested: str | None,
     return mode  # type: ignore[return-value]
 
 
+def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
+    """The mode and model last chosen for AGENT in a session's ENTRIES (``acp_option``)."""
+    chosen: dict[str, str] = {}
+    for e in entries:
+        if e.get("type") == "acp_option" and e.get("agent") == agent:
+            chosen[str(e.get("option"))] = str(e.get("value"))
+    return chosen
+
+
 class GitCheckpoints(Checkpoints):
     """Pre-turn and post-turn checkpoints through `tandem.checkpoints`."""
 
@@ -157,6 +166,9 @@ class TurnService:
             acp_kwargs: dict[str, Any] = {}
             if spec.provider.startswith("acp:"):
                 acp_kwargs["root_session_id"] = last_acp_session(self.entries(journal))[0]
+                # The server's Emacs buffers; `tandem ask` has none (disk only).
+                acp_kwargs["editor"] = self.app.services.get("editor")
+                acp_kwargs["choices"] = acp_choices(self.entries(journal), spec.provider[4:])
             self._providers[key] = build_provider(
                 spec.provider, resolved.settings, credentials=self.config.credentials,
                 grants=self._grants, origin=resolved.origin, **acp_kwargs)

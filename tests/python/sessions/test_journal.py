@@ -118,6 +118,7 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "rewind_recovery": {"before_turn": 1, "outcome": "rolled-back"},
         "compaction": {"summary": "s", "first_kept_turn": 2},
         "acp_session": {"acp_session_id": "a", "how": "new"},
+        "acp_option": {"agent": "claude", "option": "mode", "value": "plan"},
     }
     assert set(samples) == set(ENTRY_TYPES)
     with Journal.create(home, str(tmp_path)) as j:
