@@ -44,9 +44,8 @@ from tandem.app import App  # noqa: E402
 from tandem.events import NullSink  # noqa: E402
 from tandem.providers.base import Message, PermissionRequest, TurnRequest  # noqa: E402
 from tandem.providers.registry import build_provider  # noqa: E402
-from tandem.sessions.api import NewParams, manager, new  # noqa: E402
+from tandem.sessions.api import NewParams, new  # noqa: E402
 from tandem.turns.engine import Checkpoints, TurnSpec  # noqa: E402
-from tandem.turns.service import TurnService  # noqa: E402
 
 
 class CountingSink:
@@ -115,7 +114,8 @@ async def engine_ms(fake: FakeServer, home: Path, root: Path, size: int) -> floa
     the real path: provider, sink, journal entry, terminal path.
     """
     app = App(home=home, events=NullSink())
-    service = app.service("turns", lambda a: TurnService(a, checkpoints=Checkpoints()))
+    service = app.turns
+    service.engine.checkpoints = Checkpoints()
     service.config.credentials = {"anthropic": {"api_key": "k", "base_url": fake.base_url}}
     info = await new(app, NewParams(cwd=str(root)))
     started = time.perf_counter()
@@ -124,7 +124,7 @@ async def engine_ms(fake: FakeServer, home: Path, root: Path, size: int) -> floa
     ended = await service.engine.wait(info.id, turn)
     elapsed = (time.perf_counter() - started) * 1000
     await service.aclose()
-    manager(app).close()
+    app.sessions.manager.close()
     assert ended.outcome == "succeeded", ended.error
     assert len(ended.answer) == size
     return elapsed

@@ -33,9 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from benchlib import emit, median_ms  # noqa: E402
 from tandem.app import App  # noqa: E402
-from tandem.sessions.api import manager  # noqa: E402
 from tandem.workspace.flow import prepare  # noqa: E402
-from tandem.workspace.service import workspaces  # noqa: E402
 
 DIRECTIVES = 200
 ATTEMPTS = 5
@@ -54,9 +52,9 @@ def main() -> None:
         root.mkdir()
         (root / "a.py").write_text("def f():\n    return 1\n" * 50)
         app = App(home=home)
-        svc = workspaces(app)
+        svc = app.workspaces
         ws = svc.open(str(root))
-        session = manager(app).new(str(root)).journal
+        session = app.sessions.manager.new(str(root)).journal
         turn = 0
         for d in range(1, DIRECTIVES + 1):
             svc.create(ws, "a.py", 1, 2, "def f():\n    return 1\n", f"Request {d}")
@@ -87,7 +85,7 @@ def main() -> None:
             from tandem.workspace import journals, log
             log._cache.clear()
             journals._cache.clear()
-            fresh = workspaces(App(home=home))
+            fresh = App(home=home).workspaces
             return fresh.get(fresh.open(str(root)), "D100")
 
         emit("directive_get_200x10_cold", median_ms(cold, 5), "naive_json_parse_log",
@@ -100,7 +98,7 @@ def main() -> None:
              median_ms(lambda: prepare(ws, svc.get(ws, "D100"), "request-changes", "more", None,
                                        None)),
              "naive_json_parse_log", median_ms(naive), TARGET_MS)
-        manager(app).close()
+        app.sessions.manager.close()
 
 
 if __name__ == "__main__":

@@ -1,33 +1,54 @@
-"""The backend's running state, handed to every method handler.
+"""The composition root: one `App` per backend builds and owns every service.
 
-Each domain keeps its own registry here (open sessions, workspaces, remote
-clients); the server creates one `App` per process. Domain code receives the
-pieces it needs, not the server.
+Each service takes its collaborators in its constructor; `App` wires them
+in dependency order (gate and checkpoints, sessions, turns, then what sits
+above the engine: workspaces, compactions, rewinds) and closes them in the
+reverse order (`aclose`). Method handlers receive the `App` and call the
+service they need; domain code never sees the `App`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from tandem.checkpoints.service import CheckpointService
+from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
+from tandem.history.compaction import CompactionService
+from tandem.history.rewind import RewindService
 from tandem.paths import tandem_home
+from tandem.remote.service import RemoteService
+from tandem.sessions.gate import SessionGate
+from tandem.sessions.service import SessionService
+from tandem.turns.service import GitCheckpoints, TurnService
+from tandem.workspace.service import WorkspaceService
 
 
-@dataclass
 class App:
-    """Process-wide state of one backend."""
+    """Process-wide state of one backend: its services, typed."""
 
-    home: Path = field(default_factory=tandem_home)
-    """The state root (``TANDEM_HOME``)."""
-    events: EventSink = field(default_factory=NullSink)
-    """Where domain code publishes events for Emacs."""
-    services: dict[str, Any] = field(default_factory=dict)
-    """Per-domain registries, keyed by domain name (``sessions``, ``remote``…)."""
+    def __init__(self, home: Path | str | None = None, events: EventSink | None = None,
+                 editor: EditorBridge | None = None) -> None:
+        self.home = Path(home) if home is not None else tandem_home()
+        """The state root (``TANDEM_HOME``)."""
+        self.events: EventSink = events if events is not None else NullSink()
+        """Where domain code publishes events for Emacs."""
+        self.gate = SessionGate()
+        """Who holds each session (a turn, a rewind, a compaction)."""
+        self.checkpoints = CheckpointService(self.home)
+        self.sessions = SessionService(self.home)
+        self.turns = TurnService(self.events, self.sessions, self.gate,
+                                 GitCheckpoints(self.checkpoints), editor)
+        self.workspaces = WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
+        self.compactions = CompactionService(self.events, self.sessions, self.turns, self.gate)
+        self.rewinds = RewindService(self.events, self.sessions, self.turns, self.checkpoints,
+                                     self.gate)
+        self.remote = RemoteService(self.home)
+        # Crash recovery: a session opened here settles a rewind a crash interrupted.
+        self.sessions.manager.on_open.append(self.rewinds.recover_on_open)
 
-    def service(self, name: str, factory: Any) -> Any:
-        """Return the service NAME, creating it with FACTORY(self) on first use."""
-        if name not in self.services:
-            self.services[name] = factory(self)
-        return self.services[name]
+    async def aclose(self) -> None:
+        """Stop in reverse order: running turns end through their terminal path and the
+        providers stop, then the sessions' journals are released."""
+        await self.turns.aclose()
+        self.sessions.close()

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -20,6 +20,9 @@ from tandem import secrets
 from tandem.paths import tandem_home
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.core import NoParams
+
+if TYPE_CHECKING:
+    from tandem.app import App
 from tandem.store import fsutil
 
 PACKAGES = ("epc", "sexpdata", "pydantic", "anyio", "httpx", "httpx-sse", "agent-client-protocol")
@@ -181,7 +184,7 @@ def run_cli(json_output: bool = False) -> int:
     return 0 if all(c.ok for c in items if c.required) else 1
 
 
-async def doctor_method(app: Any, p: NoParams) -> dict[str, Any]:
+async def doctor_method(app: App, p: NoParams) -> dict[str, Any]:
     """The same report for ``M-x tandem-doctor``."""
     import anyio.to_thread
 

@@ -9,6 +9,11 @@ The rules are those of ``docs/architecture.md``:
   never imports the domain, …);
 * an import of a tandem module inside a function is allowed only where
   `FUNCTION_IMPORTS_ALLOWED` says why (start-up speed).
+
+The composition root ``tandem.app`` imports every service. Method handlers
+name it as the type of their first argument under ``if TYPE_CHECKING:``
+only (`TYPE_ONLY`): such an import is no runtime edge, so it is left out of
+the cycle check, and it is the only way a domain package may name ``app``.
 """
 
 from __future__ import annotations
@@ -19,22 +24,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "workspace", "providers", "tools", "checkpoints",
-                    "remote", "turns", "config"})
+                    "remote", "turns", "config", "history"})
 """Packages that must know nothing of EPC or Emacs."""
 
+_ABOVE_ALL = frozenset({"server", "adapters", "app"})
+"""The transport, the adapters and the composition root: no domain package imports them."""
+
 FORBIDDEN: dict[str, frozenset[str]] = {
-    **{pkg: frozenset({"server", "adapters"}) for pkg in DOMAIN},
-    "store": frozenset({"server", "adapters", "sessions", "workspace", "providers", "tools",
-                        "checkpoints", "remote", "turns"}),
-    "config": frozenset({"server", "adapters", "sessions", "workspace", "providers", "tools",
-                         "checkpoints", "remote", "turns"}),
-    "checkpoints": frozenset({"server", "adapters", "sessions", "turns", "workspace"}),
-    "providers": frozenset({"server", "adapters", "workspace", "turns", "sessions"}),
-    "tools": frozenset({"server", "adapters", "workspace", "turns", "sessions", "providers"}),
-    "sessions": frozenset({"server", "adapters", "turns", "workspace"}),
-    "protocol": frozenset({"server", "adapters"}),
+    **{pkg: _ABOVE_ALL for pkg in DOMAIN},
+    "store": _ABOVE_ALL | {"sessions", "workspace", "providers", "tools", "checkpoints",
+                           "remote", "turns", "history"},
+    "config": _ABOVE_ALL | {"sessions", "workspace", "providers", "tools", "checkpoints",
+                            "remote", "turns", "history"},
+    "checkpoints": _ABOVE_ALL | {"sessions", "turns", "workspace", "history"},
+    "providers": _ABOVE_ALL | {"workspace", "turns", "sessions", "history"},
+    "tools": _ABOVE_ALL | {"workspace", "turns", "sessions", "providers", "history"},
+    "sessions": _ABOVE_ALL | {"turns", "workspace", "history"},
+    "turns": _ABOVE_ALL | {"workspace", "history"},
+    "protocol": _ABOVE_ALL,
 }
-"""PACKAGE -> packages it must not import."""
+"""PACKAGE -> packages it must not import (``history`` sits above ``turns``)."""
+
+TYPE_ONLY: frozenset[str] = frozenset({"tandem.app"})
+"""Modules a domain package may import under ``if TYPE_CHECKING:`` (handlers' `App`)."""
 
 FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 """(importing module, imported module) -> why the import sits in a function."""
@@ -51,6 +63,13 @@ class Import:
     line: int
     in_function: bool
     """True when the import statement sits inside a function body."""
+    type_only: bool = False
+    """True when it sits under ``if TYPE_CHECKING:`` (no runtime import)."""
+
+    @property
+    def exempt(self) -> bool:
+        """A type-only import of a `TYPE_ONLY` module: no edge, no layer break."""
+        return self.type_only and self.target in TYPE_ONLY
 
     @property
     def source_pkg(self) -> str:
@@ -93,21 +112,31 @@ def imports_of(source: str, module: str, is_package: bool = False) -> list[Impor
     tree = ast.parse(source)
     found: list[Import] = []
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, in_function: bool, typing: bool) -> None:
         for child in ast.iter_child_nodes(node):
             inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     if alias.name.split(".")[0] == "tandem":
-                        found.append(Import(module, alias.name, child.lineno, in_function))
+                        found.append(Import(module, alias.name, child.lineno, in_function,
+                                            typing))
             elif isinstance(child, ast.ImportFrom):
                 target = _resolve(module, is_package, child)
                 if target.split(".")[0] == "tandem":
-                    found.append(Import(module, target, child.lineno, in_function))
-            visit(child, inside)
+                    found.append(Import(module, target, child.lineno, in_function, typing))
+            visit(child, inside, typing or _is_type_checking(child))
 
-    visit(tree, False)
+    visit(tree, False, False)
     return found
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    """Whether NODE is ``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def scan(root: Path) -> list[Import]:
@@ -124,7 +153,7 @@ def package_graph(imports: Iterable[Import]) -> dict[str, set[str]]:
     """Package -> packages it imports (self-edges dropped)."""
     graph: dict[str, set[str]] = {}
     for imp in imports:
-        if imp.source_pkg == "tandem" or imp.target_pkg == "tandem":
+        if imp.source_pkg == "tandem" or imp.target_pkg == "tandem" or imp.exempt:
             continue
         graph.setdefault(imp.source_pkg, set())
         if imp.source_pkg != imp.target_pkg:
@@ -172,7 +201,7 @@ def layer_violations(imports: Iterable[Import]) -> list[str]:
     return sorted({
         f"{imp.module} -> {imp.target}"
         for imp in imports
-        if imp.target_pkg in FORBIDDEN.get(imp.source_pkg, frozenset())
+        if imp.target_pkg in FORBIDDEN.get(imp.source_pkg, frozenset()) and not imp.exempt
     })
 
 

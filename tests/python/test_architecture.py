@@ -15,20 +15,11 @@ import importgraph as g
 SOURCE = Path(__file__).resolve().parents[2] / "python"
 
 SUBCOMMAND = "start-up: each subcommand imports its own module"
-HOUSE = "issue 13: rewind/compaction orchestration and the locator sit below the engine"
 DEBT: dict[str, dict[str, str]] = {
     "cycles": {
         "providers tools": "tools use providers.base's permission and sink types",
-        "sessions turns": HOUSE,
     },
     "layers": {
-        "tandem.sessions.api -> tandem.turns.service": HOUSE,
-        "tandem.sessions.compaction_api -> tandem.turns.engine": HOUSE,
-        "tandem.sessions.compaction_api -> tandem.turns.service": HOUSE,
-        "tandem.sessions.rewind -> tandem.turns.engine": HOUSE,
-        "tandem.sessions.rewind -> tandem.turns.service": HOUSE,
-        "tandem.sessions.rewind_api -> tandem.turns.engine": HOUSE,
-        "tandem.sessions.rewind_api -> tandem.turns.service": HOUSE,
         "tandem.tools.base -> tandem.providers.base": "shared types live in providers.base",
         "tandem.tools.executor -> tandem.providers.base": "shared types live in providers.base",
         "tandem.tools.permissions -> tandem.providers.base": "shared types live in providers.base",
@@ -53,32 +44,12 @@ DEBT: dict[str, dict[str, str]] = {
         "tandem.server.main -> tandem.server.pusher": "start-up: the port line first",
         "tandem.server.main -> tandem.server.editor": "start-up: the port line first",
         "tandem.server.main -> tandem.server.table": "start-up: the port line first",
-        "tandem.server.main -> tandem.sessions.rewind_recovery": "start-up: the port line first",
         "tandem.server.main -> tandem.turns.engine": "start-up: the port line first",
-        "tandem.sessions.api -> tandem.sessions.rewind_recovery": HOUSE,
-        "tandem.sessions.api -> tandem.turns.service": HOUSE,
-        "tandem.sessions.compaction_api -> tandem.providers.acp": HOUSE,
-        "tandem.sessions.rewind -> tandem.providers.acp": HOUSE,
-        "tandem.turns.cli -> tandem.app": "start-up of `tandem ask`",
-        "tandem.turns.cli -> tandem.paths": "start-up of `tandem ask`",
-        "tandem.turns.cli -> tandem.sessions.api": "start-up of `tandem ask`",
-        "tandem.turns.cli -> tandem.turns.engine": "start-up of `tandem ask`",
-        "tandem.turns.cli -> tandem.turns.service": "start-up of `tandem ask`",
-        "tandem.turns.service -> tandem.checkpoints.service": HOUSE,
-        "tandem.turns.service -> tandem.sessions.api": HOUSE,
-        "tandem.workspace.api -> tandem.turns.service": HOUSE,
-        "tandem.workspace.api -> tandem.workspace.references": HOUSE,
-        "tandem.workspace.flow -> tandem.checkpoints.service": HOUSE,
-        "tandem.workspace.flow -> tandem.sessions.api": HOUSE,
-        "tandem.workspace.flow -> tandem.turns.service": HOUSE,
-        "tandem.workspace.service -> tandem.sessions.api": HOUSE,
-        "tandem.workspace.service -> tandem.store.journal": HOUSE,
-        "tandem.workspace.service -> tandem.store.layout": HOUSE,
-        "tandem.workspace.service -> tandem.store.lock": HOUSE,
-        "tandem.workspace.service -> tandem.turns.service": HOUSE,
+        "tandem.ask -> tandem.app": "start-up of `tandem ask`",
+        "tandem.ask -> tandem.paths": "start-up of `tandem ask`",
+        "tandem.ask -> tandem.turns.engine": "start-up of `tandem ask`",
     },
 }
-
 
 def _found() -> dict[str, set[str]]:
     imports = g.scan(SOURCE)
@@ -132,6 +103,31 @@ def test_checker_finds_function_level_and_relative_imports() -> None:
     assert g.function_imports(imports, {("tandem.sessions.rewind", "tandem.turns"): "why"}) == []
 
 
+def test_a_type_only_import_of_the_app_is_no_edge_but_a_runtime_one_breaks_layers() -> None:
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tandem.app import App\n"
+    imports = _graph_of({"tandem.sessions.api": typed,
+                         "tandem.app": "from tandem.sessions.service import SessionService\n"})
+    assert [i.type_only for i in imports] == [True, False]
+    assert g.cycles(g.package_graph(imports)) == []
+    assert g.layer_violations(imports) == []
+    runtime = _graph_of({"tandem.sessions.api": "from tandem.app import App\n",
+                         "tandem.app": "from tandem.sessions.service import SessionService\n"})
+    assert g.cycles(g.package_graph(runtime)) == [["app", "sessions"]]
+    assert g.layer_violations(runtime) == ["tandem.sessions.api -> tandem.app"]
+
+
+def test_history_sits_above_turns() -> None:
+    imports = _graph_of({
+        "tandem.history.rewind": "from tandem.turns.service import TurnService\n",
+        "tandem.turns.api": "from tandem.history.compaction import CompactionService\n",
+        "tandem.sessions.rewind": "from tandem.history import rewind\n",
+    })
+    assert g.layer_violations(imports) == [
+        "tandem.sessions.rewind -> tandem.history",
+        "tandem.turns.api -> tandem.history.compaction",
+    ]
+
+
 def test_todays_cycles_would_fail_without_their_debt_entries() -> None:
     # Each listed cycle is really there: with an empty DEBT the first test fails on it.
-    assert "sessions turns" in _found()["cycles"]
+    assert "providers tools" in _found()["cycles"]

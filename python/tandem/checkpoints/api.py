@@ -8,14 +8,16 @@ preview what a restore would do.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 from pydantic import Field
 
 from tandem.checkpoints.models import Checkpoint, Patch, RestorePlan
-from tandem.checkpoints.service import checkpoints
 from tandem.protocol.base import MethodSpec, Params
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
 class ListParams(Params):
@@ -41,21 +43,21 @@ class PlanParams(Params):
     expected_after: str | None = Field(default=None, min_length=40, max_length=40)
 
 
-async def list_checkpoints(app: Any, params: ListParams) -> list[Checkpoint]:
+async def list_checkpoints(app: App, params: ListParams) -> list[Checkpoint]:
     """Handler of ``checkpoints/list``."""
-    cp = checkpoints(app).for_root(params.root)
+    cp = app.checkpoints.for_root(params.root)
     return await anyio.to_thread.run_sync(cp.history, params.limit)
 
 
-async def diff(app: Any, params: DiffParams) -> Patch:
+async def diff(app: App, params: DiffParams) -> Patch:
     """Handler of ``checkpoints/diff``."""
-    cp = checkpoints(app).for_root(params.root)
+    cp = app.checkpoints.for_root(params.root)
     return await anyio.to_thread.run_sync(cp.diff, params.start, params.to)
 
 
-async def plan_restore(app: Any, params: PlanParams) -> RestorePlan:
+async def plan_restore(app: App, params: PlanParams) -> RestorePlan:
     """Handler of ``checkpoints/plan-restore``."""
-    cp = checkpoints(app).for_root(params.root)
+    cp = app.checkpoints.for_root(params.root)
     return await anyio.to_thread.run_sync(cp.plan_restore, params.checkpoint, params.expected_after)
 
 

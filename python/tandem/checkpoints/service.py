@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
 
@@ -31,8 +30,3 @@ class CheckpointService:
         with self._lock:
             return self._by_root.setdefault(fresh.root, fresh)
 
-
-def checkpoints(app: Any) -> CheckpointService:
-    """The `CheckpointService` of APP (an `tandem.app.App`)."""
-    service: CheckpointService = app.service("checkpoints", lambda a: CheckpointService(a.home))
-    return service

@@ -7,13 +7,15 @@ trusts with the digest it showed, so a file changed in between is refused.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from tandem.config.grants import TrustReport, grant_trust, revoke_trust, trust_report
 from tandem.protocol.base import MethodSpec, Params, TandemError
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
 class RootParams(Params):
@@ -36,28 +38,26 @@ def _root(text: str) -> str:
     return path
 
 
-def _settings_changed(app: Any) -> None:
+def _settings_changed(app: App) -> None:
     # Providers built under the old settings must not outlive a trust change.
-    turns = app.services.get("turns")
-    if turns is not None:
-        turns.forget_providers()
+    app.turns.forget_providers()
 
 
-async def report(app: Any, p: RootParams) -> TrustReport:
+async def report(app: App, p: RootParams) -> TrustReport:
     """Where the project settings stand and what trust would grant."""
-    return trust_report(_root(p.cwd), Path(app.home))
+    return trust_report(_root(p.cwd), app.home)
 
 
-async def trust(app: Any, p: TrustParams) -> TrustReport:
+async def trust(app: App, p: TrustParams) -> TrustReport:
     """Trust the project settings file at the content the user saw."""
-    out = grant_trust(_root(p.cwd), Path(app.home), p.sha256)
+    out = grant_trust(_root(p.cwd), app.home, p.sha256)
     _settings_changed(app)
     return out
 
 
-async def untrust(app: Any, p: RootParams) -> dict[str, bool]:
+async def untrust(app: App, p: RootParams) -> dict[str, bool]:
     """Revoke the trust of the project settings."""
-    had = revoke_trust(_root(p.cwd), Path(app.home))
+    had = revoke_trust(_root(p.cwd), app.home)
     _settings_changed(app)
     return {"revoked": had}
 

@@ -53,7 +53,14 @@ from tandem.providers.acp_options import AcpOptions, OptionKind, SessionOptions
 from tandem.providers.acp_process import AgentProcess, agent_environment
 from tandem.providers.acp_prompt import first_prompt, followup_prompt, has_history
 from tandem.providers.acp_turn import AcpTurn
-from tandem.providers.base import Message, PermissionMode, TurnRequest, TurnResult, TurnSink
+from tandem.providers.base import (
+    Conversation,
+    Message,
+    PermissionMode,
+    TurnRequest,
+    TurnResult,
+    TurnSink,
+)
 
 __all__ = ["AcpAgentConfig", "AcpProvider", "AcpSessionInfo", "SessionHow"]
 
@@ -122,6 +129,21 @@ class AcpProvider:
     def root_session_id(self) -> str | None:
         """The root chat's ACP session id (live, or to be continued)."""
         return self._root_id or self._resume_id
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The root chat's ACP session as the last root-chat turn left it."""
+        info = self.last_session
+        return None if info is None else Conversation(id=info.acp_session_id, how=info.how)
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The root chat's ACP session id (see `root_session_id`)."""
+        return self.root_session_id
+
+    def reset_conversation(self, conversation_id: str | None = None) -> None:
+        """The `Provider` name of `reset_root_session`."""
+        self.reset_root_session(conversation_id)
 
     def reset_root_session(self, acp_session_id: str | None = None) -> None:
         """Continue the root chat from ACP_SESSION_ID next time, or (None) start

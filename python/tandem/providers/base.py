@@ -120,10 +120,34 @@ class TurnSink(Protocol):
         """Ask the user; returns the answer. Read-only mode never gets here."""
 
 
+class Conversation(BaseModel):
+    """The root chat's conversation kept by the provider itself (an agent's session)."""
+
+    id: str
+    how: str
+    """How the last turn went on with it: ``new``, ``load``, ``resume`` or ``seeded``."""
+
+
 class Provider(Protocol):
-    """A way to run turns: native HTTP APIs or an ACP agent."""
+    """A way to run turns: native HTTP APIs or an ACP agent.
+
+    An agent keeps the root chat's conversation itself; compaction and rewind
+    make it start afresh (`reset_conversation`). A provider that keeps none
+    (native: tandem sends the projection each turn) has nothing to reset.
+    """
 
     name: str
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The root chat's conversation as the last turn left it (None: keeps none)."""
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The id of the root chat's conversation this provider continues, if any."""
+
+    def reset_conversation(self, conversation_id: str | None = None) -> None:
+        """Continue from CONVERSATION_ID next time, or (None) start a new, seeded one."""
 
     async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
         """Run one turn to its end, reporting through SINK."""

@@ -26,6 +26,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from tandem.providers.base import (
+    Conversation,
     Message,
     ToolCallRef,
     TurnRequest,
@@ -250,6 +251,14 @@ class LoopLimits:
 
 class NativeProvider:
     """A `Provider` running tandem's own agent loop over one `Wire`."""
+
+    conversation: Conversation | None = None
+    """Native providers keep no conversation: the projection is sent each turn."""
+    conversation_id: str | None = None
+    """Always None (see `conversation`)."""
+
+    def reset_conversation(self, conversation_id: str | None = None) -> None:
+        """Nothing to reset: each turn sends the projection afresh."""
 
     def __init__(
         self,

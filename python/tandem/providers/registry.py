@@ -79,6 +79,17 @@ def loop_limits(settings: Mapping[str, Any] | SettingsModel) -> LoopLimits:
         raise TandemError("invalid", f"settings native: {exc}") from None
 
 
+def keeps_conversation(name: str) -> bool:
+    """Whether provider NAME keeps the root chat's conversation itself (an agent).
+
+    False for a name that does not parse: nothing of it runs to keep one.
+    """
+    try:
+        return parse_provider(name).family == "acp"
+    except TandemError:
+        return False
+
+
 def build_provider(
     name: str,
     settings: Mapping[str, Any] | SettingsModel | None = None,
@@ -87,6 +98,7 @@ def build_provider(
     env: Mapping[str, str] | None = None,
     grants: SessionGrants | None = None,
     origin: Callable[[str], str] | None = None,
+    conversation_id: str | None = None,
     **acp_kwargs: Any,
 ) -> Provider:
     """Build the provider NAME.
@@ -97,7 +109,8 @@ def build_provider(
     key bound to a host is sent nowhere else (see `bound_credentials`; ORIGIN
     names the file a setting came from, for its error). For
     ``acp:AGENT`` the agent must be in settings ``acp_agents``; ACP_KWARGS go to
-    `tandem.providers.acp.AcpProvider` (``root_session_id`` …).
+    `tandem.providers.acp.AcpProvider`; CONVERSATION_ID is the root chat's
+    conversation an agent continues (native providers keep none).
     """
     spec = parse_provider(name)
     typed = typed_settings(settings)
@@ -111,7 +124,8 @@ def build_provider(
 
         return cast(
             Provider,
-            AcpProvider(spec.target, list(agent.command), dict(agent.env), **acp_kwargs),
+            AcpProvider(spec.target, list(agent.command), dict(agent.env),
+                        root_session_id=conversation_id, **acp_kwargs),
         )
     section = typed.openai if spec.family == "openai" else typed.anthropic
     given = dict((credentials or {}).get(spec.family) or {})

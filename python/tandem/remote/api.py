@@ -8,19 +8,15 @@ environment and sends it with each call; it is never written anywhere).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr
 
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
 from tandem.remote.models import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
-from tandem.remote.service import RemoteService
 
-
-def service(app: Any) -> RemoteService:
-    """The process's RemoteService (one home cache per backend)."""
-    svc: RemoteService = app.service("remote", lambda a: RemoteService(Path(a.home)))
-    return svc
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
 def _local(path: str) -> Path:
@@ -50,9 +46,9 @@ class ResolveReply(Reply):
     working_dir: str
 
 
-async def resolve(app: Any, p: ResolveParams) -> ResolveReply:
+async def resolve(app: App, p: ResolveParams) -> ResolveReply:
     """Resolve a working dir against the server's home."""
-    return ResolveReply(working_dir=await service(app).resolve(p.url, p.api_key, p.working_dir))
+    return ResolveReply(working_dir=await app.remote.resolve(p.url, p.api_key, p.working_dir))
 
 
 class UploadParams(ServerParams):
@@ -69,10 +65,10 @@ class UploadReply(Reply):
     uploaded: list[UploadResult]
 
 
-async def upload(app: Any, p: UploadParams) -> UploadReply:
+async def upload(app: App, p: UploadParams) -> UploadReply:
     """Upload local files (basenames only) into the resolved working dir."""
     files = [_local(f) for f in p.files]
-    resolved, done = await service(app).upload(p.url, p.api_key, p.working_dir, files)
+    resolved, done = await app.remote.upload(p.url, p.api_key, p.working_dir, files)
     return UploadReply(working_dir=resolved, uploaded=done)
 
 
@@ -90,10 +86,10 @@ class DownloadReply(Reply):
     size: int
 
 
-async def download(app: Any, p: DownloadParams) -> DownloadReply:
+async def download(app: App, p: DownloadParams) -> DownloadReply:
     """Download one server file to a local file (written atomically)."""
     dest = _local(p.dest)
-    async with service(app).client(p.url, p.api_key) as c:
+    async with app.remote.client(p.url, p.api_key) as c:
         size = await c.download_to(p.path, dest)
     return DownloadReply(dest=str(dest), size=size)
 
@@ -106,9 +102,9 @@ class ConversationParams(ServerParams):
     initial_message: str | None = None
 
 
-async def conversation_new(app: Any, p: ConversationParams) -> ConversationCreated:
+async def conversation_new(app: App, p: ConversationParams) -> ConversationCreated:
     """Start a conversation; its working dir is resolved as uploads' is."""
-    return await service(app).create_conversation(
+    return await app.remote.create_conversation(
         p.url, p.api_key, p.working_dir, p.llm, p.initial_message
     )
 
@@ -136,9 +132,9 @@ class HostStatus(Reply):
     error: str | None
 
 
-async def hosts(app: Any, p: HostsParams) -> list[HostStatus]:
+async def hosts(app: App, p: HostsParams) -> list[HostStatus]:
     """Look up each host's home (concurrently, through the cache)."""
-    rows = await service(app).probe([(h.name, h.url, h.api_key) for h in p.hosts])
+    rows = await app.remote.probe([(h.name, h.url, h.api_key) for h in p.hosts])
     return [HostStatus(**r) for r in rows]
 
 
@@ -150,9 +146,9 @@ class AttachParams(ServerParams):
     working_dir: str = ""
 
 
-async def attach(app: Any, p: AttachParams) -> RemoteTarget:
+async def attach(app: App, p: AttachParams) -> RemoteTarget:
     """Resolve the working dir now and record the session's target (no key)."""
-    return await service(app).attach(p.session, p.host, p.url, p.api_key, p.working_dir)
+    return await app.remote.attach(p.session, p.host, p.url, p.api_key, p.working_dir)
 
 
 class SessionParams(Params):
@@ -161,14 +157,14 @@ class SessionParams(Params):
     session: str = Field(min_length=1)
 
 
-async def target(app: Any, p: SessionParams) -> RemoteTarget | None:
+async def target(app: App, p: SessionParams) -> RemoteTarget | None:
     """The session's remote target, or nil."""
-    return service(app).target(p.session)
+    return app.remote.target(p.session)
 
 
-async def detach(app: Any, p: SessionParams) -> bool:
+async def detach(app: App, p: SessionParams) -> bool:
     """Forget the session's remote target."""
-    return service(app).detach(p.session)
+    return app.remote.detach(p.session)
 
 
 METHODS: list[MethodSpec] = [

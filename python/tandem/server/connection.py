@@ -16,7 +16,7 @@ import logging
 import re
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -24,6 +24,9 @@ from tandem.protocol.base import MethodSpec, TandemError
 from tandem.server import framing, sexp
 from tandem.server.limits import Limits
 from tandem.server.paging import PageStore
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 log = logging.getLogger("tandem.server")
 
@@ -72,7 +75,7 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         methods: dict[str, MethodSpec],
-        app: Any,
+        app: App,
         token: str,
         on_auth: Callable[[Connection], None] | None = None,
         limits: Limits | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tandem import __version__
 from tandem.protocol.base import MethodSpec, TandemError
@@ -28,8 +28,11 @@ from tandem.protocol.core import (
 )
 from tandem.server.connection import CURRENT
 
+if TYPE_CHECKING:
+    from tandem.app import App
 
-async def hello(app: Any, p: HelloParams) -> HelloReply:
+
+async def hello(app: App, p: HelloParams) -> HelloReply:
     """Authenticate (the connection checked the token) and describe the backend."""
     conn = CURRENT.get()
     return HelloReply(
@@ -44,12 +47,12 @@ async def hello(app: Any, p: HelloParams) -> HelloReply:
     )
 
 
-async def ping(app: Any, p: NoParams) -> str:
+async def ping(app: App, p: NoParams) -> str:
     """Answer ``pong``: the cheapest round trip."""
     return "pong"
 
 
-async def page(app: Any, p: PageParams) -> str:
+async def page(app: App, p: PageParams) -> str:
     """Return one page of a large reply held by this connection."""
     try:
         return CURRENT.get().pages.page(p.handle, p.index)
@@ -59,12 +62,12 @@ async def page(app: Any, p: PageParams) -> str:
         raise TandemError("invalid", f"Page {p.index} is out of range for {p.handle}") from None
 
 
-async def echo(app: Any, p: EchoParams) -> Any:
+async def echo(app: App, p: EchoParams) -> Any:
     """Return the value as it arrived."""
     return p.value
 
 
-async def big(app: Any, p: BigParams) -> Any:
+async def big(app: App, p: BigParams) -> Any:
     """Return a string of SIZE characters, or ITEMS small plists."""
     if p.items:
         return [{"i": i, "name": f"item-{i}", "ok": True} for i in range(p.items)]
@@ -72,7 +75,7 @@ async def big(app: Any, p: BigParams) -> Any:
     return (unit * (p.size // len(unit) + 1))[: p.size]
 
 
-async def emit(app: Any, p: EmitParams) -> int:
+async def emit(app: App, p: EmitParams) -> int:
     """Publish COUNT events and return COUNT."""
     for i in range(p.count):
         app.events.publish(p.session, p.kind, {"turn": 1, "stream": "text", "text": p.text, "i": i})
@@ -81,13 +84,13 @@ async def emit(app: Any, p: EmitParams) -> int:
     return p.count
 
 
-async def sleep(app: Any, p: SleepParams) -> float:
+async def sleep(app: App, p: SleepParams) -> float:
     """Wait SECONDS and return them."""
     await asyncio.sleep(p.seconds)
     return p.seconds
 
 
-async def call_emacs(app: Any, p: CallEmacsParams) -> Any:
+async def call_emacs(app: App, p: CallEmacsParams) -> Any:
     """Call back into Emacs from inside a handler and return its answer."""
     return await CURRENT.get().call(p.method, *p.args)
 

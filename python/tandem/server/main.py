@@ -64,17 +64,15 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     from tandem.server.limits import Limits
     from tandem.server.pusher import EventPusher
     from tandem.server.table import build_table
-    from tandem.sessions.rewind_recovery import recover_all
     from tandem.turns.engine import run_blocking
 
     pusher = EventPusher()
-    app = App(home=home, events=pusher)
     # ACP agents read and write files through the buffers of the connected Emacs.
-    app.services["editor"] = EmacsEditor(lambda: pusher.connections)
+    app = App(home=home, events=pusher, editor=EmacsEditor(lambda: pusher.connections))
     methods = build_table()
     # Before any client can start a turn: settle rewinds a crash interrupted.
     try:
-        await run_blocking(recover_all, app)
+        await run_blocking(app.rewinds.recover_all)
     except Exception:  # never keep the backend from starting; the next open retries
         log.exception("rewind crash recovery at start failed")
     # Everything imported so far lives as long as the process: keep it out
@@ -114,13 +112,10 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
         log.info("stopping")
         for conn in list(connections):
             await conn.close()
-        for closer in app.services.values():
-            aclose = getattr(closer, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:
-                    log.exception("closing a service failed")
+        try:
+            await app.aclose()
+        except Exception:
+            log.exception("closing the services failed")
 
 
 def main(port: int = 0, watch_stdin: bool = True) -> int:

@@ -17,8 +17,8 @@ log = logging.getLogger("tandem.server")
 DOMAIN_APIS = (
     "tandem.server.core",
     "tandem.sessions.api",
-    "tandem.sessions.compaction_api",
-    "tandem.sessions.rewind_api",
+    "tandem.history.compaction_api",
+    "tandem.history.rewind_api",
     "tandem.turns.api",
     "tandem.turns.acp_api",
     "tandem.checkpoints.api",

@@ -10,34 +10,21 @@ interactive-use instruction, as on a terminal without a TTY.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
 from tandem.sessions.manager import (
     Active,
-    SessionManager,
     needs_terminal,
     relocation_prompt,
 )
 from tandem.store.journal import read_header
 from tandem.store.models import entry_to_dict
 
-
-def manager(app: Any) -> SessionManager:
-    """The backend's one session manager (other domains get journals from it)."""
-    return app.service("sessions", _new_manager)  # type: ignore[no-any-return]
-
-
-def _new_manager(app: Any) -> SessionManager:
-    # Lazy: recovery pulls in the checkpoints, which sessions/api need not load.
-    from tandem.sessions.rewind_recovery import recover_on_open
-
-    made = SessionManager(Path(app.home), breadcrumb_key="emacs")
-    made.on_open.append(lambda journal: recover_on_open(app, journal))
-    return made
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
 class SessionInfo(Reply):
@@ -57,8 +44,8 @@ class SessionInfo(Reply):
     """Settings that do not apply: untrusted project keys, invalid files."""
 
 
-def _info(app: Any, active: Active) -> SessionInfo:
-    settings = manager(app).settings
+def _info(app: App, active: Active) -> SessionInfo:
+    settings = app.sessions.manager.settings
     return SessionInfo(**active.describe(), settings=settings.effective,
                        settings_warnings=settings.warnings)
 
@@ -76,10 +63,10 @@ class ListParams(Params):
     all: bool = False
 
 
-async def list_sessions(app: Any, p: ListParams) -> list[dict[str, Any]]:
+async def list_sessions(app: App, p: ListParams) -> list[dict[str, Any]]:
     """Sessions, most recent activity first."""
     cwd = None if p.all or not p.cwd else _dir(p.cwd)
-    return [s.model_dump() for s in manager(app).list(cwd)]
+    return [s.model_dump() for s in app.sessions.manager.list(cwd)]
 
 
 class NewParams(Params):
@@ -89,9 +76,9 @@ class NewParams(Params):
     title: str = Field(default="", max_length=500)
 
 
-async def new(app: Any, p: NewParams) -> SessionInfo:
+async def new(app: App, p: NewParams) -> SessionInfo:
     """Create an empty session and make it active."""
-    return _info(app, manager(app).new(_dir(p.cwd), p.title))
+    return _info(app, app.sessions.manager.new(_dir(p.cwd), p.title))
 
 
 class LookupParams(Params):
@@ -101,9 +88,9 @@ class LookupParams(Params):
     cwd: str
 
 
-async def lookup(app: Any, p: LookupParams) -> dict[str, Any]:
+async def lookup(app: App, p: LookupParams) -> dict[str, Any]:
     """Id, journal, recorded cwd, whether it still exists, and the relocation question."""
-    path = manager(app).find(p.query, _dir(p.cwd))
+    path = app.sessions.manager.find(p.query, _dir(p.cwd))
     header, _ = read_header(path)
     exists = os.path.isdir(header.cwd)
     return {
@@ -124,9 +111,9 @@ class ResumeParams(Params):
     relocate: bool | None = None
 
 
-async def resume(app: Any, p: ResumeParams) -> SessionInfo:
+async def resume(app: App, p: ResumeParams) -> SessionInfo:
     """Resume by id; a lost directory needs ``relocate`` (t moves, nil cancels)."""
-    m = manager(app)
+    m = app.sessions.manager
     answer = p.relocate
 
     def confirm(_question: str) -> bool:
@@ -148,9 +135,9 @@ class OpenFileParams(Params):
     cwd: str
 
 
-async def open_file(app: Any, p: OpenFileParams) -> SessionInfo:
+async def open_file(app: App, p: OpenFileParams) -> SessionInfo:
     """Open a journal file; never moves it (active cwd falls back to ``cwd``)."""
-    return _info(app, manager(app).open_file(p.path, _dir(p.cwd)))
+    return _info(app, app.sessions.manager.open_file(p.path, _dir(p.cwd)))
 
 
 class SwitchParams(Params):
@@ -159,9 +146,9 @@ class SwitchParams(Params):
     target: str
 
 
-async def switch(app: Any, p: SwitchParams) -> SessionInfo:
+async def switch(app: App, p: SwitchParams) -> SessionInfo:
     """Switch sessions; keeps the active directory when the target's is gone."""
-    return _info(app, manager(app).switch(p.target))
+    return _info(app, app.sessions.manager.switch(p.target))
 
 
 class ContinueParams(Params):
@@ -170,18 +157,18 @@ class ContinueParams(Params):
     cwd: str
 
 
-async def continue_(app: Any, p: ContinueParams) -> SessionInfo:
+async def continue_(app: App, p: ContinueParams) -> SessionInfo:
     """Continue: this project's latest session, else re-root a lost breadcrumb, else new."""
-    return _info(app, manager(app).continue_recent(_dir(p.cwd)))
+    return _info(app, app.sessions.manager.continue_recent(_dir(p.cwd)))
 
 
 class CurrentParams(Params):
     """No parameters."""
 
 
-async def current(app: Any, p: CurrentParams) -> SessionInfo | None:
+async def current(app: App, p: CurrentParams) -> SessionInfo | None:
     """The active session, or nil."""
-    active = manager(app).current
+    active = app.sessions.manager.current
     return _info(app, active) if active else None
 
 
@@ -194,9 +181,9 @@ class EntriesParams(Params):
     limit: int = Field(default=200, ge=1, le=10000)
 
 
-async def entries(app: Any, p: EntriesParams) -> dict[str, Any]:
+async def entries(app: App, p: EntriesParams) -> dict[str, Any]:
     """Entries as written, with the journal's last seq (for gap detection)."""
-    journal = manager(app).journal(p.session)
+    journal = app.sessions.journal(p.session)
     page = journal.page(after=p.after, before=p.before, limit=p.limit)
     return {
         "session": journal.id,
@@ -212,9 +199,9 @@ class RelocateParams(Params):
     cwd: str
 
 
-async def relocate(app: Any, p: RelocateParams) -> dict[str, Any]:
+async def relocate(app: App, p: RelocateParams) -> dict[str, Any]:
     """Move a session not open here; refused while another process holds it."""
-    path = manager(app).relocate(p.target, _dir(p.cwd))
+    path = app.sessions.manager.relocate(p.target, _dir(p.cwd))
     header, _ = read_header(path)
     return {
         "id": header.id,
@@ -230,18 +217,14 @@ class CloseParams(Params):
     session: str
 
 
-async def close(app: Any, p: CloseParams) -> None:
+async def close(app: App, p: CloseParams) -> None:
     """Close one session: stop its providers (ACP agent processes), release its lock.
 
     Refused while a turn runs in it: cancel the turn first.
     """
-    from tandem.turns.service import turns  # the turn layer builds on this one
-
-    service = turns(app)
-    if p.session in service.engine.running:
-        raise TandemError("busy", f"A turn is running in session {p.session}; cancel it first")
-    await service.close_session(p.session)
-    manager(app).close(p.session)
+    app.gate.check_free(p.session, "close")
+    await app.turns.close_session(p.session)
+    app.sessions.close(p.session)
 
 
 METHODS: list[MethodSpec] = [

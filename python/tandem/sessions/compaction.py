@@ -38,6 +38,7 @@ from tandem.providers.base import (
     TurnRequest,
 )
 from tandem.providers.registry import parse_provider
+from tandem.sessions.choice import choose_provider
 from tandem.sessions.projection import directive_turns, project, visible_turns
 
 log = logging.getLogger("tandem.compaction")
@@ -451,3 +452,28 @@ async def run_collecting(provider: Provider, request: TurnRequest) -> str:
     if result.outcome != "succeeded":
         raise TandemError("provider", f"{provider.name} failed: {result.error or 'no reason'}")
     return sink.final_text()
+
+
+def session_provider(
+    entries: Sequence[Mapping[str, Any]], settings: Mapping[str, Any], requested: str | None
+) -> tuple[str, str]:
+    """(provider name, model) compaction uses: REQUESTED, else the provider of the
+    latest visible chat turn, else the settings' default."""
+    if requested:
+        parse_provider(requested)
+        return requested, ""
+    _, hidden = visible_turns(entries)
+    for e in reversed(entries):
+        if (
+            e.get("type") == "turn_start"
+            and e.get("origin") == "chat"
+            and e.get("turn") not in hidden
+            and e.get("provider")
+        ):
+            name = str(e["provider"])
+            try:
+                parse_provider(name)
+            except TandemError:
+                continue
+            return name, str(e.get("model") or "")
+    return choose_provider(dict(settings), None), ""

@@ -1,53 +1,30 @@
-"""Rewind before turn N: an impact plan, then one transaction (files, then journal).
+"""Rewind's pure part: the facts of the discarded turns and the impact plan.
 
-The plan (`plan_rewind`) says what a rewind before turn N of a session would
+The plan (`build_plan`) says what a rewind before turn N of a session would
 do now: the files restored to turn N's pre-turn checkpoint or deleted, the
 files someone other than tandem changed since (shown, never silently
 overwritten), the turns and directive attempts discarded, and the known
-capture gaps. It carries a ``digest``; `rewind` refuses with ``stale`` when
-the plan it would carry out differs from the one the user confirmed.
-
-`rewind` restores the files through the checkpointer (whose own transaction
-puts every file back when one fails), then appends ONE ``rewind`` entry and
-fsyncs it. When the restore fails no entry is written; when the entry cannot
-be written the files are put back. Journal bytes are never rewritten: the
-projection, the view and the directives derive from the rewind entry which
-turns are hidden. Across a crash the two halves stay one unit: an intent is
-recorded before any file moves and removed once the entry is synced; a left
-one is settled by `tandem.sessions.rewind_recovery` (the entry is the commit
-point: without it the files go back to the backup).
-
-Refusals: ``busy`` (a turn, a compaction or another rewind is in flight),
-``not-found`` (no such turn, or already rewound), ``no-checkpoint`` (the turn
-recorded none, or it is not in this workspace's store), ``compaction`` (the
-latest compaction summarised the turn), ``read-only``, ``stale``.
+capture gaps. It carries a ``digest``; the rewind refuses with ``stale``
+when the plan it would carry out differs from the one the user confirmed.
+The orchestration (holding the session, the restore, the entry) is
+`tandem.history.rewind`, above the turn engine.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tandem.checkpoints.checkpointer import Checkpointer
-from tandem.checkpoints.models import RestoreResult, RestoreStart
-from tandem.checkpoints.service import checkpoints
 from tandem.protocol.base import TandemError
+from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import compaction_blocks_rewind
-from tandem.sessions.compaction_api import is_compacting
 from tandem.sessions.projection import visible_turns
-from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
-from tandem.store.journal import Journal
-from tandem.store.models import entry_to_dict
-from tandem.turns.engine import TurnSpec, run_blocking
-from tandem.turns.service import TurnService, turns
-
-log = logging.getLogger("tandem.rewind")
 
 GapKind = Literal[
     "gap-at-checkpoint",
@@ -226,8 +203,8 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int) -> TurnFa
                 turn=t, workspace=str(opened.get("workspace", "")),
                 directive=str(opened.get("directive", "")), action=str(opened.get("action", "")),
                 attempt=opened.get("attempt") if isinstance(opened.get("attempt"), int) else None))
-        elif str(start.get("provider", "")).startswith("acp:"):
-            facts.acp_reset = True  # the root ACP conversation saw this chat turn
+        elif keeps_conversation(str(start.get("provider", ""))):
+            facts.acp_reset = True  # the root chat's agent conversation saw this turn
         facts.gaps.extend(_patch_gaps(t, end, patch))
         to_id = patch.get("to_id") if patch else None
         ends[t] = to_id if isinstance(to_id, str) and to_id else None
@@ -305,176 +282,3 @@ def build_plan(cp: Checkpointer, session: str, entries: Sequence[Mapping[str, An
         turns=facts.turns, attempts=facts.attempts, gaps=gaps + facts.gaps, diff=restore.diff,
         diff_truncated=restore.diff_truncated, acp_reset=facts.acp_reset)
     return plan.model_copy(update={"digest": _digest(plan)})
-
-
-# -- the service ------------------------------------------------------------------
-
-
-class RewindService:
-    """Sessions with a rewind in flight (one at a time per session)."""
-
-    def __init__(self) -> None:
-        self.active: set[str] = set()
-
-
-def rewinds(app: Any) -> RewindService:
-    """The `RewindService` of APP."""
-    service: RewindService = app.service("rewind", lambda _a: RewindService())
-    return service
-
-
-def _check_idle(app: Any, service: TurnService, journal: Journal) -> None:
-    sid = journal.id
-    if not journal.writable:
-        raise TandemError("read-only", journal.read_only_reason or "session is read-only")
-    if sid in service.engine.running:
-        raise TandemError("busy", f"A turn is running in session {sid}; rewind when it has "
-                          "ended, or cancel it", command="tandem-cancel-turn")
-    if is_compacting(app, sid):
-        raise TandemError("busy", f"Session {sid} is being compacted; rewind when it is done")
-
-
-def _entries(app: Any, journal: Journal) -> list[dict[str, Any]]:
-    return turns(app).entries(journal)
-
-
-async def plan_rewind(app: Any, session: str, before_turn: int) -> RewindPlan:
-    """The impact plan of a rewind before BEFORE_TURN of SESSION (an id or unique prefix)."""
-    service = turns(app)
-    journal = service.journal(session)
-    _check_idle(app, service, journal)
-    root = service.root_of(journal)
-    if not root.is_dir():
-        raise TandemError("not-found", f"The session's directory {root} no longer exists; "
-                          "resume it to re-root it first")
-    cp = checkpoints(app).for_root(root)
-    if intent_path(journal.path).exists():  # a rewind a crash interrupted: settle it first
-        await run_blocking(recover, app, journal, _entries(app, journal))
-    seq = journal.last_seq
-    entries = _entries(app, journal)
-    plan: RewindPlan = await run_blocking(build_plan, cp, journal.id, entries, seq, before_turn)
-    return plan
-
-
-FileHook = Callable[[str], None]
-
-
-async def rewind(app: Any, session: str, before_turn: int, digest: str | None,
-                 *, before_file: FileHook | None = None) -> RewindResult:
-    """Rewind SESSION before BEFORE_TURN, as planned with DIGEST (None: no guard).
-
-    BEFORE_FILE is the checkpointer's fault-injection seam (tests only).
-    """
-    if digest is not None and (not isinstance(digest, str) or len(digest) != 64):
-        raise TandemError("invalid", f"not a plan digest: {digest!r}")
-    service = turns(app)
-    sid = service.journal(session).id
-    state = rewinds(app)
-    if sid in state.active:
-        raise TandemError("busy", f"Session {sid} is already being rewound")
-    if sid in service.engine.held:  # a turn is being accepted right now
-        raise TandemError("busy", service.engine.held[sid])
-    state.active.add(sid)
-    # No turn may start while the files are restored and the entry written.
-    service.engine.held[sid] = f"Session {sid} is being rewound; send again when it is done"
-    try:
-        return await _rewind(app, service, sid, before_turn, digest, before_file)
-    finally:
-        state.active.discard(sid)
-        service.engine.held.pop(sid, None)
-
-
-async def _rewind(app: Any, service: TurnService, sid: str, before_turn: int,
-                  digest: str | None, before_file: FileHook | None) -> RewindResult:
-    plan = await plan_rewind(app, sid, before_turn)
-    if digest is not None and plan.digest != digest:
-        raise TandemError("stale", "The workspace or the session changed since this rewind was "
-                          "planned; look at the new plan and confirm again")
-    journal = service.journal(sid)
-    _check_idle(app, service, journal)
-    if journal.last_seq != plan.journal_seq:
-        raise TandemError("stale", "The session changed while the rewind was planned; plan again")
-    cp = checkpoints(app).for_root(plan.root)
-    turns_hidden = [t.turn for t in plan.turns]
-
-    def record_intent(start: RestoreStart) -> None:
-        # Durable before any file moves: a crash from here on is settled on restart.
-        write_intent(journal, plan.journal_seq, before_turn, plan.root, turns_hidden, start)
-
-    try:
-        done: RestoreResult = await run_blocking(
-            lambda: cp.restore(plan.checkpoint, expected_current=plan.current_tree,
-                               before_file=before_file, on_start=record_intent))
-    except OSError as e:  # the intent could not be recorded: nothing moved
-        drop_intent(journal.path)
-        raise TandemError("io", f"Cannot record the rewind before it starts ({e.strerror}); "
-                          "nothing was restored") from e
-    except TandemError as e:
-        if not cp.layout.pending.exists():  # files as before (rolled back, or never moved)
-            drop_intent(journal.path)
-        if e.code == "conflict":
-            raise TandemError("stale", "Files changed since this rewind was planned; nothing "
-                              "was restored. Look at the new plan and confirm again") from e
-        raise  # restore-failed: the checkpointer put every file back; no entry is written
-    try:
-        if journal.id in service.engine.running or journal.last_seq != plan.journal_seq:
-            raise TandemError("busy", "A turn started while the files were being restored; the "
-                              "files were put back and the session is unchanged")
-        entry = journal.append({
-            "type": "rewind", "before_turn": before_turn, "checkpoint": plan.checkpoint,
-            "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
-            "turns": turns_hidden, "acp_reset": plan.acp_reset})
-    except BaseException:
-        await _put_back(cp, done)
-        drop_intent(journal.path)  # files as before; a failed put-back keeps it for recovery
-        raise
-    try:
-        journal.sync()
-    except OSError as e:  # the entry is written; its durability is in doubt: keep the intent
-        raise TandemError("io", f"Rewind written but not synced to disk: {e.strerror}") from e
-    drop_intent(journal.path)
-    app.events.publish(sid, "entry", {"entry": entry_to_dict(entry)})
-    if plan.acp_reset:
-        await _reset_acp(service, journal, plan)
-    log.info("rewound %s before turn %d (%d restored, %d deleted)", sid, before_turn,
-             len(done.restored), len(done.deleted))
-    return RewindResult(session=sid, before_turn=before_turn, seq=entry.seq,
-                        checkpoint=plan.checkpoint, backup=done.backup.id,
-                        restored=done.restored, deleted=done.deleted,
-                        turns=[t.turn for t in plan.turns], acp_reset=plan.acp_reset)
-
-
-async def _put_back(cp: Checkpointer, done: RestoreResult) -> None:
-    """Undo a completed restore: the files go back to its backup checkpoint."""
-    try:
-        await run_blocking(lambda: cp.restore(done.backup.id))
-    except Exception as e:
-        raise TandemError(
-            "restore-failed",
-            f"The rewind entry could not be written and putting the files back failed too "
-            f"({e}); the files before the rewind are kept in checkpoint {done.backup.id}",
-            {"backup": done.backup.id},
-        ) from e
-
-
-async def _reset_acp(service: TurnService, journal: Journal, plan: RewindPlan) -> None:
-    """Make the root chat's ACP conversation start afresh, seeded from the projection.
-
-    The agent's conversation still holds the discarded turns. The session's
-    providers are stopped, and each ACP provider the root chat used is
-    rebuilt and told to open a new session on its next turn (the journal's
-    rewind entry carries ``acp_reset`` for a backend that starts later).
-    """
-    from tandem.providers.acp import AcpProvider  # lazy: pulls in the acp package
-
-    await service.close_session(journal.id)
-    for name in sorted({t.provider for t in plan.turns
-                        if t.directive is None and t.provider.startswith("acp:")}):
-        try:
-            provider = service.provider(TurnSpec(session=journal.id, text="(rewind)",
-                                                 provider=name), journal)
-        except TandemError as e:  # no longer configured: nothing runs to reset
-            log.info("no ACP provider %s to reset after a rewind: %s", name, e.message)
-            continue
-        if isinstance(provider, AcpProvider):
-            provider.reset_root_session(None)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tandem.checkpoints.models import RestoreStart
 from tandem.checkpoints.restore import TEMP_PATTERN
-from tandem.checkpoints.service import checkpoints
+from tandem.checkpoints.service import CheckpointService
+from tandem.events import EventSink
 from tandem.paths import sessions_dir
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil
@@ -50,6 +52,15 @@ from tandem.store.models import entry_to_dict
 log = logging.getLogger("tandem.rewind")
 
 INTENT_NAME = "rewind-intent.json"
+
+
+@dataclass
+class Recovery:
+    """What settling a left rewind needs: the home, its checkpoints, where to publish."""
+
+    home: Path
+    checkpoints: CheckpointService
+    events: EventSink
 
 
 class RewindIntent(BaseModel):
@@ -146,7 +157,7 @@ def _noted(entries: Iterable[Mapping[str, Any]], intent: RewindIntent) -> bool:
                and e.get("checkpoint") == intent.checkpoint for e in entries)
 
 
-def recover(app: Any, journal: Journal, entries: list[dict[str, Any]] | None = None
+def recover(ctx: Recovery, journal: Journal, entries: list[dict[str, Any]] | None = None
             ) -> RecoveryReport | None:
     """Settle the rewind intent JOURNAL's session left, if any (blocking: runs git).
 
@@ -170,7 +181,7 @@ def recover(app: Any, journal: Journal, entries: list[dict[str, Any]] | None = N
         return None
     if entries is None:
         entries = [entry_to_dict(e) for e in journal.entries()]
-    cp = checkpoints(app).for_root(intent.root)
+    cp = ctx.checkpoints.for_root(intent.root)
     if _committed(entries, intent):
         report = RecoveryReport(
             session=intent.session, before_turn=intent.before_turn, outcome="committed",
@@ -193,7 +204,7 @@ def recover(app: Any, journal: Journal, entries: list[dict[str, Any]] | None = N
             "type": "rewind_recovery", **report.model_dump(exclude={"session", "message"}),
             "checkpoint": intent.checkpoint, "backup": intent.backup, "message": report.message})
         journal.sync()
-        app.events.publish(journal.id, "entry", {"entry": entry_to_dict(entry)})
+        ctx.events.publish(journal.id, "entry", {"entry": entry_to_dict(entry)})
     drop_intent(journal.path)
     journal.notices.append(report.message)
     log.warning("rewind of %s before turn %d: crash recovery %s (%d put back, %d left, "
@@ -203,7 +214,7 @@ def recover(app: Any, journal: Journal, entries: list[dict[str, Any]] | None = N
     return report
 
 
-def recover_on_open(app: Any, journal: Journal) -> None:
+def recover_on_open(ctx: Recovery, journal: Journal) -> None:
     """`SessionManager` hook: settle a left intent as the session is opened.
 
     Never stops the opening: a failure is logged and told in the notices.
@@ -211,17 +222,17 @@ def recover_on_open(app: Any, journal: Journal) -> None:
     if not intent_path(journal.path).exists():
         return
     try:
-        recover(app, journal)
+        recover(ctx, journal)
     except (TandemError, OSError) as e:
         text = e.message if isinstance(e, TandemError) else str(e)
         log.error("rewind crash recovery of %s failed: %s", journal.id, text)
         journal.notices.append(f"An interrupted rewind could not be settled yet: {text}")
 
 
-def recover_all(app: Any) -> list[RecoveryReport]:
-    """Settle every left rewind intent under APP's home (at backend start)."""
+def recover_all(ctx: Recovery) -> list[RecoveryReport]:
+    """Settle every left rewind intent under CTX's home (at backend start)."""
     reports: list[RecoveryReport] = []
-    for path in sorted(sessions_dir(Path(app.home)).glob(f"*/*/{INTENT_NAME}")):
+    for path in sorted(sessions_dir(ctx.home).glob(f"*/*/{INTENT_NAME}")):
         journal_path = path.parent.with_name(path.parent.name + JOURNAL_SUFFIX)
         if not journal_path.is_file():
             log.warning("rewind intent %s has no journal beside it; left alone", path)
@@ -232,7 +243,7 @@ def recover_all(app: Any) -> list[RecoveryReport]:
             log.error("cannot open %s to settle its rewind intent: %s", journal_path, e)
             continue
         try:
-            report = recover(app, journal)
+            report = recover(ctx, journal)
         except (TandemError, OSError) as e:
             log.error("rewind crash recovery of %s failed: %s", journal.id,
                       e.message if isinstance(e, TandemError) else e)

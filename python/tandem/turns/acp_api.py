@@ -8,39 +8,42 @@ provider is built with its choices next time (`TurnService.provider`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tandem.protocol.acp import ChooseParams, OptionsParams
 from tandem.protocol.base import MethodSpec, TandemError
+from tandem.providers.registry import parse_provider
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import choose_permission_mode, choose_provider, settings_for, turns
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
-def _acp_provider(app: Any, session: str, requested: str | None) -> tuple[Any, Any, str]:
-    service = turns(app)
-    journal = service.journal(session)
-    settings = settings_for(service.root_of(journal), service.config)
-    name = choose_provider(settings, requested)
-    if not name.startswith("acp:"):
+def _acp_provider(app: App, session: str, requested: str | None) -> tuple[Any, Any, str]:
+    service, sessions = app.turns, app.sessions
+    journal = sessions.journal(session)
+    settings = sessions.settings(sessions.root_of(journal))
+    name = sessions.provider_for(settings, requested)
+    if parse_provider(name).family != "acp":
         raise TandemError("invalid", f"{name} is not an ACP agent: modes and models are "
                           "chosen for acp:AGENT providers")
     spec = TurnSpec(session=journal.id, text="", provider=name)
     provider = service.provider(spec, journal)
-    return provider, journal, choose_permission_mode(settings, None, service.config)
+    return provider, journal, sessions.permission_mode(settings, None)
 
 
-async def options(app: Any, p: OptionsParams) -> dict[str, Any]:
+async def options(app: App, p: OptionsParams) -> dict[str, Any]:
     """The modes and models SESSION's ACP agent offers, the current and chosen ones."""
     provider, journal, _mode = _acp_provider(app, p.session, p.provider)
-    report = await provider.session_options(turns(app).root_of(journal))
+    report = await provider.session_options(app.sessions.root_of(journal))
     result: dict[str, Any] = report.model_dump(mode="json")
     return result
 
 
-async def choose(app: Any, p: ChooseParams) -> dict[str, Any]:
+async def choose(app: App, p: ChooseParams) -> dict[str, Any]:
     """Apply and record the choice of KIND (mode or model) for SESSION."""
     provider, journal, mode = _acp_provider(app, p.session, p.provider)
-    report = await provider.choose(p.kind, p.value, turns(app).root_of(journal), mode)
+    report = await provider.choose(p.kind, p.value, app.sessions.root_of(journal), mode)
     journal.append({"type": "acp_option", "agent": provider.name, "option": p.kind,
                     "value": p.value})
     journal.sync()

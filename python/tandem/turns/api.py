@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tandem.config.front_end import ClientConfig
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.turns import (
     Accepted,
@@ -15,54 +16,50 @@ from tandem.protocol.turns import (
     TurnParams,
     TurnStatus,
 )
-from tandem.sessions.compaction_api import maybe_compact
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import (
-    ClientConfig,
-    choose_permission_mode,
-    choose_provider,
-    turns,
-)
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
-async def send(app: Any, p: SendParams) -> Accepted:
+async def send(app: App, p: SendParams) -> Accepted:
     """Accept TEXT as the next chat turn of SESSION and start it."""
-    service = turns(app)
-    journal = service.journal(p.session)
-    settings = service.settings(service.root_of(journal))
+    sessions = app.sessions
+    journal = sessions.journal(p.session)
+    settings = sessions.settings(sessions.root_of(journal))
     spec = TurnSpec(session=journal.id, text=p.text,
-                    provider=choose_provider(settings, p.provider), model=p.model or "",
-                    permission_mode=choose_permission_mode(settings, p.permission_mode,
-                                                           service.config))
+                    provider=sessions.provider_for(settings, p.provider), model=p.model or "",
+                    permission_mode=sessions.permission_mode(settings, p.permission_mode))
     # Automatic compaction when the projected context passes the threshold
     # (a failed automatic compaction is logged and the turn goes ahead).
-    await maybe_compact(app, journal.id, provider=spec.provider, text=p.text)
-    turn = await service.engine.accept(spec)
+    await app.compactions.maybe_compact(journal.id, provider=spec.provider, text=p.text)
+    turn = await app.turns.engine.accept(spec)
     return Accepted(session=journal.id, turn=turn)
 
 
-async def cancel(app: Any, p: SessionParams) -> dict[str, bool]:
+async def cancel(app: App, p: SessionParams) -> dict[str, bool]:
     """Cancel SESSION's turn in flight; it ends aborted through the terminal path."""
-    return {"cancelled": turns(app).engine.cancel(turns(app).journal(p.session).id)}
+    return {"cancelled": app.turns.engine.cancel(app.sessions.journal(p.session).id)}
 
 
-async def answer(app: Any, p: AnswerParams) -> dict[str, bool]:
+async def answer(app: App, p: AnswerParams) -> dict[str, bool]:
     """Answer a permission question of SESSION's running turn."""
-    ok = turns(app).engine.answer(turns(app).journal(p.session).id, p.interaction_id, p.answer)
+    ok = app.turns.engine.answer(app.sessions.journal(p.session).id, p.interaction_id,
+                                 p.answer)
     if not ok:
         raise TandemError("not-found", f"No pending question {p.interaction_id} in {p.session}")
     return {"answered": True}
 
 
-async def status(app: Any, p: TurnParams) -> TurnStatus:
+async def status(app: App, p: TurnParams) -> TurnStatus:
     """Where turn TURN of SESSION stands."""
-    return TurnStatus(**turns(app).engine.status(turns(app).journal(p.session).id, p.turn))
+    return TurnStatus(**app.turns.engine.status(app.sessions.journal(p.session).id, p.turn))
 
 
-async def wait(app: Any, p: TurnParams) -> TurnStatus:
+async def wait(app: App, p: TurnParams) -> TurnStatus:
     """Wait up to TIMEOUT seconds for TURN to end; return its status either way."""
-    engine = turns(app).engine
-    session = turns(app).journal(p.session).id
+    engine = app.turns.engine
+    session = app.sessions.journal(p.session).id
     if p.timeout:
         try:
             await asyncio.wait_for(engine.wait(session, p.turn), timeout=p.timeout)
@@ -71,15 +68,13 @@ async def wait(app: Any, p: TurnParams) -> TurnStatus:
     return TurnStatus(**engine.status(session, p.turn))
 
 
-async def configure(app: Any, p: ConfigureParams) -> dict[str, Any]:
+async def configure(app: App, p: ConfigureParams) -> dict[str, Any]:
     """Take the front end's configuration (in memory only)."""
-    service = turns(app)
     agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in p.acp_agents}
-    config = ClientConfig(acp_agents=agents, credentials=p.credentials,
-                          default_provider=p.default_provider, permission_mode=p.permission_mode)
-    if config != service.config:  # Emacs sends this before every turn
-        service.config = config
-        service.forget_providers()
+    # Emacs sends this before every turn; providers are rebuilt only on a change.
+    app.turns.configure(ClientConfig(acp_agents=agents, credentials=p.credentials,
+                                     default_provider=p.default_provider,
+                                     permission_mode=p.permission_mode))
     return {"acp_agents": sorted(agents), "credentials": sorted(p.credentials)}
 
 

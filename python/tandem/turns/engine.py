@@ -29,6 +29,7 @@ import anyio.to_thread
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.providers.base import (
+    Conversation,
     Message,
     Outcome,
     PermissionAnswer,
@@ -37,6 +38,7 @@ from tandem.providers.base import (
     TurnRequest,
     TurnResult,
 )
+from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.projection import project
 from tandem.store.journal import Journal
 from tandem.store.oserrors import io_error
@@ -113,6 +115,8 @@ class Running:
     turn: int
     sink: JournalSink
     task: asyncio.Task[TurnEnded]
+    hold: Hold
+    """The session gate's hold, released when the turn has ended."""
     provider_task: asyncio.Task[TurnResult] | None = None
     cancelled: bool = False
 
@@ -124,7 +128,8 @@ class TurnEngine:
                  provider_for: Callable[[TurnSpec, Journal], Provider],
                  checkpoints: Checkpoints | None = None,
                  root_of: Callable[[Journal], Path] | None = None,
-                 entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None) -> None:
+                 entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None,
+                 gate: SessionGate | None = None) -> None:
         self.events = events
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
         self.entries_of = entries_of or (lambda j: [e.model_dump() for e in j.entries()])
@@ -132,9 +137,10 @@ class TurnEngine:
         self.journal_of = journal_of
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
+        self.gate = gate or SessionGate()
+        """Who holds each session: a turn holds it from acceptance to its terminal path."""
         self.running: dict[str, Running] = {}
-        self.held: dict[str, str] = {}
-        """Sessions that accept no turn for now (a rewind in progress), with why."""
+        """The turns in flight (to cancel, answer, wait for); busy is the gate's."""
         self.ended: dict[tuple[str, int], TurnEnded] = {}
         self._repaired: set[str] = set()
         self._unrecorded: dict[tuple[str, int], str] = {}
@@ -146,29 +152,21 @@ class TurnEngine:
         """Reserve the next turn of SPEC's session, start it and return its number."""
         if not spec.text.strip():
             raise TandemError("invalid", "Nothing to send: the request is empty")
-        if spec.session in self.running:
-            raise TandemError("busy", f"A turn is already running in session {spec.session}; "
-                              "cancel it first", command="tandem-cancel-turn")
-        if spec.session in self.held:
-            raise TandemError("busy", self.held[spec.session])
-        # Reserve the session now: the checkpoint below awaits, and a second
+        # Hold the session now: the checkpoint below awaits, and a second
         # request arriving meanwhile must not reserve the same turn.
-        self.held[spec.session] = (f"A turn is being started in session {spec.session}; "
-                                   "wait for it or cancel it")
+        hold = self.gate.acquire(spec.session, "turn")
         try:
-            return await self._accept(spec, asker)
+            return await self._accept(spec, asker, hold)
         finally:
-            self.held.pop(spec.session, None)
+            if not hold.started:  # refused, or ended before it ran: the gate is free
+                self.gate.release(hold)
 
-    async def _accept(self, spec: TurnSpec, asker: Asker | None) -> int:
+    async def _accept(self, spec: TurnSpec, asker: Asker | None, hold: Hold) -> int:
         journal = self.journal_of(spec.session)
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.repair(journal)
-        root = self.root_of(journal)
-        if not root.is_dir():
-            raise TandemError("not-found", f"The session's directory {root} no longer exists; "
-                              "resume it to re-root it first")
+        root = writable_root(journal, self.root_of(journal))
         entries = self.entries_of(journal)
         turn = 1 + max((e["turn"] for e in entries
                         if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)),
@@ -209,7 +207,8 @@ class TurnEngine:
                               isolated=spec.directive is not None)
         task = asyncio.create_task(self._run(spec, turn, sink, provider, request, checkpoint,
                                              root))
-        self.running[spec.session] = Running(spec, turn, sink, task)
+        hold.started = True  # released by `_run` once the terminal path is done
+        self.running[spec.session] = Running(spec, turn, sink, task, hold)
         return turn
 
     def _announce(self, spec: TurnSpec, turn: int) -> None:
@@ -243,7 +242,9 @@ class TurnEngine:
         try:
             return await self._finish(spec, turn, sink, result, checkpoint, root, provider)
         finally:
-            self.running.pop(spec.session, None)
+            done = self.running.pop(spec.session, None)
+            if done is not None:
+                self.gate.release(done.hold)
 
     async def _finish(self, spec: TurnSpec, turn: int, sink: JournalSink, result: TurnResult,
                       checkpoint: str | None, root: Path, provider: Provider) -> TurnEnded:
@@ -260,12 +261,12 @@ class TurnEngine:
                 failures.append(_why(e))
 
         record(sink.end_message)
-        acp = getattr(provider, "last_session", None)
-        # The journal says how the root chat's ACP conversation went on
+        conversation = provider.conversation
+        # The journal says how the root chat's agent conversation went on
         # (new, resume, load, seeded) each time that changes, e.g. after a
-        # backend restart; a directive's ACP session is never recorded.
-        if acp is not None and spec.directive is None:
-            record(lambda: self._record_acp(sink, acp))
+        # backend restart; a directive's conversation is never recorded.
+        if conversation is not None and spec.directive is None:
+            record(lambda: self._record_conversation(sink, conversation))
         try:
             patch, completeness = await self.checkpoints.after(root, checkpoint, result)
         except Exception as e:  # the turn still ends; the gap is said
@@ -306,10 +307,11 @@ class TurnEngine:
             "files_changed": ended.files_changed})
         return ended
 
-    def _record_acp(self, sink: JournalSink, acp: Any) -> None:
-        if (acp.acp_session_id, acp.how) != last_acp_session(self.entries_of(sink.journal)):
-            sink.write({"type": "acp_session", "acp_session_id": acp.acp_session_id,
-                        "how": acp.how})
+    def _record_conversation(self, sink: JournalSink, conversation: Conversation) -> None:
+        if (conversation.id, conversation.how) != last_acp_session(
+                self.entries_of(sink.journal)):
+            sink.write({"type": "acp_session", "acp_session_id": conversation.id,
+                        "how": conversation.how})
 
     # -- control -------------------------------------------------------------
 

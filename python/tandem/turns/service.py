@@ -1,8 +1,9 @@
-"""Wiring of the turn engine into a backend: journals, providers, checkpoints, config.
+"""The turn service: the engine, the providers it runs and the front end's configuration.
 
 Configuration that Emacs pushes (ACP agents from `tandem-acp-agents`, keys
 from auth-source) lives only in memory here: it is never written to a journal,
-a log or an event.
+a log or an event. Session facts (journal, root, entries, settings) are the
+sessions side's (`tandem.sessions.service`); this service asks there.
 """
 
 from __future__ import annotations
@@ -11,67 +12,17 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from tandem.config.layers import Resolved, resolve
-from tandem.paths import tandem_home
-from tandem.protocol.base import TandemError
-from tandem.providers.base import PermissionMode, Provider, TurnResult
-from tandem.providers.registry import build_provider, parse_provider
-from tandem.store.entry_cache import EntryCache
+from tandem.checkpoints.service import CheckpointService
+from tandem.config.front_end import ClientConfig
+from tandem.editor import EditorBridge
+from tandem.events import EventSink
+from tandem.providers.base import Provider, TurnResult
+from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
+from tandem.sessions.gate import SessionGate
+from tandem.sessions.service import SessionService
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
 from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
-
-PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "auto-edit", "read-only")
-
-
-class ClientConfig(BaseModel):
-    """What a front end configures for this backend (in memory only)."""
-
-    acp_agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
-    default_provider: str | None = None
-    permission_mode: PermissionMode | None = None
-
-
-def resolve_for(root: Path, config: ClientConfig | None = None,
-                home: Path | None = None) -> Resolved:
-    """ROOT's settings: user, project (filtered by trust in HOME), the front end's on top."""
-    overlay: dict[str, Any] = {}
-    if config is not None:
-        if config.acp_agents:
-            overlay["acp_agents"] = config.acp_agents
-        if config.default_provider:
-            overlay["default_provider"] = config.default_provider
-    return resolve(root, home or tandem_home(), overlay=overlay)
-
-
-def settings_for(root: Path, config: ClientConfig | None = None,
-                 home: Path | None = None) -> dict[str, Any]:
-    """The effective settings of ROOT as plain data (see `resolve_for`)."""
-    return resolve_for(root, config, home).plain()
-
-
-def choose_provider(settings: dict[str, Any], requested: str | None) -> str:
-    """The provider name a request uses: REQUESTED, else the settings' default."""
-    name = requested or settings.get("default_provider")
-    if not name:
-        raise TandemError("no-provider", "No provider chosen: pass one (e.g. openai:gpt-4o, "
-                          "anthropic:claude-sonnet-4-5, acp:claude) or set default_provider "
-                          "in ~/.config/tandem/settings.json")
-    parse_provider(str(name))  # a clear error for a malformed name
-    return str(name)
-
-
-def choose_permission_mode(settings: dict[str, Any], requested: str | None,
-                           config: ClientConfig | None = None) -> PermissionMode:
-    """The permission mode: the request's, else the front end's, else settings, else ask."""
-    mode = requested or (config.permission_mode if config else None) or settings.get(
-        "permission_mode") or "ask"
-    if mode not in PERMISSION_MODES:
-        raise TandemError("invalid", f"permission mode {mode!r}: use ask, auto-edit or read-only")
-    return mode  # type: ignore[return-value]
 
 
 def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
@@ -84,12 +35,10 @@ def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
 
 
 class GitCheckpoints(Checkpoints):
-    """Pre-turn and post-turn checkpoints through `tandem.checkpoints`."""
+    """Pre-turn and post-turn checkpoints through the backend's `CheckpointService`."""
 
-    def __init__(self, home: Path) -> None:
-        from tandem.checkpoints.service import CheckpointService
-
-        self.service = CheckpointService(home)
+    def __init__(self, service: CheckpointService) -> None:
+        self.service = service
 
     async def before(self, root: Path, session: str, turn: int) -> str | None:
         """Snapshot ROOT before the turn."""
@@ -115,63 +64,50 @@ class GitCheckpoints(Checkpoints):
 class TurnService:
     """The backend's turn engine plus provider instances and front-end config."""
 
-    def __init__(self, app: Any, checkpoints: Checkpoints | None = None) -> None:
-        from tandem.sessions.api import manager
-
-        self.app = app
-        self.config = ClientConfig()
-        self._manager = manager(app)
+    def __init__(self, events: EventSink, sessions: SessionService, gate: SessionGate,
+                 checkpoints: Checkpoints, editor: EditorBridge | None = None) -> None:
+        self.events = events
+        self.editor = editor
+        """The connected Emacs's buffers for ACP file requests (None: disk only)."""
+        self.sessions = sessions
+        self._config = ClientConfig()
+        sessions.front_end = self._config  # its settings layer (one object: edits show)
         self._providers: dict[tuple[str, str], Provider] = {}
         self._grants = SessionGrants()
-        self.entry_cache = EntryCache()
-        """Parsed journals, shared by turns, compaction and rewind."""
-        self.engine = TurnEngine(app.events, self.journal, self.provider,
-                                 checkpoints if checkpoints is not None
-                                 else GitCheckpoints(Path(app.home)),
-                                 root_of=self.root_of, entries_of=self.entries)
+        self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
+                                 root_of=sessions.root_of, entries_of=sessions.entries,
+                                 gate=gate)
 
-    def entries(self, journal: Journal) -> list[dict[str, Any]]:
-        """JOURNAL's entries as dicts, parsing only what was appended since last time.
+    @property
+    def config(self) -> ClientConfig:
+        """What the front end configured (credentials, ACP agents, defaults)."""
+        return self._config
 
-        Shared with compaction's check, so a long session is parsed once.
-        """
-        return self.entry_cache.entries(journal.path)
-
-    def resolved(self, root: Path) -> Resolved:
-        """ROOT's settings under this backend's trust store and front-end config."""
-        return resolve_for(root, self.config, Path(self.app.home))
-
-    def settings(self, root: Path) -> dict[str, Any]:
-        """ROOT's effective settings as plain data."""
-        return self.resolved(root).plain()
-
-    def root_of(self, journal: Journal) -> Path:
-        """Where SESSION's tools work: the active directory when it is the current session."""
-        current = self._manager.current
-        if current is not None and current.journal.id == journal.id:
-            return Path(current.active_cwd)
-        return Path(journal.header.cwd)
-
-    def journal(self, session: str) -> Journal:
-        """The open journal of SESSION (opened on demand, kept open)."""
-        journal = self._manager.journal(session)
-        self._manager.journals.setdefault(journal.id, journal)
-        return journal
+    def configure(self, config: ClientConfig) -> bool:
+        """Take the front end's CONFIG; True when it changed (providers are rebuilt)."""
+        if config == self._config:
+            return False
+        self._config = config
+        self.sessions.front_end = config
+        self.forget_providers()
+        return True
 
     def provider(self, spec: TurnSpec, journal: Journal) -> Provider:
         """The provider instance for SPEC in JOURNAL's session (one per session and name)."""
         key = (spec.session, spec.provider)
         if key not in self._providers:
-            resolved = self.resolved(self.root_of(journal))
-            acp_kwargs: dict[str, Any] = {}
-            if spec.provider.startswith("acp:"):
-                acp_kwargs["root_session_id"] = last_acp_session(self.entries(journal))[0]
-                # The server's Emacs buffers; `tandem ask` has none (disk only).
-                acp_kwargs["editor"] = self.app.services.get("editor")
-                acp_kwargs["choices"] = acp_choices(self.entries(journal), spec.provider[4:])
+            resolved = self.sessions.resolved(self.sessions.root_of(journal))
+            conversation = (last_acp_session(self.sessions.entries(journal))[0]
+                            if keeps_conversation(spec.provider) else None)
+            # Agent processes read buffers through the editor and resume the mode and
+            # model last chosen; the registry hands these only to providers that use them.
+            agent: dict[str, Any] = {"editor": self.editor,
+                                     "choices": acp_choices(self.sessions.entries(journal),
+                                                            parse_provider(spec.provider).target)}
             self._providers[key] = build_provider(
-                spec.provider, resolved.settings, credentials=self.config.credentials,
-                grants=self._grants, origin=resolved.origin, **acp_kwargs)
+                spec.provider, resolved.settings, credentials=self._config.credentials,
+                grants=self._grants, origin=resolved.origin, conversation_id=conversation,
+                **agent)
         return self._providers[key]
 
     def forget_providers(self) -> None:
@@ -198,9 +134,3 @@ class TurnService:
             except Exception:  # closing is best effort at shutdown
                 pass
         self._providers.clear()
-
-
-def turns(app: Any) -> TurnService:
-    """The `TurnService` of APP."""
-    service: TurnService = app.service("turns", TurnService)
-    return service

@@ -7,7 +7,7 @@ id (``D7``). Records come back as plain dicts: Emacs sees plists.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -15,7 +15,11 @@ from tandem.protocol.base import MethodSpec, Params, TandemError
 from tandem.workspace.actions import available
 from tandem.workspace.flow import act, prepare
 from tandem.workspace.models import MAX_TEXT, Anchor, DirectiveState, Reference, SystemDirective
-from tandem.workspace.service import Workspace, workspaces
+from tandem.workspace.references import relative_path
+from tandem.workspace.service import Workspace
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 ActionName = Literal["discuss", "implement", "implement-this", "discuss-result",
                      "request-changes", "retry"]
@@ -65,9 +69,9 @@ class CreateParams(RootParams):
     references: list[Reference] = Field(default_factory=list)
 
 
-async def create(app: Any, p: CreateParams) -> dict[str, Any]:
+async def create(app: App, p: CreateParams) -> dict[str, Any]:
     """Create a directive; returns its record."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root)
     state = svc.create(ws, p.path, p.start_line, p.end_line, p.text, p.request, p.references)
     return record(ws, state)
@@ -79,9 +83,9 @@ class ListParams(RootParams):
     archived: bool = False
 
 
-async def list_directives(app: Any, p: ListParams) -> list[dict[str, Any]]:
+async def list_directives(app: App, p: ListParams) -> list[dict[str, Any]]:
     """Directive rows, oldest first."""
-    svc = workspaces(app)
+    svc = app.workspaces
     if svc.registry.lookup(p.root) is None:
         return []
     ws = svc.open(p.root)
@@ -94,9 +98,9 @@ class GetParams(IdParams):
     diffs: bool = False
 
 
-async def get(app: Any, p: GetParams) -> dict[str, Any]:
+async def get(app: App, p: GetParams) -> dict[str, Any]:
     """The record: id state request session attempts discussion anchor actions…"""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     return record(ws, svc.get(ws, p.id), p.diffs)
 
@@ -110,9 +114,9 @@ class ActionParams(IdParams):
     system_directive: SystemDirective | None = None
 
 
-async def preview(app: Any, p: ActionParams) -> dict[str, Any]:
+async def preview(app: App, p: ActionParams) -> dict[str, Any]:
     """The exact prompt the action would send now (nothing is sent or written)."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     prep = prepare(ws, svc.get(ws, p.id), p.action, p.text, p.attempt, p.system_directive)
     return {"prompt": prep.prompt, "system": prep.system.model_dump(),
@@ -129,11 +133,11 @@ class ActParams(ActionParams):
     permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
 
 
-async def act_method(app: Any, p: ActParams) -> dict[str, Any]:
+async def act_method(app: App, p: ActParams) -> dict[str, Any]:
     """Start the action as a turn of the bound session; returns (session, turn, attempt)."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
-    return await act(app, ws, p.id, p.action, p.text, p.attempt, p.provider, p.model,
+    return await act(svc, ws, p.id, p.action, p.text, p.attempt, p.provider, p.model,
                      p.session, p.permission_mode, p.system_directive)
 
 
@@ -144,9 +148,9 @@ class EditParams(IdParams):
     references: list[Reference] | None = None
 
 
-async def edit(app: Any, p: EditParams) -> dict[str, Any]:
+async def edit(app: App, p: EditParams) -> dict[str, Any]:
     """Edit a directive; earlier activity is kept."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     return record(ws, svc.edit(ws, p.id, p.request, p.references))
 
@@ -161,9 +165,9 @@ class AnchorParams(IdParams):
     status: Literal["attached", "detached", "source-missing"] = "attached"
 
 
-async def anchor(app: Any, p: AnchorParams) -> dict[str, Any]:
+async def anchor(app: App, p: AnchorParams) -> dict[str, Any]:
     """Record the anchor's new place or status."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     try:
         a = Anchor(path=svc_rel(ws, p.path), start_line=p.start_line, end_line=p.end_line,
@@ -175,8 +179,6 @@ async def anchor(app: Any, p: AnchorParams) -> dict[str, Any]:
 
 def svc_rel(ws: Workspace, path: str) -> str:
     """PATH relative to the workspace root (a clear error outside it)."""
-    from tandem.workspace.references import relative_path
-
     try:
         return relative_path(ws.root, path)
     except ValueError as exc:
@@ -190,9 +192,9 @@ class ReattachParams(IdParams):
     end_line: int | None = Field(default=None, ge=1)
 
 
-async def reattach(app: Any, p: ReattachParams) -> dict[str, Any]:
+async def reattach(app: App, p: ReattachParams) -> dict[str, Any]:
     """Reattach a detached or source-missing directive."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     return record(ws, svc.reattach(ws, p.id, p.start_line, p.end_line))
 
@@ -203,9 +205,9 @@ class ArchiveParams(IdParams):
     archived: bool = True
 
 
-async def archive(app: Any, p: ArchiveParams) -> dict[str, Any]:
+async def archive(app: App, p: ArchiveParams) -> dict[str, Any]:
     """Archive or unarchive; nothing is deleted."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     return record(ws, svc.archive(ws, p.id, p.archived))
 
@@ -217,15 +219,13 @@ class RebindParams(IdParams):
     confirm: bool = False
 
 
-async def rebind(app: Any, p: RebindParams) -> dict[str, Any]:
+async def rebind(app: App, p: RebindParams) -> dict[str, Any]:
     """Warn, then (with ``confirm``) rebind; earlier attempt links are unchanged."""
-    from tandem.turns.service import turns
-
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     state = svc.get(ws, p.id)
     try:
-        journal = turns(app).journal(p.session)
+        journal = app.sessions.journal(p.session)
     except TandemError as exc:
         raise TandemError("unavailable", f"Cannot rebind to {p.session}: {exc.message}") from None
     if state.session == journal.id:
@@ -244,9 +244,9 @@ class DiffParams(IdParams):
     attempt: int = Field(ge=1)
 
 
-async def attempt_diff(app: Any, p: DiffParams) -> dict[str, Any]:
+async def attempt_diff(app: App, p: DiffParams) -> dict[str, Any]:
     """The recorded diff, patch summary and completeness of an attempt."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root, create=False)
     state = svc.get(ws, p.id)
     for a in state.attempts:
@@ -256,9 +256,9 @@ async def attempt_diff(app: Any, p: DiffParams) -> dict[str, Any]:
     raise TandemError("not-found", f"{p.id} has no surviving attempt {p.attempt}")
 
 
-async def workspace_info(app: Any, p: RootParams) -> dict[str, Any]:
+async def workspace_info(app: App, p: RootParams) -> dict[str, Any]:
     """The workspace id, root and log file of a project (registered on first use)."""
-    svc = workspaces(app)
+    svc = app.workspaces
     ws = svc.open(p.root)
     return {"id": ws.id, "root": str(ws.root), "log": str(ws.log.path),
             "notices": ws.log.notices}

@@ -29,7 +29,7 @@ from tandem.workspace.models import (
 )
 from tandem.workspace.prompts import build_prompt
 from tandem.workspace.references import resolve_anchor, resolve_reference
-from tandem.workspace.service import Workspace, workspaces
+from tandem.workspace.service import Workspace, WorkspaceService
 
 log = logging.getLogger("tandem.workspace")
 
@@ -83,19 +83,15 @@ def prepare(ws: Workspace, state: DirectiveState, action: str, text: str,
     return Prepared(state, action, text, based, prompt, sysdir, messages)
 
 
-def _diff_text(app: Any, root: str, patch: dict[str, Any] | None) -> str:
+def _diff_text(svc: WorkspaceService, root: str, patch: dict[str, Any] | None) -> str:
     if not patch or not patch.get("from_id"):
         return ""
-    from tandem.checkpoints.service import checkpoints
-
-    full = checkpoints(app).for_root(root).diff(str(patch["from_id"]), patch.get("to_id"))
+    full = svc.checkpoints.for_root(root).diff(str(patch["from_id"]), patch.get("to_id"))
     return full.diff[:MAX_DIFF_RECORD]
 
 
-def _choose_session(app: Any, ws: Workspace, requested: str | None) -> str:
-    from tandem.sessions.api import manager
-
-    m = manager(app)
+def _choose_session(svc: WorkspaceService, ws: Workspace, requested: str | None) -> str:
+    m = svc.sessions.manager
     if requested:
         return requested
     current = m.current
@@ -107,60 +103,51 @@ def _choose_session(app: Any, ws: Workspace, requested: str | None) -> str:
     return m.new(str(ws.root)).journal.id
 
 
-async def act(app: Any, ws: Workspace, directive: str, action: str, text: str = "",
+async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str, text: str = "",
               attempt: int | None = None, provider: str | None = None, model: str = "",
               session: str | None = None, permission_mode: str | None = None,
               system: SystemDirective | None = None) -> dict[str, Any]:
     """Start ACTION on DIRECTIVE as a turn; return its identity (session, turn, attempt)."""
-    from tandem.turns.service import (
-        choose_permission_mode,
-        choose_provider,
-        turns,
-    )
-
-    svc = workspaces(app)
-    service = turns(app)
+    sessions = svc.sessions
     state = svc.get(ws, directive)
     prep = prepare(ws, state, action, text, attempt, system)
     if state.session:
         svc.check_available(state.session, ws.root)
         sid = state.session
     else:
-        sid = _choose_session(app, ws, session)
+        sid = _choose_session(svc, ws, session)
     try:
-        journal = service.journal(sid)
+        journal = sessions.journal(sid)
     except TandemError as exc:
         raise TandemError("unavailable", f"Session {sid} is unavailable: {exc.message}") from None
-    if canonical_cwd(service.root_of(journal)) != str(ws.root):
-        raise TandemError("invalid", f"Session {journal.id} works in {service.root_of(journal)}, "
+    if canonical_cwd(sessions.root_of(journal)) != str(ws.root):
+        raise TandemError("invalid", f"Session {journal.id} works in {sessions.root_of(journal)}, "
                           f"not in this workspace ({ws.root})")
-    settings = service.settings(ws.root)
-    provider_name = choose_provider(settings, provider)
+    settings = sessions.settings(ws.root)
+    provider_name = sessions.provider_for(settings, provider)
     discussion = action in DISCUSSION_ACTIONS
-    mode = "read-only" if discussion else choose_permission_mode(settings, permission_mode,
-                                                                 service.config)
+    mode = "read-only" if discussion else sessions.permission_mode(settings, permission_mode)
     seq = None if discussion else state.next_attempt
     frame_attempt = seq if not discussion else (prep.based_on.seq if prep.based_on else None)
 
     async def on_terminal(ended: TurnEnded) -> None:
-        await record_terminal(app, ws, prep, ended, provider_name, seq)
+        await record_terminal(svc, ws, prep, ended, provider_name, seq)
 
     spec = TurnSpec(session=journal.id, text=prep.prompt, provider=provider_name,
                     model=model or "", permission_mode=mode, system=prep.system.system,
                     messages=prep.messages,
                     directive=DirectiveFrame(ws.id, directive, action, frame_attempt),
                     read_only=discussion, on_terminal=on_terminal)
-    turn = await service.engine.accept(spec)
+    turn = await svc.turns.engine.accept(spec)
     if state.session != journal.id:
         svc.bind(ws, directive, journal.id)  # the first accepted request binds
     return {"directive": directive, "action": action, "session": journal.id, "turn": turn,
             "attempt": frame_attempt, "workspace": ws.id}
 
 
-async def record_terminal(app: Any, ws: Workspace, prep: Prepared, ended: TurnEnded,
-                          provider: str, seq: int | None) -> None:
+async def record_terminal(svc: WorkspaceService, ws: Workspace, prep: Prepared,
+                          ended: TurnEnded, provider: str, seq: int | None) -> None:
     """The terminal hook: record the attempt or discussion turn with its exact prompt."""
-    svc = workspaces(app)
     common: dict[str, Any] = {
         "action": prep.action, "request": prep.state.request, "text": prep.text,
         "prompt": prep.prompt, "directive": prep.system, "answer": ended.answer,
@@ -172,7 +159,7 @@ async def record_terminal(app: Any, ws: Workspace, prep: Prepared, ended: TurnEn
                          **common)
     else:
         try:
-            diff = await run_blocking(_diff_text, app, str(ws.root), ended.patch)
+            diff = await run_blocking(_diff_text, svc, str(ws.root), ended.patch)
         except Exception as exc:  # the record still gets written; the gap is said
             log.warning("diff of %s/%s failed: %s", ended.session, ended.turn, exc)
             diff = ""

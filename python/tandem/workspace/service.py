@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
+from tandem.sessions.service import SessionService
+from tandem.store.journal import read_header
+from tandem.store.layout import lock_path
+from tandem.store.lock import is_locked
+from tandem.turns.service import TurnService
 from tandem.workspace import journals
 from tandem.workspace.log import Registry, WorkspaceLog, canonical_root
 from tandem.workspace.models import (
@@ -61,9 +67,12 @@ def check_request(request: str) -> str:
 class WorkspaceService:
     """Directive records, binding and repair for one backend (see the module doc)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.home = Path(app.home)
+    def __init__(self, home: Path, sessions: SessionService, turns: TurnService,
+                 checkpoints: CheckpointService) -> None:
+        self.home = Path(home)
+        self.sessions = sessions
+        self.turns = turns
+        self.checkpoints = checkpoints
         self.registry = Registry(self.home)
         self._repaired: set[str] = set()
         self._folded: dict[str, tuple[Any, Any]] = {}
@@ -87,9 +96,7 @@ class WorkspaceService:
 
     def journal_path(self, session: str, root: Path) -> Path | None:
         """The journal file of SESSION, or None when it cannot be found."""
-        from tandem.sessions.api import manager
-
-        m = manager(self.app)
+        m = self.sessions.manager
         held = m.journals.get(session)
         if held is not None:
             return held.path if held.path.exists() else None
@@ -236,8 +243,6 @@ class WorkspaceService:
 
     def check_available(self, session: str, root: Path) -> None:
         """Refuse when bound SESSION's journal is missing or unreadable."""
-        from tandem.store.journal import read_header
-
         path = self.journal_path(session, root)
         reason = "its journal is missing"
         if path is not None:
@@ -282,16 +287,11 @@ class WorkspaceService:
 
     def repair(self, ws: Workspace) -> list[tuple[str, int]]:
         """Record directive turns whose boundary closed but whose record is missing."""
-        from tandem.sessions.api import manager
-        from tandem.store.layout import lock_path
-        from tandem.store.lock import is_locked
-        from tandem.turns.service import turns
-
         events = ws.log.read()
         sessions = bound_sessions(events)
         if not sessions:
             return []
-        engine = turns(self.app).engine
+        engine = self.turns.engine
         states = fold(events)
         done = recorded_turns(events)
         fixed: list[tuple[str, int]] = []
@@ -302,13 +302,13 @@ class WorkspaceService:
             found = journals.directive_turns(journals.read_entries(path), ws.id)
             if any(not t.get("ended") for t in found):
                 try:  # close turns a crash left open (aborted), then record them
-                    engine.repair(turns(self.app).journal(sid))
+                    engine.repair(self.sessions.journal(sid))
                 except TandemError as exc:
                     log.warning("cannot close open turns of %s: %s", sid, exc.message)
                 found = journals.directive_turns(journals.read_entries(path), ws.id)
             todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done
                     and str(t["directive"]) in states]
-            if todo and sid not in manager(self.app).journals and is_locked(lock_path(path)):
+            if todo and sid not in self.sessions.manager.journals and is_locked(lock_path(path)):
                 continue  # another live backend owns this session: it records its own turns
             for t in todo:
                 state = states[str(t["directive"])]
@@ -343,8 +343,3 @@ def repaired_record(state: DirectiveState, session: str, t: dict[str, Any]
     return Attempt(seq=attempt or state.next_attempt, patch=patch,
                    completeness=t.get("completeness"), checkpoint=t.get("checkpoint"), **common)
 
-
-def workspaces(app: Any) -> WorkspaceService:
-    """The `WorkspaceService` of APP."""
-    service: WorkspaceService = app.service("workspace", WorkspaceService)
-    return service

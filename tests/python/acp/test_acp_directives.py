@@ -24,7 +24,6 @@ from tandem.app import App
 from tandem.providers.acp import AcpProvider
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import turns
 from tandem.workspace import api
 
 TURN_TIMEOUT = 120
@@ -73,7 +72,7 @@ def test_directives_open_fresh_acp_sessions_and_discussion_cannot_write(
 
     async def scenario() -> str:
         app = App(home=tandem_home)
-        service = turns(app)
+        service = app.turns
         service.config.acp_agents = {"claude": {"command": [str(adapter)], "env": env}}
         sid = (await new(app, NewParams(cwd=str(root)))).id
 

@@ -93,11 +93,10 @@ def test_over_the_wire(peer: Peer, home: Path, root: Path) -> None:
 
 
 def test_service_keeps_one_engine_per_root(home: Path, root: Path, tmp_path: Path) -> None:
-    from tandem.checkpoints.service import checkpoints
 
     app = App(home=home)
-    service = checkpoints(app)
-    assert checkpoints(app) is service
+    service = app.checkpoints
+    assert app.checkpoints is service
     first = service.for_root(root)
     assert service.for_root(str(root)) is first
     assert service.for_root(root / ".") is first

@@ -10,7 +10,6 @@ from tandem.app import App
 from tandem.providers.base import Message
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec
-from tandem.turns.service import turns
 
 
 async def new_session(app: App, project: Path) -> str:
@@ -21,7 +20,7 @@ async def new_session(app: App, project: Path) -> str:
 async def chat(app: App, session: str, text: str, provider: str = "openai:gpt-test"
                ) -> TurnEnded:
     """Run one chat turn to its end."""
-    engine = turns(app).engine
+    engine = app.turns.engine
     turn = await engine.accept(TurnSpec(session=session, text=text, provider=provider))
     return await engine.wait(session, turn)
 
@@ -29,7 +28,7 @@ async def chat(app: App, session: str, text: str, provider: str = "openai:gpt-te
 async def directive(app: App, session: str, prompt: str, provider: str = "openai:gpt-test"
                     ) -> TurnEnded:
     """Run one directive turn (isolated prompt, boundary entries) to its end."""
-    engine = turns(app).engine
+    engine = app.turns.engine
     turn = await engine.accept(TurnSpec(
         session=session, text=prompt, provider=provider,
         messages=[Message(role="user", text=prompt)],
@@ -39,7 +38,7 @@ async def directive(app: App, session: str, prompt: str, provider: str = "openai
 
 def journal_path(app: App, session: str) -> Path:
     """The journal file of SESSION."""
-    return Path(turns(app).journal(session).path)
+    return Path(app.sessions.journal(session).path)
 
 
 def entries(app: App, session: str) -> list[dict[str, Any]]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tandem.sessions.compaction_api import METHODS, CompactParams, StatusParams
+from tandem.history.compaction_api import METHODS, CompactParams, StatusParams
 
 
 def test_methods_join_the_table_without_clashes() -> None:
     from tandem.server.table import DOMAIN_APIS, build_table
 
-    modules = tuple(dict.fromkeys((*DOMAIN_APIS, "tandem.sessions.compaction_api")))
+    modules = tuple(dict.fromkeys((*DOMAIN_APIS, "tandem.history.compaction_api")))
     table = build_table(modules)
     for spec in METHODS:
         assert table[spec.name] is spec

@@ -13,10 +13,8 @@ import pytest
 
 from tandem.app import App
 from tandem.events import RecordingSink
+from tandem.history.compaction_api import CompactParams, compact_method
 from tandem.protocol.base import TandemError
-from tandem.sessions.api import manager
-from tandem.sessions.compaction_api import CompactParams, compact_method
-from tandem.turns.service import turns
 
 from .conftest import file_hash, write_settings
 from .sessions import chat, directive, entries, journal_path, new_session
@@ -61,7 +59,7 @@ def test_acp_root_chat_switches_to_a_seeded_session(
             assert reply.acp_session_id
             assert (await chat(app, sid, "CHARLIE request", PROVIDER)).outcome == "succeeded"
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
         return sid
 
     sid = asyncio.run(main())
@@ -90,14 +88,14 @@ def test_acp_root_chat_switches_to_a_seeded_session(
     assert journal[at]["first_kept_turn"] == 3
 
     # a backend restart continues the seeded session, not the old one
-    manager(app).close()
+    app.sessions.manager.close()
     later = App(home=app.home, events=RecordingSink())
 
     async def resume() -> None:
         try:
             await chat(later, sid, "DELTA request", PROVIDER)
         finally:
-            await turns(later).aclose()
+            await later.turns.aclose()
 
     asyncio.run(resume())
     methods = [(r["method"], r["params"].get("session_id")) for r in _log(log)]
@@ -124,7 +122,7 @@ def test_failed_acp_summary_changes_nothing_and_keeps_the_old_session(
             assert file_hash(path) == before
             assert (await chat(app, sid, "CHARLIE request", PROVIDER)).outcome == "succeeded"
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
     asyncio.run(main())
     prompts = _prompts(log)

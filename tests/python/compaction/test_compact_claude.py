@@ -20,8 +20,7 @@ from fakes.anthropic_server import FakeAnthropic
 from fakes.script import Reply, Script, last_user_text
 
 from tandem.app import App
-from tandem.sessions.compaction_api import CompactParams, compact_method
-from tandem.turns.service import turns
+from tandem.history.compaction_api import CompactParams, compact_method
 
 from .conftest import write_settings
 from .sessions import chat, directive, entries, new_session
@@ -75,7 +74,7 @@ def test_claude_root_chat_compacts_into_a_new_seeded_session(
             ended = await asyncio.wait_for(chat(app, sid, "root four marker-R4", PROVIDER), 120)
             assert ended.outcome == "succeeded", ended.error
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
         return sid
 
     try:

@@ -12,19 +12,17 @@ from fakes.script import Match, Reply, Script, Step
 
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.protocol.base import TandemError
-from tandem.sessions.compaction import SUMMARY_SYSTEM
-from tandem.sessions.compaction_api import (
+from tandem.history.compaction_api import (
     CompactParams,
     SessionOnlyParams,
     StatusParams,
     cancel_method,
     compact_method,
-    maybe_compact,
     status_method,
 )
+from tandem.protocol.base import TandemError
+from tandem.sessions.compaction import SUMMARY_SYSTEM
 from tandem.sessions.projection import SUMMARY_PREFIX
-from tandem.turns.service import turns
 
 from .conftest import file_hash, tree_hash, write_settings
 from .sessions import chat, directive, entries, journal_path, new_session
@@ -65,7 +63,7 @@ def test_summary_excludes_directives_and_next_request_is_summary_plus_kept(
                 reply = await compact_method(app, CompactParams(session=sid))
                 assert (await chat(app, sid, "DELTA request")).outcome == "succeeded"
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
             bodies = [r.body for r in fake.api_requests(CHAT)]
         assert len(bodies) == 6
         summary_req = json.dumps(bodies[4])
@@ -110,7 +108,7 @@ def test_a_second_compaction_summarises_the_first_summary(
                 second = await compact_method(app, CompactParams(session=sid))
                 await chat(app, sid, "ECHO request")
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
             bodies = [json.dumps(r.body) for r in fake.api_requests(CHAT)]
         assert second.first_kept_turn == 5
         assert "FIRST-SUMMARY" in bodies[6] and "CHARLIE request" in bodies[6]
@@ -145,7 +143,7 @@ def test_failed_compaction_leaves_the_journal_byte_identical(
                 assert "empty summary" in err.value.message
                 assert file_hash(path) == before
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
 
     asyncio.run(main())
 
@@ -168,7 +166,7 @@ def test_cancelled_compaction_leaves_the_journal_byte_identical(
                 status = await status_method(app, StatusParams(session=sid))
                 assert status.compacting
                 with pytest.raises(TandemError) as busy:  # no turn while compacting
-                    await maybe_compact(app, sid)
+                    await app.compactions.maybe_compact(sid)
                 assert busy.value.code == "busy"
                 assert (await cancel_method(app, SessionOnlyParams(session=sid))) == {
                     "cancelled": True}
@@ -180,7 +178,7 @@ def test_cancelled_compaction_leaves_the_journal_byte_identical(
                 assert (await cancel_method(app, SessionOnlyParams(session=sid))) == {
                     "cancelled": False}
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
 
     asyncio.run(main())
 
@@ -206,13 +204,13 @@ def test_refused_while_a_turn_runs_and_when_nothing_to_compact(
                 assert file_hash(path) == before
                 from tandem.turns.engine import TurnSpec
 
-                engine = turns(app).engine
+                engine = app.turns.engine
                 turn = await engine.accept(TurnSpec(session=sid, text="SLOW request",
                                                     provider="openai:gpt-test"))
                 with pytest.raises(TandemError) as err:
                     await compact_method(app, CompactParams(session=sid))
                 assert err.value.code == "busy" and "running" in err.value.message
-                assert await maybe_compact(app, sid) is False
+                assert await app.compactions.maybe_compact(sid) is False
                 while len(fake.api_requests(CHAT)) < 2:
                     await asyncio.sleep(0.02)
                 engine.cancel(sid)
@@ -221,7 +219,7 @@ def test_refused_while_a_turn_runs_and_when_nothing_to_compact(
                     await compact_method(app, CompactParams(session=sid, provider="nope"))
                 assert err.value.code == "invalid"
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
 
     asyncio.run(main())
 
@@ -240,22 +238,22 @@ def test_maybe_compact_compacts_past_the_threshold_only(
                 await chat(app, sid, "BRAVO request")
                 write_settings({"context_windows": {"gpt-test": 100_000},
                                 "compaction_keep_turns": 1})
-                assert await maybe_compact(app, sid, text="next") is False
+                assert await app.compactions.maybe_compact(sid, text="next") is False
                 status = await status_method(app, StatusParams(session=sid))
                 assert status.window == 100_000 and not status.would_compact
                 write_settings({"context_windows": {"gpt-test": 1024},
                                 "compaction_threshold": 0.1, "auto_compact": False,
                                 "compaction_keep_turns": 1})
                 assert (await status_method(app, StatusParams(session=sid))).tokens > 102
-                assert await maybe_compact(app, sid, text="next") is False  # auto off
+                assert await app.compactions.maybe_compact(sid, text="next") is False  # auto off
                 write_settings({"context_windows": {"gpt-test": 1024},
                                 "compaction_threshold": 0.1, "compaction_keep_turns": 1})
                 assert (await status_method(app, StatusParams(session=sid))).would_compact
-                assert await maybe_compact(app, sid, text="next") is True
+                assert await app.compactions.maybe_compact(sid, text="next") is True
                 status = await status_method(app, StatusParams(session=sid))
                 assert status.latest is not None and status.latest["first_kept_turn"] == 2
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
         compactions = [e for e in entries(app, sid) if e["type"] == "compaction"]
         assert [c["summary"] for c in compactions] == ["AUTO-SUMMARY"]
 
@@ -275,8 +273,8 @@ def test_bad_settings_are_reported(app: App, project: Path,
                     await compact_method(app, CompactParams(session=sid))
                 assert "compaction_threshold" in err.value.message
                 with pytest.raises(TandemError):
-                    await maybe_compact(app, sid)
+                    await app.compactions.maybe_compact(sid)
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
 
     asyncio.run(main())

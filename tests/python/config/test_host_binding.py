@@ -18,7 +18,6 @@ from tandem.providers.credentials import bound_credentials, host_matches
 from tandem.providers.registry import build_provider
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import turns
 
 
 def test_host_matching() -> None:
@@ -80,7 +79,7 @@ async def test_backend_turn_with_a_mismatched_key_is_refused_and_sends_nothing(
     with FakeAnthropic([Reply(text="hi")]) as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
         app = App(home=tmp_path / "home")
-        service = turns(app)
+        service = app.turns
         service.config.credentials = {"anthropic": {"api_key": "sk-bound",
                                                     "host": "api.anthropic.com"}}
         info = await new(app, NewParams(cwd=str(root)))

@@ -20,7 +20,6 @@ from tandem.events import RecordingSink as EventRecorder
 from tandem.providers.base import PermissionRequest
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import turns
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +58,7 @@ async def test_key_never_written_under_tandem_home(
 
     with make_fake(family, script) as fake:
         base = fake.base_url + ("/v1" if family == "openai" else "")
-        service = turns(app)
+        service = app.turns
         service.config.credentials = {family: {"api_key": KEY, "base_url": base}}
         info = await new(app, NewParams(cwd=str(workspace)))
         try:
@@ -103,7 +102,7 @@ async def test_engine_cancel_mid_stream_ends_aborted(
     app = App(home=home, events=events)
     with make_fake(family, [Reply(text="streaming, then silence", stall=True)]) as fake:
         base = fake.base_url + ("/v1" if family == "openai" else "")
-        service = turns(app)
+        service = app.turns
         service.config.credentials = {family: {"api_key": KEY, "base_url": base}}
         info = await new(app, NewParams(cwd=str(workspace)))
         try:

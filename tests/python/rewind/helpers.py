@@ -16,7 +16,6 @@ from tandem.app import App
 from tandem.providers.base import Message
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec
-from tandem.turns.service import turns
 
 PROVIDER = "openai:gpt-test"
 
@@ -40,7 +39,7 @@ async def new_session(app: App, project: Path) -> str:
 
 async def chat(app: App, session: str, text: str) -> TurnEnded:
     """Run one chat turn (auto-edit) to its end."""
-    engine = turns(app).engine
+    engine = app.turns.engine
     turn = await engine.accept(TurnSpec(session=session, text=text, provider=PROVIDER,
                                         permission_mode="auto-edit"))
     return await engine.wait(session, turn)
@@ -48,7 +47,7 @@ async def chat(app: App, session: str, text: str) -> TurnEnded:
 
 async def directive(app: App, session: str, prompt: str, attempt: int | None = 1) -> TurnEnded:
     """Run one directive implementation turn (boundary entries, auto-edit) to its end."""
-    engine = turns(app).engine
+    engine = app.turns.engine
     turn = await engine.accept(TurnSpec(
         session=session, text=prompt, provider=PROVIDER, permission_mode="auto-edit",
         messages=[Message(role="user", text=prompt)],
@@ -58,7 +57,7 @@ async def directive(app: App, session: str, prompt: str, attempt: int | None = 1
 
 def journal_path(app: App, session: str) -> Path:
     """The journal file of SESSION."""
-    return Path(turns(app).journal(session).path)
+    return Path(app.sessions.journal(session).path)
 
 
 def entries(app: App, session: str) -> list[dict[str, Any]]:

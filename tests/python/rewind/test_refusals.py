@@ -14,9 +14,8 @@ from tandem.app import App
 from tandem.protocol.base import TandemError
 from tandem.server.table import build_table
 from tandem.sessions.compaction import compaction_entry
-from tandem.sessions.rewind import plan_rewind, rewind, turn_facts
+from tandem.sessions.rewind import turn_facts
 from tandem.turns.engine import Checkpoints, TurnSpec
-from tandem.turns.service import TurnService, turns
 
 from .helpers import PROVIDER, chat, journal_path, new_session, tree, use, writes
 
@@ -35,19 +34,19 @@ async def test_no_such_turn_bad_numbers_and_bad_digest(
         use(fake, monkeypatch)
         try:
             sid = await new_session(app, project)
-            assert await _code(plan_rewind(app, sid, 1)) == "not-found"  # no turn yet
+            assert await _code(app.rewinds.plan(sid, 1)) == "not-found"  # no turn yet
             await chat(app, sid, "one")
-            assert await _code(plan_rewind(app, sid, 2)) == "not-found"
-            assert await _code(plan_rewind(app, sid, 0)) == "invalid"
-            assert await _code(rewind(app, sid, 1, "not-a-digest")) == "invalid"
+            assert await _code(app.rewinds.plan(sid, 2)) == "not-found"
+            assert await _code(app.rewinds.plan(sid, 0)) == "invalid"
+            assert await _code(app.rewinds.rewind(sid, 1, "not-a-digest")) == "invalid"
             unknown = "0190f0f0-0000-7000-8000-000000000000"
-            assert await _code(plan_rewind(app, unknown, 1)) == "not-found"
+            assert await _code(app.rewinds.plan(unknown, 1)) == "not-found"
             # A digest of another plan: stale, nothing changes.
             before = tree(project), journal_path(app, sid).read_bytes()
-            assert await _code(rewind(app, sid, 1, "0" * 64)) == "stale"
+            assert await _code(app.rewinds.rewind(sid, 1, "0" * 64)) == "stale"
             assert (tree(project), journal_path(app, sid).read_bytes()) == before
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_busy_while_a_turn_runs(
@@ -58,18 +57,18 @@ async def test_busy_while_a_turn_runs(
         try:
             sid = await new_session(app, project)
             await chat(app, sid, "one")
-            plan = await plan_rewind(app, sid, 1)
-            engine = turns(app).engine
+            plan = await app.rewinds.plan(sid, 1)
+            engine = app.turns.engine
             turn = await engine.accept(TurnSpec(session=sid, text="two", provider=PROVIDER))
-            assert await _code(plan_rewind(app, sid, 1)) == "busy"
-            assert await _code(rewind(app, sid, 1, plan.digest)) == "busy"
+            assert await _code(app.rewinds.plan(sid, 1)) == "busy"
+            assert await _code(app.rewinds.rewind(sid, 1, plan.digest)) == "busy"
             assert (project / "a.txt").read_text() == "x\n"
             engine.cancel(sid)
             assert (await engine.wait(sid, turn)).outcome == "aborted"
             # Once it ended the journal moved on: the old plan is stale.
-            assert await _code(rewind(app, sid, 1, plan.digest)) == "stale"
+            assert await _code(app.rewinds.rewind(sid, 1, plan.digest)) == "stale"
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_two_rewinds_at_once_one_is_busy(
@@ -79,30 +78,30 @@ async def test_two_rewinds_at_once_one_is_busy(
         try:
             sid = await new_session(app, project)
             await chat(app, sid, "one")
-            plan = await plan_rewind(app, sid, 1)
-            results = await asyncio.gather(rewind(app, sid, 1, plan.digest),
-                                           rewind(app, sid, 1, plan.digest),
+            plan = await app.rewinds.plan(sid, 1)
+            results = await asyncio.gather(app.rewinds.rewind(sid, 1, plan.digest),
+                                           app.rewinds.rewind(sid, 1, plan.digest),
                                            return_exceptions=True)
             codes = sorted(r.code if isinstance(r, TandemError) else "ok" for r in results)
             assert codes == ["busy", "ok"]
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_no_checkpoint_recorded(
         app: App, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A backend whose turn engine records no checkpoints.
-    app.services["turns"] = TurnService(app, Checkpoints())
+    app.turns.engine.checkpoints = Checkpoints()  # turns record no checkpoint
     with FakeOpenAI([Reply(text="hi")]) as fake:
         use(fake, monkeypatch)
         try:
             sid = await new_session(app, project)
             await chat(app, sid, "one")
             with pytest.raises(TandemError) as err:
-                await plan_rewind(app, sid, 1)
+                await app.rewinds.plan(sid, 1)
             assert err.value.code == "no-checkpoint" and "no checkpoint" in err.value.message
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_checkpoint_from_another_root(
@@ -115,12 +114,12 @@ async def test_checkpoint_from_another_root(
             other = tmp_path / "elsewhere"
             other.mkdir()
             # The session now works in another directory (as after a re-root).
-            monkeypatch.setattr(turns(app), "root_of", lambda journal: other)
-            assert await _code(plan_rewind(app, sid, 1)) == "no-checkpoint"
+            monkeypatch.setattr(app.sessions, "root_of", lambda journal: other)
+            assert await _code(app.rewinds.plan(sid, 1)) == "no-checkpoint"
             other.rmdir()
-            assert await _code(plan_rewind(app, sid, 1)) == "not-found"
+            assert await _code(app.rewinds.plan(sid, 1)) == "not-found"
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_compaction_blocks_rewind_before_its_kept_turns(
@@ -131,13 +130,13 @@ async def test_compaction_blocks_rewind_before_its_kept_turns(
             sid = await new_session(app, project)
             for text in ("one", "two", "three"):
                 await chat(app, sid, text)
-            turns(app).journal(sid).append(compaction_entry("summary", 3, 100, 10))
+            app.sessions.journal(sid).append(compaction_entry("summary", 3, 100, 10))
             with pytest.raises(TandemError) as err:
-                await plan_rewind(app, sid, 2)
+                await app.rewinds.plan(sid, 2)
             assert err.value.code == "compaction" and "compacted" in err.value.message
-            assert (await plan_rewind(app, sid, 3)).turns[0].turn == 3
+            assert (await app.rewinds.plan(sid, 3)).turns[0].turn == 3
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_read_only_session(
@@ -149,11 +148,11 @@ async def test_read_only_session(
             await chat(app, sid, "one")
             other = App(home=app.home)  # a second backend: the journal's lock is held
             try:
-                assert await _code(plan_rewind(other, sid, 1)) == "read-only"
+                assert await _code(other.rewinds.plan(sid, 1)) == "read-only"
             finally:
-                await turns(other).aclose()
+                await other.turns.aclose()
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_gaps_large_file_and_unended_turn(
@@ -166,16 +165,16 @@ async def test_gaps_large_file_and_unended_turn(
                 f.truncate(11 * 1024 * 1024)
             await chat(app, sid, "one")
             # A turn the backend died in: started, never ended, no patch.
-            journal = turns(app).journal(sid)
+            journal = app.sessions.journal(sid)
             journal.append({"type": "turn_start", "turn": 2, "origin": "chat",
                             "provider": PROVIDER, "checkpoint": None})
-            plan = await plan_rewind(app, sid, 1)
+            plan = await app.rewinds.plan(sid, 1)
             kinds = {(g.kind, g.path) for g in plan.gaps}
             assert ("gap-at-checkpoint", "big.bin") in kinds
             assert ("no-patch", None) in kinds and ("no-end-state", None) in kinds
             assert (project / "big.bin").stat().st_size == 11 * 1024 * 1024
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 def test_acp_chat_turns_mark_a_reset_directive_turns_do_not() -> None:

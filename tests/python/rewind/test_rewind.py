@@ -11,11 +11,9 @@ from fakes.script import Reply
 
 from tandem.app import App
 from tandem.events import RecordingSink
+from tandem.history.rewind_api import TurnPatchParams, turn_patch
 from tandem.protocol.base import TandemError
 from tandem.sessions.projection import project as projection
-from tandem.sessions.rewind import plan_rewind, rewind
-from tandem.sessions.rewind_api import TurnPatchParams, turn_patch
-from tandem.turns.service import turns
 
 from .helpers import chat, directive, entries, journal_path, new_session, tree, use, writes
 
@@ -49,7 +47,7 @@ async def test_plan_then_rewind_restores_files_and_hides_turns(
         use(fake, monkeypatch)
         try:
             sid, after_first = await _three_turns(app, project)
-            plan = await plan_rewind(app, sid, 2)
+            plan = await app.rewinds.plan(sid, 2)
             assert plan.before_turn == 2 and len(plan.digest) == 64
             assert plan.to_restore == ["a.txt"]
             assert plan.to_delete == ["c/deep.txt", "d.txt"]
@@ -64,7 +62,7 @@ async def test_plan_then_rewind_restores_files_and_hides_turns(
 
             journal = journal_path(app, sid)
             size_before = journal.stat().st_size
-            done = await rewind(app, sid, 2, plan.digest)
+            done = await app.rewinds.rewind(sid, 2, plan.digest)
             assert done.restored == ["a.txt"] and done.deleted == ["c/deep.txt", "d.txt"]
             assert done.turns == [2, 3]
             assert tree(project) == after_first
@@ -87,7 +85,7 @@ async def test_plan_then_rewind_restores_files_and_hides_turns(
             assert users == ["FIRST request", "FOURTH request"]
             # Rewinding the same turn again is refused: it is gone.
             with pytest.raises(TandemError) as err:
-                await plan_rewind(app, sid, 2)
+                await app.rewinds.plan(sid, 2)
             assert err.value.code == "not-found" and "already rewound" in err.value.message
             # The user's own repository was not touched by checkpoints or the restore.
             status = subprocess.run(["git", "status", "--porcelain=v2", "-uall"], cwd=project,
@@ -95,7 +93,7 @@ async def test_plan_then_rewind_restores_files_and_hides_turns(
             assert b"a.txt" in status and git_before == b""
             assert tree(project / ".git") == dot_git  # index, refs, objects: byte-identical
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_external_change_is_shown_and_a_stale_plan_refused(
@@ -106,23 +104,23 @@ async def test_external_change_is_shown_and_a_stale_plan_refused(
             sid, _ = await _three_turns(app, project)
             # Someone else edits a file after the last turn and between turns.
             (project / "a.txt").write_text("edited by hand\n")
-            plan = await plan_rewind(app, sid, 1)
+            plan = await app.rewinds.plan(sid, 1)
             assert [(c.path, c.when) for c in plan.changed_externally] == [
                 ("a.txt", "since turn 3 ended")]
             # The plan the user saw no longer holds once the files move again.
             (project / "b.txt").write_text("bee changed by hand\n")
             snapshot, journal = tree(project), journal_path(app, sid).read_bytes()
             with pytest.raises(TandemError) as err:
-                await rewind(app, sid, 1, plan.digest)
+                await app.rewinds.rewind(sid, 1, plan.digest)
             assert err.value.code == "stale"
             assert tree(project) == snapshot and journal_path(app, sid).read_bytes() == journal
-            fresh = await plan_rewind(app, sid, 1)
+            fresh = await app.rewinds.plan(sid, 1)
             assert fresh.digest != plan.digest
-            await rewind(app, sid, 1, fresh.digest)
+            await app.rewinds.rewind(sid, 1, fresh.digest)
             assert (project / "a.txt").read_text() == "alpha\n"
             assert not (project / "b.txt").exists()
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_change_between_turns_is_shown(
@@ -134,11 +132,11 @@ async def test_change_between_turns_is_shown(
             await chat(app, sid, "FIRST request")
             (project / "b.txt").write_text("bee edited between turns\n")
             await chat(app, sid, "SECOND request")
-            plan = await plan_rewind(app, sid, 1)
+            plan = await app.rewinds.plan(sid, 1)
             assert ("b.txt", "between turns 1 and 2") in [
                 (c.path, c.when) for c in plan.changed_externally]
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_fault_mid_restore_leaves_files_and_journal_as_before(
@@ -147,7 +145,7 @@ async def test_fault_mid_restore_leaves_files_and_journal_as_before(
         use(fake, monkeypatch)
         try:
             sid, _ = await _three_turns(app, project)
-            plan = await plan_rewind(app, sid, 1)
+            plan = await app.rewinds.plan(sid, 1)
             assert len(plan.to_restore) + len(plan.to_delete) >= 3
             files, journal = tree(project), journal_path(app, sid).read_bytes()
             touched: list[str] = []
@@ -158,17 +156,17 @@ async def test_fault_mid_restore_leaves_files_and_journal_as_before(
                     raise OSError(28, "No space left on device (injected)")
 
             with pytest.raises(TandemError) as err:
-                await rewind(app, sid, 1, plan.digest, before_file=fail_on_third)
+                await app.rewinds.rewind(sid, 1, plan.digest, before_file=fail_on_third)
             assert err.value.code == "restore-failed"
             assert len(touched) == 3
             assert tree(project) == files
             assert journal_path(app, sid).read_bytes() == journal
             # Nothing is stuck: the same plan still holds and now succeeds.
-            assert (await plan_rewind(app, sid, 1)).digest == plan.digest
-            await rewind(app, sid, 1, plan.digest)
+            assert (await app.rewinds.plan(sid, 1)).digest == plan.digest
+            await app.rewinds.rewind(sid, 1, plan.digest)
             assert (project / "a.txt").read_text() == "alpha\n"
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_journal_write_failure_puts_the_files_back(
@@ -177,21 +175,21 @@ async def test_journal_write_failure_puts_the_files_back(
         use(fake, monkeypatch)
         try:
             sid, _ = await _three_turns(app, project)
-            plan = await plan_rewind(app, sid, 2)
+            plan = await app.rewinds.plan(sid, 2)
             files, journal = tree(project), journal_path(app, sid).read_bytes()
-            live = turns(app).journal(sid)
+            live = app.sessions.journal(sid)
 
             def refuse(entry: object) -> object:
                 raise TandemError("io", "Cannot append: disk full (injected)")
 
             monkeypatch.setattr(live, "append", refuse)
             with pytest.raises(TandemError) as err:
-                await rewind(app, sid, 2, plan.digest)
+                await app.rewinds.rewind(sid, 2, plan.digest)
             assert err.value.code == "io"
             assert tree(project) == files
             assert journal_path(app, sid).read_bytes() == journal
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()
 
 
 async def test_turn_patch_shows_one_turn(
@@ -208,9 +206,9 @@ async def test_turn_patch_shows_one_turn(
             with pytest.raises(TandemError) as err:
                 await turn_patch(app, TurnPatchParams(session=sid, turn=9))
             assert err.value.code == "not-found"
-            plan = await plan_rewind(app, sid, 2)
-            await rewind(app, sid, 2, plan.digest)
+            plan = await app.rewinds.plan(sid, 2)
+            await app.rewinds.rewind(sid, 2, plan.digest)
             again = await turn_patch(app, TurnPatchParams(session=sid, turn=2))
             assert again.rewound and again.patch.diff == reply.patch.diff
         finally:
-            await turns(app).aclose()
+            await app.turns.aclose()

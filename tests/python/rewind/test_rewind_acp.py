@@ -13,10 +13,7 @@ import pytest
 
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.sessions.api import manager
-from tandem.sessions.rewind import plan_rewind, rewind
 from tandem.turns.engine import TurnEnded, TurnSpec
-from tandem.turns.service import turns
 
 from .helpers import entries, new_session
 
@@ -44,7 +41,7 @@ def _prompts(log: Path) -> list[dict[str, Any]]:
 
 
 async def _chat(app: App, session: str, text: str) -> TurnEnded:
-    engine = turns(app).engine
+    engine = app.turns.engine
     turn = await engine.accept(TurnSpec(session=session, text=text, provider=PROVIDER))
     return await engine.wait(session, turn)
 
@@ -56,13 +53,13 @@ async def test_acp_root_chat_starts_afresh_after_a_rewind(
     try:
         assert (await _chat(app, sid, "ALPHA request")).outcome == "succeeded"
         assert (await _chat(app, sid, "BRAVO request")).outcome == "succeeded"
-        plan = await plan_rewind(app, sid, 2)
+        plan = await app.rewinds.plan(sid, 2)
         assert plan.acp_reset
-        done = await rewind(app, sid, 2, plan.digest)
+        done = await app.rewinds.rewind(sid, 2, plan.digest)
         assert done.acp_reset
         assert (await _chat(app, sid, "CHARLIE request")).outcome == "succeeded"
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
     alpha, bravo, charlie = _prompts(log)
     assert alpha["session_id"] == bravo["session_id"]
     # A new ACP session, seeded from the projection: turn 1 only.
@@ -83,15 +80,15 @@ async def test_acp_reset_survives_a_backend_restart(
     try:
         await _chat(app, sid, "ALPHA request")
         await _chat(app, sid, "BRAVO request")
-        await rewind(app, sid, 2, (await plan_rewind(app, sid, 2)).digest)
+        await app.rewinds.rewind(sid, 2, (await app.rewinds.plan(sid, 2)).digest)
     finally:
-        await turns(app).aclose()
-    manager(app).close()
+        await app.turns.aclose()
+    app.sessions.manager.close()
     later = App(home=app.home, events=RecordingSink())
     try:
         await _chat(later, sid, "CHARLIE request")
     finally:
-        await turns(later).aclose()
+        await later.turns.aclose()
     alpha, _bravo, charlie = _prompts(log)
     assert charlie["session_id"] != alpha["session_id"]
     assert "BRAVO" not in charlie["text"]

@@ -27,11 +27,8 @@ from fakes.openai_server import FakeOpenAI
 
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.sessions.api import manager
-from tandem.sessions.rewind import plan_rewind, rewind
 from tandem.sessions.rewind_recovery import recover_all
 from tandem.store.journal import Journal
-from tandem.turns.service import turns
 
 from .helpers import journal_path, tree, use
 from .test_rewind import SCRIPT, _three_turns
@@ -45,7 +42,6 @@ _CRASHER = r"""
 import asyncio, os, sys
 from pathlib import Path
 from tandem.app import App
-from tandem.sessions.rewind import plan_rewind, rewind
 from tandem.store.journal import Journal
 
 home, sid, turn, stage = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -72,8 +68,8 @@ os.replace = replace
 
 async def main():
     app = App(home=Path(home))
-    plan = await plan_rewind(app, sid, turn)
-    await rewind(app, sid, turn, plan.digest)
+    plan = await app.rewinds.plan(sid, turn)
+    await app.rewinds.rewind(sid, turn, plan.digest)
 
 asyncio.run(main())
 sys.exit(3)  # the rewind finished: the fault never fired
@@ -105,15 +101,15 @@ async def _session(app: App, project: Path, monkeypatch: pytest.MonkeyPatch
             sid, after_first = await _three_turns(app, project)
             journal = journal_path(app, sid)
         finally:
-            await turns(app).aclose()
-    manager(app).close()
+            await app.turns.aclose()
+    app.sessions.manager.close()
     return sid, journal, after_first
 
 
 async def _check_rolled_back(app: App, project: Path, sid: str, journal: Path,
                              before: dict[str, tuple[str, int]], planned: Any) -> None:
     """Files as before the rewind, no rewind entry, a sane plan, no temp files."""
-    again = await plan_rewind(app, sid, planned.before_turn)  # opens the session: recovers
+    again = await app.rewinds.plan(sid, planned.before_turn)  # opens the session: recovers
     assert tree(project) == before
     assert _temp_files(project) == []
     assert _of_type(journal, "rewind") == []
@@ -123,7 +119,7 @@ async def _check_rolled_back(app: App, project: Path, sid: str, journal: Path,
     assert again.changed_externally == []
     assert (again.to_restore, again.to_delete) == (planned.to_restore, planned.to_delete)
     # And the rewind can now be done for real.
-    await rewind(app, sid, planned.before_turn, again.digest)
+    await app.rewinds.rewind(sid, planned.before_turn, again.digest)
     assert len(_of_type(journal, "rewind")) == 1
 
 
@@ -132,8 +128,8 @@ async def test_crash_between_restore_and_entry_is_rolled_back_on_open(
     sid, journal, _ = await _session(app, project, monkeypatch)
     before = tree(project)
     later = App(home=app.home, events=RecordingSink())
-    planned = await plan_rewind(later, sid, 2)
-    manager(later).close()
+    planned = await later.rewinds.plan(sid, 2)
+    later.sessions.manager.close()
     _crash(app.home, sid, 2, "before-entry")
     assert not (project / "d.txt").exists()  # the files were restored when it died
     assert _of_type(journal, "rewind") == []
@@ -141,7 +137,7 @@ async def test_crash_between_restore_and_entry_is_rolled_back_on_open(
     try:
         await _check_rolled_back(again, project, sid, journal, before, planned)
     finally:
-        await turns(again).aclose()
+        await again.turns.aclose()
 
 
 async def test_kill_mid_restore_leaves_no_temp_files(
@@ -149,8 +145,8 @@ async def test_kill_mid_restore_leaves_no_temp_files(
     sid, journal, _ = await _session(app, project, monkeypatch)
     before = tree(project)
     later = App(home=app.home, events=RecordingSink())
-    planned = await plan_rewind(later, sid, 1)
-    manager(later).close()
+    planned = await later.rewinds.plan(sid, 1)
+    later.sessions.manager.close()
     _crash(app.home, sid, 1, "mid-restore")
     assert _temp_files(project) != []  # the kill left tandem's temporary copy behind
     # A user's file that merely looks like one of ours is never removed.
@@ -159,14 +155,14 @@ async def test_kill_mid_restore_leaves_no_temp_files(
     again = App(home=app.home, events=RecordingSink())
     try:
         assert tree(project) != before
-        # Opening the session (turns(app).journal) is where recovery runs.
-        turns(again).journal(sid)
+        # Opening the session (app.sessions.journal) is where recovery runs.
+        again.sessions.journal(sid)
         assert tree(project) == before
         (project / ".keep.txt.tandem-0123abcd").unlink()
         del before[".keep.txt.tandem-0123abcd"]
         await _check_rolled_back(again, project, sid, journal, before, planned)
     finally:
-        await turns(again).aclose()
+        await again.turns.aclose()
 
 
 async def test_crash_after_the_entry_keeps_the_rewind(
@@ -177,7 +173,7 @@ async def test_crash_after_the_entry_keeps_the_rewind(
     assert intent.exists()  # the crash came before the intent was removed
     again = App(home=app.home, events=RecordingSink())
     try:
-        plan = await plan_rewind(again, sid, 1)
+        plan = await again.rewinds.plan(sid, 1)
         assert plan.changed_externally == []
         assert not intent.exists()
         assert tree(project) == after_first
@@ -186,7 +182,7 @@ async def test_crash_after_the_entry_keeps_the_rewind(
         assert recovered["outcome"] == "committed"
         assert _temp_files(project) == []
     finally:
-        await turns(again).aclose()
+        await again.turns.aclose()
 
 
 async def test_backend_start_recovers_before_it_serves(
@@ -227,13 +223,13 @@ async def test_a_held_journal_is_left_to_its_process_and_a_garbled_intent_set_as
         holder.close()
     again = App(home=app.home, events=RecordingSink())
     try:
-        plan = await plan_rewind(again, sid, 2)  # opening the session settles it
+        plan = await again.rewinds.plan(sid, 2)  # opening the session settles it
         assert plan.changed_externally == [] and tree(project) == files
         assert not intent.exists()
         [aside] = intent.parent.glob("rewind-intent.json.unreadable-*")
         assert aside.read_text().startswith('{"tandem_rewind_intent"')
-        notices = turns(again).journal(sid).notices
+        notices = again.sessions.journal(sid).notices
         assert any("cannot be read" in n and str(aside) in n for n in notices)
         assert _of_type(journal, "rewind_recovery") == []
     finally:
-        await turns(again).aclose()
+        await again.turns.aclose()

@@ -72,7 +72,7 @@ def app(home: Path, config: Path, monkeypatch) -> App:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
     a = App(home=home)
     yield a
-    api.manager(a).close()
+    a.sessions.manager.close()
 
 
 def test_methods_are_in_the_server_table() -> None:
@@ -119,7 +119,7 @@ def test_api_resume_flow_with_consent(app: App, project) -> None:
 def test_api_entries_paging(app: App, project) -> None:
     a = project("a")
     made = call(app, "sessions/new", cwd=str(a))
-    j = api.manager(app).journal(made.id)
+    j = app.sessions.manager.journal(made.id)
     for i in range(7):
         j.append({"type": "user", "turn": i + 1, "text": str(i)})
     page = call(app, "sessions/entries", session=made.id, after=2, limit=3)
@@ -156,7 +156,7 @@ def test_api_journal_is_shared_with_other_domains(app: App, project) -> None:
     """Other layers write through the manager's journal: one writer, this process."""
     a = project("a")
     made = call(app, "sessions/new", cwd=str(a))
-    j = api.manager(app).journal(made.id)
+    j = app.sessions.manager.journal(made.id)
     assert j.writable
     other = Journal.open(j.path)
     assert not other.writable

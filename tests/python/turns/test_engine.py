@@ -14,10 +14,9 @@ from fakes.script import Reply, ToolCallSpec
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.sessions.api import NewParams, manager, new
+from tandem.sessions.api import NewParams, new
 from tandem.store.journal import Journal
 from tandem.turns.engine import CRASH_ERROR, DirectiveFrame, TurnSpec
-from tandem.turns.service import turns
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def _types(journal: Journal, turn: int) -> list[str]:
 
 
 async def _run(app: App, session: str, spec: TurnSpec) -> Any:
-    service = turns(app)
+    service = app.turns
     turn = await service.engine.accept(spec)
     return await service.engine.wait(session, turn)
 
@@ -56,11 +55,11 @@ def test_chat_turn_writes_ordinary_roles_and_one_terminal_path(
                     session=info.id, text="change it", provider="openai:m",
                     permission_mode="auto-edit"))
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
         assert ended.outcome == "succeeded"
         assert ended.files_changed == ["a.txt"]
         assert ended.completeness == "captured"
-        journal = turns(app).journal(info.id)
+        journal = app.sessions.journal(info.id)
         assert _types(journal, 1) == ["turn_start", "user", "assistant", "tool_call",
                                       "tool_result", "assistant", "turn_end"]
         start = next(e for e in journal.entries() if e.type == "turn_start")
@@ -96,12 +95,12 @@ def test_directive_turn_is_bounded_and_isolated(
                 await _run(app, info.id, TurnSpec(session=info.id, text="second root",
                                                   provider="openai:m"))
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
             bodies = [json.dumps(r.body) for r in fake.api_requests("/v1/chat/completions")]
         assert "ROOT CHAT TEXT" not in bodies[1] and "ISOLATED PROMPT" in bodies[1]
         assert "ISOLATED PROMPT" not in bodies[2] and "directive answer" not in bodies[2]
         assert "ROOT CHAT TEXT" in bodies[2]
-        journal = turns(app).journal(info.id)
+        journal = app.sessions.journal(info.id)
         assert _types(journal, 2) == ["turn_start", "directive_open", "user", "assistant",
                                       "directive_close", "turn_end"]
         assert ended.outcome == "succeeded"
@@ -123,7 +122,7 @@ def test_busy_session_refuses_a_second_turn_and_cancel_aborts(
             monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
             monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
             info = await new(app, NewParams(cwd=str(project)))
-            engine = turns(app).engine
+            engine = app.turns.engine
             try:
                 turn = await engine.accept(TurnSpec(session=info.id, text="go",
                                                     provider="openai:m"))
@@ -135,9 +134,9 @@ def test_busy_session_refuses_a_second_turn_and_cancel_aborts(
                 assert engine.cancel(info.id)
                 ended = await engine.wait(info.id, turn)
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
         assert ended.outcome == "aborted"
-        assert _types(turns(app).journal(info.id), 1)[-1] == "turn_end"
+        assert _types(app.sessions.journal(info.id), 1)[-1] == "turn_end"
 
     asyncio.run(main())
 
@@ -155,16 +154,16 @@ def test_a_turn_left_open_by_a_crash_is_closed_as_aborted(project: Path, tmp_pat
 
     async def main() -> None:
         app = App(home=home, events=RecordingSink())
-        service = turns(app)
-        repaired = service.engine.repair(service.journal(sid))
+        service = app.turns
+        repaired = service.engine.repair(app.sessions.journal(sid))
         assert repaired == [1]
-        assert service.engine.repair(service.journal(sid)) == []  # once only
-        entries = [e.model_dump() for e in service.journal(sid).entries()]
+        assert service.engine.repair(app.sessions.journal(sid)) == []  # once only
+        entries = [e.model_dump() for e in app.sessions.journal(sid).entries()]
         assert [e["type"] for e in entries[-2:]] == ["directive_close", "turn_end"]
         assert entries[-1]["outcome"] == "aborted" and entries[-1]["error"] == CRASH_ERROR
         status = service.engine.status(sid, 1)
         assert status["outcome"] == "aborted"
-        manager(app).close()
+        app.sessions.manager.close()
 
     asyncio.run(main())
 
@@ -174,8 +173,8 @@ def test_bad_requests_are_refused_before_anything_is_written(
     async def main() -> None:
         app = App(home=tmp_path / "home", events=RecordingSink())
         info = await new(app, NewParams(cwd=str(project)))
-        engine = turns(app).engine
-        before = turns(app).journal(info.id).path.read_bytes()
+        engine = app.turns.engine
+        before = app.sessions.journal(info.id).path.read_bytes()
         for spec, code in [
             (TurnSpec(session=info.id, text="   ", provider="openai:m"), "invalid"),
             (TurnSpec(session=info.id, text="hi", provider="nonsense"), "invalid"),
@@ -184,8 +183,8 @@ def test_bad_requests_are_refused_before_anything_is_written(
             with pytest.raises(TandemError) as err:
                 await engine.accept(spec)
             assert err.value.code == code
-        assert turns(app).journal(info.id).path.read_bytes() == before
-        await turns(app).aclose()
+        assert app.sessions.journal(info.id).path.read_bytes() == before
+        await app.turns.aclose()
 
     asyncio.run(main())
 
@@ -194,14 +193,14 @@ def test_a_held_session_accepts_no_turn(project: Path, tmp_path: Path) -> None:
     async def main() -> None:
         app = App(home=tmp_path / "home", events=RecordingSink())
         info = await new(app, NewParams(cwd=str(project)))
-        engine = turns(app).engine
-        engine.held[info.id] = "Session is being rewound"
-        before = turns(app).journal(info.id).path.read_bytes()
+        engine = app.turns.engine
+        app.gate.acquire(info.id, "rewind")  # a rewind holds the session
+        before = app.sessions.journal(info.id).path.read_bytes()
         with pytest.raises(TandemError) as err:
             await engine.accept(TurnSpec(session=info.id, text="hi", provider="openai:m"))
         assert err.value.code == "busy" and "rewound" in err.value.message
-        assert turns(app).journal(info.id).path.read_bytes() == before
-        await turns(app).aclose()
+        assert app.sessions.journal(info.id).path.read_bytes() == before
+        await app.turns.aclose()
 
     asyncio.run(main())
 
@@ -214,7 +213,7 @@ def test_two_concurrent_sends_reserve_one_turn(
             monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
             monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
             info = await new(app, NewParams(cwd=str(project)))
-            engine = turns(app).engine
+            engine = app.turns.engine
             try:
                 results = await asyncio.gather(
                     engine.accept(TurnSpec(session=info.id, text="a", provider="openai:m")),
@@ -225,8 +224,8 @@ def test_two_concurrent_sends_reserve_one_turn(
                 assert turns_ok == [1] and len(errors) == 1 and errors[0].code == "busy"
                 await engine.wait(info.id, 1)
             finally:
-                await turns(app).aclose()
-        starts = [e for e in turns(app).journal(info.id).entries() if e.type == "turn_start"]
+                await app.turns.aclose()
+        starts = [e for e in app.sessions.journal(info.id).entries() if e.type == "turn_start"]
         assert [e.turn for e in starts] == [1]
 
     asyncio.run(main())
@@ -242,7 +241,7 @@ def test_closing_a_session_stops_its_providers_and_waits_for_turns(
             monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
             monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
             info = await new(app, NewParams(cwd=str(project)))
-            service = turns(app)
+            service = app.turns
             turn = await service.engine.accept(TurnSpec(session=info.id, text="go",
                                                         provider="openai:m"))
             with pytest.raises(TandemError) as err:
@@ -252,10 +251,10 @@ def test_closing_a_session_stops_its_providers_and_waits_for_turns(
             await service.engine.wait(info.id, turn)
             provider = service.provider(TurnSpec(session=info.id, text="x",
                                                  provider="openai:m"),
-                                        service.journal(info.id))
+                                        app.sessions.journal(info.id))
             await close(app, CloseParams(session=info.id))
             assert service.provider(TurnSpec(session=info.id, text="x", provider="openai:m"),
-                                    service.journal(info.id)) is not provider  # rebuilt
+                                    app.sessions.journal(info.id)) is not provider  # rebuilt
             await service.aclose()
 
     asyncio.run(main())

@@ -22,7 +22,6 @@ from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import turns
 
 
 def _fake(family: str, script: list[Reply]) -> FakeServer:
@@ -58,7 +57,7 @@ def test_non_finite_tool_input_fails_the_call_not_the_turn(
         with _fake(family, script) as fake:
             _env(family, fake, monkeypatch)
             info = await new(app, NewParams(cwd=str(root)))
-            service = turns(app)
+            service = app.turns
             try:
                 turn = await service.engine.accept(TurnSpec(
                     session=info.id, text="read it", provider=f"{family}:m"))
@@ -68,7 +67,7 @@ def test_non_finite_tool_input_fails_the_call_not_the_turn(
             posts = [r for r in fake.requests if r["method"] == "POST"]
             second = json.dumps(posts[-1].body)
         assert ended.outcome == "succeeded", ended.error
-        journal = service.journal(info.id)
+        journal = app.sessions.journal(info.id)
         results = [e.model_dump() for e in journal.entries() if e.type == "tool_result"]
         assert len(results) == 1 and results[0]["status"] == "failed", results
         output = json.dumps(results[0])

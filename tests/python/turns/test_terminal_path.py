@@ -21,10 +21,9 @@ from fakes.script import Reply
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.sessions.api import NewParams, manager, new
+from tandem.sessions.api import NewParams, new
 from tandem.store.journal import Journal, JournalIO
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import turns
 
 
 class FillingDisk(JournalIO):
@@ -68,7 +67,7 @@ class Backend:
 
     @property
     def engine(self) -> Any:
-        return turns(self.app).engine
+        return self.app.turns.engine
 
     async def send(self, text: str = "go") -> int:
         return int(await self.engine.accept(TurnSpec(session=self.sid, text=text,
@@ -87,12 +86,12 @@ async def backend(home: Path, project: Path, monkeypatch: pytest.MonkeyPatch,
         monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
         info = await new(app, NewParams(cwd=str(project)))
         disk = FillingDisk(trigger, code)
-        turns(app).journal(info.id).io = disk
+        app.sessions.journal(info.id).io = disk
         try:
             yield Backend(app, events, info.id, disk, fake)
         finally:
-            await turns(app).aclose()
-    manager(app).close()
+            await app.turns.aclose()
+    app.sessions.manager.close()
 
 
 def _ended(events: RecordingSink) -> list[dict[str, Any]]:
@@ -132,7 +131,7 @@ def test_a_full_disk_mid_turn_still_ends_the_turn_failed_and_releases_the_sessio
             second = await b.send("again")
             assert second == turn + 1
             assert (await b.engine.wait(b.sid, second)).outcome == "succeeded"
-            journal = turns(b.app).journal(b.sid)
+            journal = b.app.sessions.journal(b.sid)
             ends = _ends(journal)
             assert [(e["turn"], e["outcome"]) for e in ends] == [(1, "failed"), (2, "succeeded")]
             assert ends[0]["error"].startswith(reason)
@@ -156,12 +155,12 @@ def test_after_a_full_disk_and_a_restart_the_open_turn_is_closed_and_status_is_t
 
     async def second_life() -> None:
         app = App(home=home, events=RecordingSink())
-        service = turns(app)
+        service = app.turns
         status = service.engine.status(sid, 1)
         assert status["state"] == "ended" and status["outcome"] in ("aborted", "failed")
-        ends = _ends(service.journal(sid))
+        ends = _ends(app.sessions.journal(sid))
         assert [e["turn"] for e in ends] == [1]  # repaired on this first touch
-        manager(app).close()
+        app.sessions.manager.close()
 
     asyncio.run(second_life())
 
@@ -174,7 +173,7 @@ def test_a_disk_full_before_the_turn_starts_refuses_the_send_cleanly(
             with pytest.raises(TandemError) as err:
                 await b.send()
             assert err.value.code == "io" and err.value.message.startswith("disk full: ")
-            assert not b.engine.running and not b.engine.held
+            assert not b.engine.running and b.app.gate.holder(b.sid) is None
             assert not _ended(b.events)  # no turn was accepted, so none ends
             b.disk.full, b.disk.trigger = False, b"\0never"
             turn = await b.send()

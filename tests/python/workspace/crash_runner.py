@@ -17,14 +17,13 @@ from pathlib import Path
 
 from tandem.app import App
 from tandem.sessions.api import NewParams, new
-from tandem.turns.service import turns
 from tandem.workspace import api
 from tandem.workspace.service import WorkspaceService
 
 
 async def main(home: str, project: str, base_url: str, mode: str) -> None:
     app = App(home=Path(home))
-    turns(app).config.credentials = {"openai": {"api_key": "sk-x", "base_url": base_url}}
+    app.turns.config.credentials = {"openai": {"api_key": "sk-x", "base_url": base_url}}
     if mode in ("record", "hold"):
         def die(*_args: object, **_kw: object) -> bool:
             if mode == "hold":  # alive, holding the journal, the record not yet written
@@ -39,7 +38,7 @@ async def main(home: str, project: str, base_url: str, mode: str) -> None:
         root=project, id="D1", action="implement", provider="openai:fake-model",
         permission_mode="auto-edit", session=sid))
     print("ACCEPTED", reply["session"], reply["turn"], flush=True)
-    await turns(app).engine.wait(reply["session"], reply["turn"])
+    await app.turns.engine.wait(reply["session"], reply["turn"])
     print("NOT KILLED", flush=True)
 
 

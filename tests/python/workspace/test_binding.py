@@ -9,8 +9,6 @@ import pytest
 from ws_helpers import act, create, get, make_app, marker_model, new_session
 
 from tandem.protocol.base import TandemError
-from tandem.sessions.api import manager
-from tandem.turns.service import turns
 from tandem.workspace import api
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +34,7 @@ async def test_first_accepted_request_binds_and_is_reused(project: Path, tmp_pat
         reply, _ = await act(app, project, "D1", "implement", session=other)
         assert reply["session"] == first and reply["turn"] == 2
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_closed_session_resumes_on_demand(project: Path, tmp_path: Path,
@@ -47,11 +45,11 @@ async def test_closed_session_resumes_on_demand(project: Path, tmp_path: Path,
     sid = await new_session(app, project)
     await create(app, project, "Make it loud")
     await act(app, project, "D1", "discuss", "DISCUSS-Q1", session=sid)
-    manager(app).close(sid)  # closed in this backend
+    app.sessions.manager.close(sid)  # closed in this backend
     reply, ended = await act(app, project, "D1", "discuss", "again")
     assert reply["session"] == sid and reply["turn"] == 2 and ended.outcome == "succeeded"
-    await turns(app).aclose()
-    manager(app).close()
+    await app.turns.aclose()
+    app.sessions.manager.close()
     # A new backend (a restart) resumes it from its journal too.
     app2 = make_app(home, fake)
     try:
@@ -59,7 +57,7 @@ async def test_closed_session_resumes_on_demand(project: Path, tmp_path: Path,
         assert reply["session"] == sid and reply["turn"] == 3 and ended.outcome == "succeeded"
         assert len((await get(app2, project, "D1"))["discussion"]) == 2
     finally:
-        await turns(app2).aclose()
+        await app2.turns.aclose()
 
 
 async def test_unavailable_session_refuses_then_warned_rebind(project: Path, tmp_path: Path,
@@ -71,8 +69,8 @@ async def test_unavailable_session_refuses_then_warned_rebind(project: Path, tmp
         await create(app, project, "Make it loud")
         await act(app, project, "D1", "implement", session=old)
         rec = await get(app, project, "D1")
-        journal = manager(app).journals[old].path
-        manager(app).close(old)
+        journal = app.sessions.manager.journals[old].path
+        app.sessions.manager.close(old)
         journal.unlink()
         with pytest.raises(TandemError) as refused:
             await act(app, project, "D1", "discuss", "hello?")
@@ -103,7 +101,7 @@ async def test_unavailable_session_refuses_then_warned_rebind(project: Path, tmp
                                                    session="0190aaaa-0000-7000-8000-000000000000"))
         assert missing.value.code == "unavailable"
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_session_of_another_project_is_refused(project: Path, tmp_path: Path,
@@ -120,7 +118,7 @@ async def test_session_of_another_project_is_refused(project: Path, tmp_path: Pa
         assert "not in this workspace" in err.value.message
         assert (await get(app, project, "D1"))["session"] is None
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_without_a_session_one_is_found_or_made(project: Path, tmp_path: Path,
@@ -130,7 +128,7 @@ async def test_without_a_session_one_is_found_or_made(project: Path, tmp_path: P
     try:
         await create(app, project, "Make it loud")
         reply, _ = await act(app, project, "D1", "discuss")
-        listed = manager(app).list(str(project))
+        listed = app.sessions.manager.list(str(project))
         assert [s.id for s in listed] == [reply["session"]]
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()

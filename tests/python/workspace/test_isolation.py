@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 from ws_helpers import act, body_text, chat, create, get, make_app, marker_model, new_session
 
-from tandem.turns.service import turns
-
 pytestmark = pytest.mark.anyio
 
 ROOT_TEXTS = ("ROOTCHAT-SECRET", "ROOT-ANSWER-XYZ", "ROOTCHAT-2")
@@ -119,7 +117,7 @@ async def test_isolation_both_ways(project: Path, tmp_path: Path, model: Any) ->
         assert {e["origin"] for e in entries if e["type"] == "turn_start"} == {"chat",
                                                                                "directive"}
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_discussion_cannot_write(project: Path, tmp_path: Path, model: Any) -> None:
@@ -144,7 +142,7 @@ async def test_discussion_cannot_write(project: Path, tmp_path: Path, model: Any
         assert rec["discussion"][0]["answer"].endswith("WRITE-WAS-REFUSED")
         assert rec["attempts"] == []
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_system_directive_is_sent_as_data_and_recorded(project: Path, tmp_path: Path,
@@ -170,7 +168,7 @@ async def test_system_directive_is_sent_as_data_and_recorded(project: Path, tmp_
         _, ended = await act(app, project, "D1", "discuss", "DISCUSS-Q1")
         assert (await get(app, project, "D1"))["discussion"][0]["directive"]["name"] == "discuss"
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 def _partial_then_fail(body: dict[str, Any]) -> Any:
@@ -209,4 +207,4 @@ async def test_retry_carries_the_error_and_partial_changes(project: Path, tmp_pa
         rec = await get(app, project, "D1")
         assert rec["state"] == "implemented" and rec["attempts"][1]["based_on"] == 1
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()

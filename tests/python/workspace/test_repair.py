@@ -15,8 +15,6 @@ import pytest
 from fakes.script import Reply, ToolCallSpec
 from ws_helpers import get, make_app
 
-from tandem.turns.service import turns
-
 pytestmark = pytest.mark.anyio
 
 RUNNER = Path(__file__).with_name("crash_runner.py")
@@ -63,7 +61,7 @@ async def test_crash_between_boundary_close_and_attempt_record(project: Path, tm
         assert next((home / "workspaces").glob("*.jsonl")).read_text().count(
             "attempt_recorded") == 1
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_crash_mid_turn_closes_aborted_and_records(project: Path, tmp_path: Path,
@@ -97,7 +95,7 @@ async def test_crash_mid_turn_closes_aborted_and_records(project: Path, tmp_path
         kinds = [e["type"] for e in _entries(home)]
         assert kinds[-2:] == ["directive_close", "turn_end"]
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()
 
 
 async def test_a_live_owner_is_left_to_record_its_own_turn(project: Path, tmp_path: Path,
@@ -113,7 +111,7 @@ async def test_a_live_owner_is_left_to_record_its_own_turn(project: Path, tmp_pa
         assert proc.stdout.readline().startswith("HOLDING")
         app = make_app(home, fake)
         assert (await get(app, project, "D1"))["attempts"] == []
-        await turns(app).aclose()
+        await app.turns.aclose()
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -121,4 +119,4 @@ async def test_a_live_owner_is_left_to_record_its_own_turn(project: Path, tmp_pa
     try:
         assert (await get(app2, project, "D1"))["attempts"][0]["repaired"] is True
     finally:
-        await turns(app2).aclose()
+        await app2.turns.aclose()

@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 from ws_helpers import act, create, get, make_app, marker_model, new_session
 
-from tandem.turns.service import turns
-
 pytestmark = pytest.mark.anyio
 
 
@@ -28,7 +26,7 @@ async def test_rewound_attempts_disappear_and_state_rederives(project: Path, tmp
         assert before["state"] == "discussed" and len(before["attempts"]) == 2
 
         # The rewind transaction writes a rewind entry; here we write it the same way.
-        journal = turns(app).journal(sid)
+        journal = app.sessions.journal(sid)
         journal.append({"type": "rewind", "before_turn": 3})
         after = await get(app, project, "D1")
         assert [a["seq"] for a in after["attempts"]] == [1]
@@ -46,4 +44,4 @@ async def test_rewound_attempts_disappear_and_state_rederives(project: Path, tmp
         assert gone["attempts"] == [] and gone["discussion"] == []
         assert gone["state"] == "ready" and gone["actions"] == ["discuss", "implement"]
     finally:
-        await turns(app).aclose()
+        await app.turns.aclose()

@@ -12,7 +12,6 @@ from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import turns
 from tandem.workspace import api
 
 KEY = "sk-workspace-test-key"
@@ -21,7 +20,7 @@ KEY = "sk-workspace-test-key"
 def make_app(home: Path, fake: Any) -> App:
     """An App whose openai provider talks to FAKE."""
     app = App(home=home, events=RecordingSink())
-    turns(app).config.credentials = {"openai": {"api_key": KEY,
+    app.turns.config.credentials = {"openai": {"api_key": KEY,
                                                 "base_url": fake.base_url + "/v1"}}
     return app
 
@@ -33,7 +32,7 @@ async def new_session(app: App, root: Path) -> str:
 
 async def chat(app: App, session: str, text: str) -> Any:
     """Run one root-chat turn to its end."""
-    service = turns(app)
+    service = app.turns
     turn = await service.engine.accept(TurnSpec(session=session, text=text,
                                                 provider="openai:fake-model",
                                                 permission_mode="auto-edit"))
@@ -56,7 +55,7 @@ async def act(app: App, root: Path, directive: str, action: str, text: str = "",
                                                     text=text, **kw))
     ended = None
     if wait:
-        ended = await turns(app).engine.wait(reply["session"], reply["turn"])
+        ended = await app.turns.engine.wait(reply["session"], reply["turn"])
     return reply, ended
 
 

@@ -77,32 +77,30 @@ async def ask_on_terminal(request: PermissionRequest, interaction: str) -> Permi
 async def _ask(args: argparse.Namespace) -> int:
     from tandem.app import App
     from tandem.paths import tandem_home
-    from tandem.sessions.api import manager
     from tandem.turns.engine import TurnSpec
-    from tandem.turns.service import choose_permission_mode, choose_provider, turns
 
     app = App(home=tandem_home(), events=StdoutSink(show=True))
-    service = turns(app)
+    sessions, engine = app.sessions, app.turns.engine
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if args.session:
-        journal = manager(app).resume_id(args.session, cwd, confirm=None).journal
+        journal = sessions.manager.resume_id(args.session, cwd, confirm=None).journal
     else:
-        journal = manager(app).new(cwd).journal
-    resolved = service.resolved(service.root_of(journal))
+        journal = sessions.manager.new(cwd).journal
+    resolved = sessions.resolved(sessions.root_of(journal))
     for warning in resolved.warnings:
         sys.stderr.write(f"tandem: {warning}\n")
     settings = resolved.plain()
-    mode = choose_permission_mode(settings, args.permission_mode)
     spec = TurnSpec(session=journal.id, text=args.prompt,
-                    provider=choose_provider(settings, args.provider), permission_mode=mode)
-    turn = await service.engine.accept(spec, asker=ask_on_terminal)
+                    provider=sessions.provider_for(settings, args.provider),
+                    permission_mode=sessions.permission_mode(settings, args.permission_mode))
+    turn = await engine.accept(spec, asker=ask_on_terminal)
     try:
-        ended = await service.engine.wait(journal.id, turn)
+        ended = await engine.wait(journal.id, turn)
     except asyncio.CancelledError:
-        service.engine.cancel(journal.id)
-        ended = await service.engine.wait(journal.id, turn)
+        engine.cancel(journal.id)
+        ended = await engine.wait(journal.id, turn)
     finally:
-        await service.aclose()
+        await app.turns.aclose()
     sys.stdout.write("\n")
     if ended.error:
         sys.stderr.write(f"tandem: turn {turn} {ended.outcome}: {ended.error}\n")
@@ -110,7 +108,7 @@ async def _ask(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps({"session": journal.id, "turn": turn,
                                      "outcome": ended.outcome,
                                      "files_changed": ended.files_changed}) + "\n")
-    manager(app).close()
+    sessions.close()
     return {"succeeded": 0, "failed": 1}.get(ended.outcome, EXIT_INTERRUPT)
 
 

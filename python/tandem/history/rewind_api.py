@@ -2,29 +2,25 @@
 
 ``sessions/rewind-plan`` returns the plan a user confirms (with its
 ``digest``); ``sessions/rewind`` carries it out and refuses with ``stale``
-when the plan changed since (see `tandem.sessions.rewind`).
+when the plan changed since (see `tandem.history.rewind`).
 ``sessions/turn-patch`` returns one turn's unified diff, from its pre-turn
 checkpoint to the checkpoint at its end (to the files now while it runs).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from tandem.checkpoints.models import Patch, PatchGap
-from tandem.checkpoints.service import checkpoints
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
 from tandem.sessions.projection import visible_turns
-from tandem.sessions.rewind import (
-    RewindPlan,
-    RewindResult,
-    plan_rewind,
-    rewind,
-)
+from tandem.sessions.rewind import RewindPlan, RewindResult
 from tandem.turns.engine import run_blocking
-from tandem.turns.service import turns
+
+if TYPE_CHECKING:
+    from tandem.app import App
 
 
 class PlanParams(Params):
@@ -63,20 +59,20 @@ class TurnPatch(Reply):
     patch: Patch
 
 
-async def plan_method(app: Any, p: PlanParams) -> RewindPlan:
+async def plan_method(app: App, p: PlanParams) -> RewindPlan:
     """Handler of ``sessions/rewind-plan``."""
-    return await plan_rewind(app, p.session, p.turn)
+    return await app.rewinds.plan(p.session, p.turn)
 
 
-async def rewind_method(app: Any, p: RewindParams) -> RewindResult:
+async def rewind_method(app: App, p: RewindParams) -> RewindResult:
     """Handler of ``sessions/rewind``."""
-    return await rewind(app, p.session, p.turn, p.digest)
+    return await app.rewinds.rewind(p.session, p.turn, p.digest)
 
 
-async def turn_patch(app: Any, p: TurnPatchParams) -> TurnPatch:
+async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
     """Handler of ``sessions/turn-patch``."""
-    service = turns(app)
-    journal = service.journal(p.session)
+    journal = app.sessions.journal(p.session)
+    engine = app.turns.engine
     start: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     entries = [e.model_dump() for e in journal.entries()]
@@ -87,8 +83,7 @@ async def turn_patch(app: Any, p: TurnPatchParams) -> TurnPatch:
             end = e
     if start is None:
         raise TandemError("not-found", f"Session {journal.id} has no turn {p.turn}")
-    running = journal.id in service.engine.running and service.engine.running[
-        journal.id].turn == p.turn
+    running = journal.id in engine.running and engine.running[journal.id].turn == p.turn
     patch = end.get("patch") if end else None
     from_id = patch.get("from_id") if isinstance(patch, dict) else None
     to_id = patch.get("to_id") if isinstance(patch, dict) else None
@@ -99,7 +94,7 @@ async def turn_patch(app: Any, p: TurnPatchParams) -> TurnPatch:
         raise TandemError("no-checkpoint", f"Turn {p.turn} has no patch to show: {why}")
     if not isinstance(from_id, str):
         raise TandemError("no-checkpoint", f"Turn {p.turn} has no checkpoint")
-    cp = checkpoints(app).for_root(service.root_of(journal))
+    cp = app.checkpoints.for_root(app.sessions.root_of(journal))
     try:
         result: Patch = await run_blocking(cp.diff, from_id, to_id)
     except TandemError as e:

@@ -1,0 +1,70 @@
+"""The backend's sessions: the manager and the facts every layer asks of a session.
+
+Its journal (opened on demand, kept open), its root (where its tools work),
+its entries (parsed once, extended as the journal grows), its settings
+(user, project, the front end's layer) and the choices made from them
+(provider, permission mode). The turn engine, the workspace, compaction and
+rewind all ask here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tandem.config.front_end import FrontEndSettings
+from tandem.config.layers import Resolved
+from tandem.providers.base import PermissionMode
+from tandem.sessions.choice import choose_permission_mode, choose_provider, resolve_for
+from tandem.sessions.manager import SessionManager
+from tandem.store.entry_cache import EntryCache
+from tandem.store.journal import Journal
+
+
+class SessionService:
+    """Sessions of one backend (see the module doc)."""
+
+    def __init__(self, home: Path, breadcrumb_key: str = "emacs") -> None:
+        self.home = Path(home)
+        self.manager = SessionManager(self.home, breadcrumb_key=breadcrumb_key)
+        self.entry_cache = EntryCache()
+        """Parsed journals, shared by turns, compaction and rewind."""
+        self.front_end = FrontEndSettings()
+        """The front end's settings layer (set by ``turns/configure``)."""
+
+    def journal(self, session: str) -> Journal:
+        """The open journal of SESSION (an id or unique prefix; opened on demand, kept open)."""
+        journal = self.manager.journal(session)
+        self.manager.journals.setdefault(journal.id, journal)
+        return journal
+
+    def entries(self, journal: Journal) -> list[dict[str, Any]]:
+        """JOURNAL's entries as dicts, parsing only what was appended since last time."""
+        return self.entry_cache.entries(journal.path)
+
+    def root_of(self, journal: Journal) -> Path:
+        """Where JOURNAL's tools work: the active directory when it is the current session."""
+        current = self.manager.current
+        if current is not None and current.journal.id == journal.id:
+            return Path(current.active_cwd)
+        return Path(journal.header.cwd)
+
+    def resolved(self, root: Path) -> Resolved:
+        """ROOT's settings under this backend's trust store and the front end's layer."""
+        return resolve_for(root, self.front_end, self.home)
+
+    def settings(self, root: Path) -> dict[str, Any]:
+        """ROOT's effective settings as plain data."""
+        return self.resolved(root).plain()
+
+    def provider_for(self, settings: dict[str, Any], requested: str | None) -> str:
+        """The provider a request uses (see `choose_provider`)."""
+        return choose_provider(settings, requested)
+
+    def permission_mode(self, settings: dict[str, Any], requested: str | None) -> PermissionMode:
+        """The permission mode a request runs under (see `choose_permission_mode`)."""
+        return choose_permission_mode(settings, requested, self.front_end)
+
+    def close(self, session: str | None = None) -> None:
+        """Release SESSION's journal (every journal when None)."""
+        self.manager.close(session)
