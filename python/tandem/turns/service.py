@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tandem.config.layers import Resolved, resolve
+from tandem.mcp.service import mcp_service
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionMode, Provider, TurnResult
@@ -155,8 +156,16 @@ class TurnService:
         if key not in self._providers:
             resolved = self.resolved(self.root_of(journal))
             acp_kwargs: dict[str, Any] = {}
+            mcp = mcp_service(self.app)
+
+            def settings_now() -> Any:  # MCP servers as the settings say at each turn
+                return self.resolved(self.root_of(journal)).settings
+
             if spec.provider.startswith("acp:"):
                 acp_kwargs["root_session_id"] = last_acp_session(self.entries(journal))[0]
+                acp_kwargs["mcp_servers"] = mcp.acp_source(spec.session, settings_now)
+            else:
+                acp_kwargs["tool_source"] = mcp.tool_source(settings_now)
             self._providers[key] = build_provider(
                 spec.provider, resolved.settings, credentials=self.config.credentials,
                 grants=self._grants, origin=resolved.origin, **acp_kwargs)
@@ -173,9 +182,10 @@ class TurnService:
             asyncio.get_running_loop().create_task(provider.close())
 
     async def close_session(self, session: str) -> None:
-        """Stop SESSION's providers (ACP agent processes)."""
+        """Stop SESSION's providers (ACP agent processes) and its MCP servers."""
         for key in [k for k in self._providers if k[0] == session]:
             await self._providers.pop(key).close()
+        await mcp_service(self.app).close_session(session)
 
     async def aclose(self) -> None:
         """Cancel running turns, then stop every provider."""
