@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "workspace", "providers", "tools", "checkpoints",
-                    "remote", "turns", "config"})
+                    "remote", "turns", "config", "mcp"})
 """Packages that must know nothing of EPC or Emacs."""
 
 FORBIDDEN: dict[str, frozenset[str]] = {
@@ -33,6 +33,7 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "tools": frozenset({"server", "adapters", "workspace", "turns", "sessions", "providers"}),
     "sessions": frozenset({"server", "adapters", "turns", "workspace"}),
     "protocol": frozenset({"server", "adapters"}),
+    "mcp": frozenset({"server", "adapters", "sessions", "workspace", "turns"}),
 }
 """PACKAGE -> packages it must not import."""
 

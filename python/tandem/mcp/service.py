@@ -176,7 +176,8 @@ class McpService:
             row.tools, row.tokens, row.stale = seen.tools, seen.tokens, True
         return row
 
-    def _known(self, name: str, settings: SettingsModel) -> ServerConfig:
+    def known(self, name: str, settings: SettingsModel) -> ServerConfig:
+        """The configured server NAME; a not-found error naming the configured ones."""
         servers = configured(settings)
         if name not in servers:
             known = ", ".join(sorted(servers)) or "none configured"
@@ -186,7 +187,7 @@ class McpService:
     async def set_enabled(self, session: str, name: str, enabled: bool,
                           settings: SettingsModel) -> None:
         """Enable or disable NAME in SESSION; a disabled server is stopped."""
-        self._known(name, settings)
+        self.known(name, settings)
         state = self._state(session)
         if enabled:
             state.disabled.discard(name)
@@ -199,7 +200,7 @@ class McpService:
     async def restart(self, session: str, name: str, settings: SettingsModel,
                       root: Path) -> McpConnection:
         """Stop NAME in SESSION and start it again (McpServerError when it cannot)."""
-        config = self._known(name, settings)
+        config = self.known(name, settings)
         conn = self._state(session).connections.pop(name, None)
         if conn is not None:
             await conn.stop()
