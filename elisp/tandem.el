@@ -46,6 +46,7 @@
 (require 'tandem-compact)
 (require 'tandem-remote)
 (require 'tandem-rewind)
+(require 'tandem-mcp)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
