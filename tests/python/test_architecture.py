@@ -39,8 +39,8 @@ DEBT: dict[str, dict[str, str]] = {
         "tandem.cli -> tandem.store.home": "start-up: before the re-exec nothing heavy loads",
         "tandem.cli -> tandem.store.oserrors": "start-up: only when a command fails",
         "tandem.cli -> tandem.server.main": "start-up: each subcommand imports its own module",
-        "tandem.config.cli -> tandem.config.grants": "start-up: each subcommand imports its own module",
-        "tandem.config.cli -> tandem.config.trust": "start-up: each subcommand imports its own module",
+        "tandem.config.cli -> tandem.config.grants": "start-up: each subcommand imports its own module",  # noqa: E501
+        "tandem.config.cli -> tandem.config.trust": "start-up: each subcommand imports its own module",  # noqa: E501
         "tandem.config.cli -> tandem.paths": "start-up: each subcommand imports its own module",
         "tandem.doctor -> tandem.config.grants": "doctor: a broken part is a finding, not a crash",
         "tandem.doctor -> tandem.config.layers": "doctor: a broken part is a finding, not a crash",

@@ -15,13 +15,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import test_acp_claude
 from acp_helpers import RecordingSink, chat
 from fakes.script import Reply, Script
-from test_acp_claude import Claude, adapter, claude_factory  # noqa: F401 - fixtures
 
 from tandem.config.model import SettingsModel
 from tandem.mcp.service import McpService
 
+Claude = test_acp_claude.Claude
+adapter = test_acp_claude.adapter  # the fixtures, shared
+claude_factory = test_acp_claude.claude_factory
 FAKE = Path(__file__).resolve().parents[2] / "fakes" / "mcp_server.py"
 
 
