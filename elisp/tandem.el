@@ -47,6 +47,7 @@
 (require 'tandem-remote)
 (require 'tandem-rewind)
 (require 'tandem-acp)
+(require 'tandem-mcp)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
