@@ -27,6 +27,7 @@ from tandem.protocol.core import (
     SleepParams,
 )
 from tandem.server.connection import CURRENT
+from tandem.store.models import ENTRY_TYPES
 
 
 async def hello(app: Any, p: HelloParams) -> HelloReply:
@@ -92,6 +93,11 @@ async def call_emacs(app: Any, p: CallEmacsParams) -> Any:
     return await CURRENT.get().call(p.method, *p.args)
 
 
+async def entry_types(app: Any, p: NoParams) -> list[str]:
+    """The journal entry types this backend's models define (for the view's tests)."""
+    return sorted(ENTRY_TYPES)
+
+
 METHODS = [
     MethodSpec("hello", HelloParams, hello, "Authenticate with the token; describe the backend."),
     MethodSpec("ping", NoParams, ping, "Answer pong."),
@@ -101,4 +107,5 @@ METHODS = [
     MethodSpec("debug/emit", EmitParams, emit, "Diagnostics: publish COUNT events."),
     MethodSpec("debug/sleep", SleepParams, sleep, "Diagnostics: answer after SECONDS."),
     MethodSpec("debug/call-emacs", CallEmacsParams, call_emacs, "Diagnostics: call into Emacs."),
+    MethodSpec("debug/entry-types", NoParams, entry_types, "Diagnostics: the journal entry types."),
 ]

@@ -20,6 +20,7 @@ DOMAIN_APIS = (
     "tandem.sessions.compaction_api",
     "tandem.sessions.rewind_api",
     "tandem.turns.api",
+    "tandem.turns.provider_api",
     "tandem.checkpoints.api",
     "tandem.workspace.api",
     "tandem.remote.api",

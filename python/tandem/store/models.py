@@ -193,6 +193,14 @@ class AcpSession(Entry):
     how: Literal["new", "load", "resume", "seeded"]
 
 
+class ProviderChange(Entry):
+    """The user switched the session's provider (and model) for its next turns."""
+
+    type: Literal["provider_change"] = "provider_change"
+    provider: str = Field(min_length=1)
+    model: str = ""
+
+
 ENTRY_TYPES: dict[str, type[Entry]] = {
     cls.model_fields["type"].default: cls
     for cls in (
@@ -211,6 +219,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         RewindRecovery,
         Compaction,
         AcpSession,
+        ProviderChange,
     )
 }
 """Known entry types by their ``type`` value."""

@@ -24,6 +24,7 @@ from tandem.turns.service import (
     settings_for,
     turns,
 )
+from tandem.turns.usage import session_provider_choice
 
 
 async def send(app: Any, p: SendParams) -> Accepted:
@@ -31,8 +32,10 @@ async def send(app: Any, p: SendParams) -> Accepted:
     service = turns(app)
     journal = service.journal(p.session)
     settings = settings_for(service.root_of(journal), service.config)
+    # The session's own choice (M-x tandem-set-provider) wins over the default.
+    requested = p.provider or session_provider_choice(service.entries(journal))
     spec = TurnSpec(session=journal.id, text=p.text,
-                    provider=choose_provider(settings, p.provider), model=p.model or "",
+                    provider=choose_provider(settings, requested), model=p.model or "",
                     permission_mode=choose_permission_mode(settings, p.permission_mode,
                                                            service.config))
     # Automatic compaction when the projected context passes the threshold

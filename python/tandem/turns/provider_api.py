@@ -1,0 +1,56 @@
+"""Methods about a session's provider: switch it, count its tokens, list a server's models.
+
+The switch is a journal entry (``provider_change``) so it survives a restart
+and is seen by every front end; the next chat turn without an explicit
+provider uses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tandem.protocol.base import MethodSpec
+from tandem.protocol.providers import ModelsParams, ModelsReply, SetProviderParams, UsageParams
+from tandem.providers.credentials import resolve_credentials
+from tandem.providers.model_list import list_models, models_url
+from tandem.providers.registry import parse_provider
+from tandem.store.models import entry_to_dict
+from tandem.turns.service import turns
+from tandem.turns.usage import session_usage
+
+
+async def set_provider(app: Any, p: SetProviderParams) -> dict[str, Any]:
+    """Record PROVIDER as SESSION's choice for its next turns; return the entry."""
+    spec = parse_provider(p.provider)  # a clear error for a malformed name
+    service = turns(app)
+    journal = service.journal(p.session)
+    entry = journal.append({"type": "provider_change", "provider": spec.name,
+                            "model": "" if spec.family == "acp" else spec.target})
+    journal.sync()
+    written = entry_to_dict(entry)
+    app.events.publish(journal.id, "entry", {"entry": written})
+    return written
+
+
+async def usage(app: Any, p: UsageParams) -> dict[str, Any]:
+    """SESSION's token totals, overall and per provider."""
+    service = turns(app)
+    total, parts = session_usage(service.entries(service.journal(p.session)))
+    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts]}
+
+
+async def models(app: Any, p: ModelsParams) -> ModelsReply:
+    """The models FAMILY's server lists, asked with the user's key (auth-source or env)."""
+    given = turns(app).config.credentials.get(p.family) or {}
+    creds = resolve_credentials(p.family, api_key=given.get("api_key"),
+                                base_url=p.base_url or given.get("base_url"))
+    return ModelsReply(url=models_url(creds), models=await list_models(creds, p.timeout))
+
+
+METHODS = [
+    MethodSpec("turns/set-provider", SetProviderParams, set_provider,
+               "Switch a session's provider and model (a journal entry)."),
+    MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
+    MethodSpec("providers/models", ModelsParams, models,
+               "List a provider server's models (GET /v1/models).", ModelsReply),
+]
