@@ -110,15 +110,15 @@ Uses the buffer's `tandem-session' when set."
 
 (defun tandem-send (text &optional session provider)
   "Send TEXT as a chat turn of SESSION with PROVIDER; return (SESSION . TURN).
-SESSION defaults to the current project's session, PROVIDER to
-`tandem-provider' (then the backend's settings)."
+SESSION defaults to the current project's session.  Without PROVIDER the
+backend uses the session's own choice (`tandem-set-provider'), else
+`tandem-provider' (sent by `tandem-configure'), else its settings."
   (tandem-configure)
   (let* ((session (or session (tandem-project-session)))
          ;; Sending may first compact the session (a provider round trip).
          (reply (tandem-request "turns/send"
                                 (append (list :session session :text text)
-                                        (and (or provider tandem-provider)
-                                             (list :provider (or provider tandem-provider))))
+                                        (and provider (list :provider provider)))
                                 tandem-send-timeout)))
     (cons (plist-get reply :session) (plist-get reply :turn))))
 

@@ -45,6 +45,7 @@
 (require 'tandem-compact)
 (require 'tandem-remote)
 (require 'tandem-rewind)
+(require 'tandem-indicator)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.

@@ -193,6 +193,16 @@ class AcpSession(Entry):
     how: Literal["new", "load", "resume", "seeded"]
 
 
+class Plan(Entry):
+    """An agent's plan for the turn (ACP ``plan``): what it means to do, and how far it got."""
+
+    type: Literal["plan"] = "plan"
+    turn: int
+    entries: list[dict[str, Any]] = Field(default_factory=list)
+    """Each as the agent sent it: ``content``, ``priority``, ``status`` (pending, in_progress,
+    completed)."""
+
+
 class ProviderChange(Entry):
     """The user switched the session's provider (and model) for its next turns."""
 
@@ -219,6 +229,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         RewindRecovery,
         Compaction,
         AcpSession,
+        Plan,
         ProviderChange,
     )
 }

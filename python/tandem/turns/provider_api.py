@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tandem.protocol.base import MethodSpec
+from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.providers import ModelsParams, ModelsReply, SetProviderParams, UsageParams
 from tandem.providers.credentials import resolve_credentials
 from tandem.providers.model_list import list_models, models_url
 from tandem.providers.registry import parse_provider
 from tandem.store.models import entry_to_dict
-from tandem.turns.service import turns
-from tandem.turns.usage import session_usage
+from tandem.turns.service import choose_provider, settings_for, turns
+from tandem.turns.usage import session_provider_choice, session_usage
 
 
 async def set_provider(app: Any, p: SetProviderParams) -> dict[str, Any]:
@@ -35,8 +35,18 @@ async def set_provider(app: Any, p: SetProviderParams) -> dict[str, Any]:
 async def usage(app: Any, p: UsageParams) -> dict[str, Any]:
     """SESSION's token totals, overall and per provider."""
     service = turns(app)
-    total, parts = session_usage(service.entries(service.journal(p.session)))
-    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts]}
+    journal = service.journal(p.session)
+    entries = service.entries(journal)
+    total, parts = session_usage(entries)
+    chosen = session_provider_choice(entries)
+    provider = chosen
+    if provider is None:  # the default the next turn would use, if any
+        try:
+            provider = choose_provider(settings_for(service.root_of(journal), service.config), None)
+        except TandemError:
+            provider = None
+    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
+            "provider": provider, "chosen": chosen is not None}
 
 
 async def models(app: Any, p: ModelsParams) -> ModelsReply:

@@ -63,6 +63,7 @@ def test_switch_is_journaled_used_by_the_next_turn_and_counted(
             (k, (d.get("entry") or {}).get("type")) for _, k, d in events.events]
         assert totals["total"] == {"turns": 2, "input_tokens": 30, "output_tokens": 9,
                                    "cache_read_tokens": 4, "cache_write_tokens": 0}
+        assert totals["provider"] == "openai:other-model" and totals["chosen"] is True
         assert [(p["provider"], p["input_tokens"]) for p in totals["by_provider"]] == [
             ("openai:default-model", 10), ("openai:other-model", 20)]
 
