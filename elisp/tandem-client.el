@@ -362,7 +362,8 @@ backend it follows."
     (dolist (event events)
       (let* ((session (plist-get event :session))
              (seq (plist-get event :seq))
-             (last (gethash session (oref conn last-seq))))
+             ;; Seqs start at 1 per connection: a first event past 1 is a gap too.
+             (last (and conn (gethash session (oref conn last-seq) 0))))
         (when (and last seq (/= seq (1+ last)))
           (run-hook-with-args 'tandem-event-gap-functions session (1+ last) seq))
         (when seq (puthash session seq (oref conn last-seq)))

@@ -13,9 +13,11 @@
 ;;       -> (:outcome "succeeded" :files-changed ("a.txt") :error nil)
 ;;   `tandem-cancel-turn', `tandem-answer-interaction'.
 ;;
-;; Keys are looked up with `auth-source' (host api.openai.com or
-;; api.anthropic.com by default, or the host of the configured base URL) and
-;; handed to the backend in memory; they are never written anywhere.
+;; Keys are looked up with `auth-source' by the hosts of
+;; `tandem-provider-hosts' (api.openai.com and api.anthropic.com by default)
+;; and handed to the backend in memory, each with the host it was found
+;; for: the backend refuses to send a key to a base URL on another host.
+;; They are never written anywhere.
 
 ;;; Code:
 
@@ -87,7 +89,9 @@ Called before each turn, so that changes to the options take effect."
         (when key
           (setq credentials (append credentials
                                     (list (intern (concat ":" (car pair)))
-                                          (list :api-key key)))))))
+                                          ;; The key is bound to the host it is for:
+                                          ;; the backend sends it nowhere else.
+                                          (list :api-key key :host (cdr pair))))))))
     (tandem-request "turns/configure"
                     (append (list :acp-agents (tandem--agents-list)
                                   :credentials credentials)

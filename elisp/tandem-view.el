@@ -49,6 +49,7 @@
 (require 'tandem-client)
 (require 'tandem-composer)
 (require 'tandem-remote)
+(require 'tandem-trust)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-view-draw)
@@ -107,6 +108,7 @@ recorded, or what the backend said at the last `g'."
     (concat " " (propertize "tandem" 'face 'bold) " · "
             (tandem-view--project-name) " · " (tandem-view--title)
             (if remote (concat " · " (propertize remote 'face 'tandem-view-remote)) "")
+            (tandem-trust-header-string (tandem-view-state-info tandem-view--state))
             " · scope: "
             (if (eq scope 'chat) "chat"
               (propertize (format "directive %s · next: %s" (plist-get scope :directive)

@@ -37,6 +37,7 @@
 (require 'tandem-core)
 (require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-trust)
 (require 'tandem-view)
 (require 'tandem-sessions)
 (require 'tandem-directive)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # Domains that add sub-commands: each module has ``register(subparsers)``.
-DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli")
+DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.turns.cli", "tandem.config.cli")
 
 
 def _serve(args: argparse.Namespace) -> int:

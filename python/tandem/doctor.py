@@ -95,27 +95,49 @@ def _private_modes() -> Check:
 
 def _configured() -> list[Check]:
     """The providers the settings name: the default, and each ACP agent's command."""
-    from tandem.sessions.settings import (
-        load_object,
-        merge,
-        project_settings_path,
-        user_settings_path,
-    )
+    from tandem.config.layers import resolve
 
     try:
-        settings = merge(load_object(user_settings_path()),
-                         load_object(project_settings_path(os.getcwd())))
+        resolved = resolve(os.getcwd(), tandem_home())
     except Exception as e:  # a broken settings file is itself a finding
         return [Check(name="settings", ok=False, detail=str(e))]
-    out = [Check(name="default provider", ok=bool(settings.get("default_provider")),
+    settings = resolved.settings
+    out = [Check(name="default provider", ok=bool(settings.default_provider),
                  required=False,
-                 detail=str(settings.get("default_provider") or "not set (default_provider)"))]
-    for name, agent in sorted((settings.get("acp_agents") or {}).items()):
-        command = (agent or {}).get("command") or []
-        found = shutil.which(command[0]) if command else None
+                 detail=str(settings.default_provider or "not set (default_provider)"))]
+    for name, agent in sorted((settings.acp_agents or {}).items()):
+        found = shutil.which(agent.command[0])
         out.append(Check(name=f"ACP agent {name} (settings)", ok=bool(found), required=False,
-                         detail=found or f"{command[:1]} not on PATH"))
+                         detail=found or f"{agent.command[:1]} not on PATH"))
+    project = resolved.project
+    ignored = project.raw.get("acp_agents") if project and not resolved.trusted else None
+    for name in sorted(ignored if isinstance(ignored, dict) else {}):
+        if name not in (settings.acp_agents or {}):
+            out.append(Check(name=f"ACP agent {name} (settings)", ok=False, required=False,
+                             detail=f"in {project.path if project else ''}, ignored: "
+                                    "the project is not trusted"))
     return out
+
+
+def _project_trust() -> Check:
+    """Whether this directory's project settings are trusted, and the keys left out if not."""
+    from tandem.config.grants import trust_report
+
+    report = trust_report(os.getcwd(), tandem_home())
+    if not report.exists:
+        return Check(name="project settings", ok=True, required=False,
+                     detail=f"none ({report.path})")
+    if report.error:
+        return Check(name="project settings", ok=False, required=False,
+                     detail=f"{report.path}: {report.error}")
+    if report.trusted or not report.grants:
+        state = "trusted" if report.trusted else "nothing needs trust"
+        return Check(name="project settings", ok=True, required=False,
+                     detail=f"{report.path} ({state})")
+    why = "changed since you trusted it" if report.changed else "not trusted"
+    return Check(name="project settings", ok=False, required=False,
+                 detail=f"{report.path}: ignored {', '.join(report.grants)} ({why}; "
+                        f"`tandem trust {report.root}` allows them)")
 
 
 def checks() -> list[Check]:
@@ -126,6 +148,7 @@ def checks() -> list[Check]:
     result.append(_state_dir())
     result.append(_private_modes())
     result += _configured()
+    result.append(_project_trust())
     keys = secrets.lookup_env()  # keys live in memory, not in os.environ
     for provider, var in KEY_VARS.items():
         result.append(Check(name=f"provider {provider}", ok=bool(keys.get(var)),

@@ -6,7 +6,7 @@ serialising a `Credentials` never shows it; only the HTTP layer unwraps it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -77,3 +77,52 @@ def resolve_credentials(
             f"no API key for {family}: set {ENV_KEY[family]} or add it to auth-source",
         )
     return Credentials(family=family, base_url=url, api_key=SecretStr(key.strip()))
+
+
+def _origin(url: str) -> tuple[str, int | None]:
+    parts = urlsplit(url if "//" in url else f"//{url}")
+    port = parts.port
+    if port is None and parts.scheme:
+        port = 443 if parts.scheme == "https" else 80
+    return (parts.hostname or "").lower(), port
+
+
+def host_matches(bound: str, url: str) -> bool:
+    """True when URL is on host BOUND (``host`` or ``host:port``; a URL binds its own port)."""
+    want_host, want_port = _origin(bound)
+    host, port = _origin(url)
+    return want_host == host and (want_port is None or want_port == port)
+
+
+def bound_credentials(
+    family: ApiFamily,
+    given: Mapping[str, str],
+    settings_url: str | None,
+    env: Mapping[str, str] | None = None,
+    origin: Callable[[str], str] | None = None,
+) -> Credentials:
+    """Credentials from GIVEN (what Emacs pushed), SETTINGS_URL and ENV, host-bound.
+
+    A pushed key is bound to the ``host`` it was looked up for (else to its own
+    ``base_url``). When the effective base URL is on another host the key is
+    not sent: ``host-mismatch``, naming the setting that chose the URL.
+    """
+    env = secrets.lookup_env() if env is None else env
+    creds = resolve_credentials(family, api_key=given.get("api_key"),
+                                base_url=given.get("base_url") or settings_url, env=env)
+    bound = given.get("host") or given.get("base_url")
+    if given.get("api_key") and bound and not host_matches(bound, creds.base_url):
+        if given.get("base_url"):
+            chose = "the front end's base_url"
+        elif settings_url:
+            chose = (origin or (lambda k: f"settings {k}"))(f"{family}.base_url")
+        elif env.get(ENV_BASE[family]):
+            chose = ENV_BASE[family]
+        else:
+            chose = "the default base URL"
+        raise TandemError(
+            "host-mismatch",
+            f"Not sending the {family} key: it is for {bound}, but {chose} points at "
+            f"{urlsplit(creds.base_url).netloc}. Store a key for that host in auth-source, "
+            "or change the setting.")
+    return creds

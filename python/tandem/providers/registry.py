@@ -14,14 +14,15 @@ passed explicitly (Emacs auth-source) through ``credentials``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from tandem.config.model import AnthropicSettings, SettingsModel, validate
 from tandem.protocol.base import TandemError
 from tandem.providers.anthropic import AnthropicWire
 from tandem.providers.base import Provider
-from tandem.providers.credentials import resolve_credentials
+from tandem.providers.credentials import bound_credentials
 from tandem.providers.native import LoopLimits, NativeProvider
 from tandem.providers.openai import OpenAIWire
 from tandem.tools.permissions import SessionGrants
@@ -62,86 +63,65 @@ def parse_provider(name: str) -> ProviderSpec:
     return ProviderSpec(cast(Family, family), target)
 
 
-def _section(settings: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = settings.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TandemError("invalid", f"settings {key!r} must be a map")
-    return value
+def typed_settings(settings: Mapping[str, Any] | SettingsModel | None) -> SettingsModel:
+    """SETTINGS as the typed model (a mapping is validated; errors name the key)."""
+    if isinstance(settings, SettingsModel):
+        return settings
+    return validate(dict(settings or {}), "settings")
 
 
-def loop_limits(settings: Mapping[str, Any]) -> LoopLimits:
-    """`LoopLimits` from the settings ``native`` section (unknown keys are an error)."""
-    section = _section(settings, "native")
-    known = {f.name: f.type for f in fields(LoopLimits)}
-    values: dict[str, Any] = {}
-    for key, value in section.items():
-        if key not in known:
-            raise TandemError("invalid", f"settings native.{key}: unknown key")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise TandemError("invalid", f"settings native.{key}: expected a number >= 0")
-        values[key] = int(value) if known[key] == "int" else float(value)
+def loop_limits(settings: Mapping[str, Any] | SettingsModel) -> LoopLimits:
+    """`LoopLimits` from the settings ``native`` section."""
+    native = typed_settings(settings).native
     try:
-        return LoopLimits(**values)
+        return LoopLimits(**(native.model_dump() if native else {}))
     except ValueError as exc:
         raise TandemError("invalid", f"settings native: {exc}") from None
 
 
 def build_provider(
     name: str,
-    settings: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | SettingsModel | None = None,
     *,
     credentials: Mapping[str, Mapping[str, str]] | None = None,
     env: Mapping[str, str] | None = None,
     grants: SessionGrants | None = None,
+    origin: Callable[[str], str] | None = None,
     **acp_kwargs: Any,
 ) -> Provider:
     """Build the provider NAME.
 
-    CREDENTIALS maps a family to ``{"api_key": …, "base_url": …}`` passed from
-    Emacs; they win over the settings and ENV (default ``os.environ``). For
+    SETTINGS are the effective (already trust-filtered) settings. CREDENTIALS
+    maps a family to ``{"api_key": …, "host": …, "base_url": …}`` passed from
+    Emacs; they win over the settings and ENV (default ``os.environ``), and a
+    key bound to a host is sent nowhere else (see `bound_credentials`; ORIGIN
+    names the file a setting came from, for its error). For
     ``acp:AGENT`` the agent must be in settings ``acp_agents``; ACP_KWARGS go to
     `tandem.providers.acp.AcpProvider` (``root_session_id`` …).
     """
     spec = parse_provider(name)
-    settings = settings or {}
+    typed = typed_settings(settings)
     if spec.family == "acp":
-        agents = _section(settings, "acp_agents")
+        agents = typed.acp_agents or {}
         if spec.target not in agents:
             known = ", ".join(sorted(agents)) or "none configured"
             raise TandemError("not-found", f"no ACP agent {spec.target!r} ({known})")
         agent = agents[spec.target]
-        if not isinstance(agent, Mapping):
-            raise TandemError("invalid", f"acp_agents.{spec.target} must be a map")
         from tandem.providers.acp import AcpProvider  # lazy: pulls in the acp package
 
         return cast(
             Provider,
-            AcpProvider(
-                spec.target,
-                list(agent.get("command") or []),
-                dict(agent.get("env") or {}),
-                **acp_kwargs,
-            ),
+            AcpProvider(spec.target, list(agent.command), dict(agent.env), **acp_kwargs),
         )
-    section = _section(settings, spec.family)
+    section = typed.openai if spec.family == "openai" else typed.anthropic
     given = dict((credentials or {}).get(spec.family) or {})
-    creds = resolve_credentials(
-        spec.family,
-        api_key=given.get("api_key"),
-        base_url=given.get("base_url") or section.get("base_url"),
-        env=env,
-    )
-    limits = loop_limits(settings)
+    creds = bound_credentials(spec.family, given, section.base_url if section else None,
+                              env=env, origin=origin)
+    limits = loop_limits(typed)
     if spec.family == "openai":
         wire: OpenAIWire | AnthropicWire = OpenAIWire(creds)
     else:
-        budget = section.get("thinking_budget", 0)
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise TandemError("invalid", "settings anthropic.thinking_budget: expected an int >= 0")
-        cache = section.get("prompt_cache", True)
-        if not isinstance(cache, bool):
-            raise TandemError("invalid", "settings anthropic.prompt_cache: expected true or false")
-        wire = AnthropicWire(creds, thinking_budget=budget, prompt_cache=cache)
+        anthropic = typed.anthropic or AnthropicSettings()
+        wire = AnthropicWire(creds, thinking_budget=anthropic.thinking_budget,
+                             prompt_cache=anthropic.prompt_cache)
     return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target)

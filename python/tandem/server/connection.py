@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.server import framing, sexp
+from tandem.server.limits import Limits
 from tandem.server.paging import PageStore
 
 log = logging.getLogger("tandem.server")
@@ -29,7 +30,7 @@ log = logging.getLogger("tandem.server")
 CURRENT: ContextVar[Connection] = ContextVar("tandem_connection")
 """The connection whose call is being handled (for calls back into Emacs)."""
 
-_UID = re.compile(r"\s*\(\s*[a-z-]+\s+(\d+)")
+_UID = re.compile(r"\s*\(\s*[a-z-]+\s+([0-9]{1,15})(?![0-9])")
 
 
 class RemoteError(Exception):
@@ -69,6 +70,7 @@ class Connection:
         app: Any,
         token: str,
         on_auth: Callable[[Connection], None] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.reader = reader
         self.writer = writer
@@ -76,6 +78,7 @@ class Connection:
         self.app = app
         self.token = token
         self.on_auth = on_auth
+        self.limits = limits or Limits()
         self.authed = False
         self.closed = asyncio.Event()
         self.pages = PageStore()
@@ -96,13 +99,19 @@ class Connection:
 
     async def call(self, method: str, *args: Any, timeout: float | None = 30.0) -> Any:
         """Call METHOD in Emacs with ARGS and return its value."""
+        return await self.call_encoded(
+            method, framing.encode_payload(list(args)), timeout=timeout
+        )
+
+    async def call_encoded(self, method: str, args: bytes, timeout: float | None = 30.0) -> Any:
+        """Call METHOD in Emacs with ARGS, the argument list already encoded."""
         if self.closed.is_set():
             raise ConnectionClosed("connection closed")
         uid = next(self._uids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[uid] = fut
         try:
-            await self._send([_sym("call"), uid, _sym(method), list(args)])
+            await self._write(b"(call %d %s %s)" % (uid, method.encode("utf-8"), args))
             return await asyncio.wait_for(fut, timeout)
         finally:
             self._pending.pop(uid, None)
@@ -110,13 +119,24 @@ class Connection:
     # -- reading ---------------------------------------------------------
 
     async def serve(self) -> None:
-        """Read and dispatch frames until the peer goes away."""
+        """Read and dispatch frames until the peer goes away.
+
+        Before ``hello`` succeeds, frames are capped at `Limits.preauth_frame`,
+        the peer has `Limits.hello_deadline` seconds, and anything but a
+        call closes the connection (after an error reply where it has a uid).
+        """
+        deadline = asyncio.get_running_loop().call_later(
+            self.limits.hello_deadline, self._expire
+        )
         try:
             while True:
+                cap = framing.MAX_WIRE if self.authed else self.limits.preauth_frame
                 try:
-                    msg = await framing.read_frame(self.reader)
+                    msg = await framing.read_frame(self.reader, cap)
                 except framing.BadMessage as e:
                     await self._bad_message(e)
+                    if not self.authed:
+                        break
                     continue
                 if msg is None:
                     break
@@ -124,23 +144,35 @@ class Connection:
                     break
         except (framing.FrameError, ConnectionError) as e:
             log.warning("connection lost: %s", e)
+        except Exception:  # a peer's bytes must never end the server; log the bug
+            log.exception("connection failed")
         finally:
+            deadline.cancel()
             await self.close()
 
+    def _expire(self) -> None:
+        if not self.authed and not self.closed.is_set():
+            log.warning("no hello within %.1f s: closing", self.limits.hello_deadline)
+            self.writer.close()  # the reader sees the end of stream; serve() cleans up
+
     async def _bad_message(self, e: framing.BadMessage) -> None:
-        log.warning("%s", e)
+        log.warning("%.300s", e)
         m = _UID.match(e.text)
         if m:
-            await self._send([_sym("epc-error"), int(m.group(1)), str(e)])
+            await self._send([_sym("epc-error"), int(m.group(1)), str(e)[:300]])
 
     async def _dispatch(self, msg: Any) -> bool:
         """Handle one message; False closes the connection."""
-        if not isinstance(msg, list) or len(msg) < 2 or not isinstance(msg[1], int):
-            log.warning("ignoring malformed message %.200r", msg)
-            return True
+        if not isinstance(msg, list) or len(msg) < 2 or type(msg[1]) is not int:
+            log.warning("malformed message of type %s", type(msg).__name__)
+            return self.authed
         kind, uid = msg[0], msg[1]
         if kind == "call":
             return await self._on_call(uid, msg[2:])
+        if not self.authed:
+            # methods, returns and unknown kinds all wait for hello
+            await self._reply_error(uid, "auth", "Not authenticated: first call must be hello")
+            return False
         if kind == "methods":
             await self._send([_sym("return"), uid, self._method_list()])
             return True
@@ -152,31 +184,37 @@ class Connection:
                 else:
                     fut.set_exception(RemoteError(str(msg[2] if len(msg) > 2 else kind)))
             return True
-        await self._send([_sym("epc-error"), uid, f"unknown message kind {kind}"])
+        await self._send([_sym("epc-error"), uid, f"unknown message kind {str(kind)[:50]}"])
         return True
 
     def _method_list(self) -> list[Any]:
         return [[_sym(name), "", spec.doc] for name, spec in sorted(self.methods.items())]
 
+    def _token_ok(self, args: Any) -> bool:
+        if not (isinstance(args, list) and len(args) == 1 and isinstance(args[0], dict)):
+            return False
+        given = args[0].get("token")
+        if not isinstance(given, str):
+            return False
+        # As bytes: compare_digest refuses non-ASCII str with a TypeError.
+        return hmac.compare_digest(
+            given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8", "surrogatepass")
+        )
+
     async def _on_call(self, uid: int, rest: list[Any]) -> bool:
-        name = str(rest[0]) if rest else ""
+        name = rest[0] if rest and isinstance(rest[0], str) else ""
         args = rest[1] if len(rest) > 1 else None
-        if not self.authed:
-            ok = (
-                name == "hello"
-                and isinstance(args, list)
-                and len(args) == 1
-                and isinstance(args[0], dict)
-                and isinstance(args[0].get("token"), str)
-                and hmac.compare_digest(args[0]["token"], self.token)
-            )
-            if not ok:
+        if not self.authed or name == "hello":
+            # A hello after auth is checked again: a wrong token closes.
+            if name != "hello" or not self._token_ok(args):
                 why = "first call must be hello" if name != "hello" else "wrong or missing token"
                 await self._reply_error(uid, "auth", f"Not authenticated: {why}")
                 return False
-            self.authed = True
-            if self.on_auth:
-                self.on_auth(self)
+            if not self.authed:
+                self.authed = True
+                if self.on_auth:
+                    self.on_auth(self)
+        name = str(name)
         task = asyncio.create_task(self._run_call(uid, name, args))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

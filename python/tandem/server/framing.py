@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from tandem.server import sexp
@@ -46,18 +47,27 @@ def frame_bytes(payload: bytes) -> bytes:
     return b"%06x" % len(payload) + payload
 
 
-async def read_frame(reader: asyncio.StreamReader) -> Any | None:
-    """Read one frame and return its decoded message; None at a clean end of stream."""
+_HEADER = re.compile(rb"[0-9a-fA-F]{6}\Z")
+"""Exactly six hex digits: int(…, 16) alone also takes "-00001", " 0001a" and "0x0010"."""
+
+
+async def read_frame(reader: asyncio.StreamReader, max_length: int = MAX_WIRE) -> Any | None:
+    """Read one frame and return its decoded message; None at a clean end of stream.
+
+    A header announcing more than MAX_LENGTH bytes is refused before any of
+    the body is read, so a peer cannot make us buffer or parse it.
+    """
     try:
         header = await reader.readexactly(HEADER)
     except asyncio.IncompleteReadError as e:
         if not e.partial:
             return None
         raise FrameError("stream ended inside a frame header") from e
-    try:
-        length = int(header, 16)
-    except ValueError as e:
-        raise FrameError(f"bad frame header {header!r}") from e
+    if not _HEADER.match(header):
+        raise FrameError(f"bad frame header {header!r}")
+    length = int(header, 16)
+    if length > max_length:
+        raise FrameError(f"frame of {length} bytes exceeds the limit of {max_length}")
     try:
         payload = await reader.readexactly(length)
     except asyncio.IncompleteReadError as e:

@@ -60,6 +60,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     """Run the server until stdin closes or a signal arrives."""
     from tandem.app import App
     from tandem.server.connection import Connection
+    from tandem.server.limits import Limits
     from tandem.server.pusher import EventPusher
     from tandem.server.table import build_table
     from tandem.sessions.rewind_recovery import recover_all
@@ -82,9 +83,16 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     connections: set[Connection] = set()
+    limits = Limits.from_env()
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection(reader, writer, methods, app, token, on_auth=pusher.attach)
+        waiting = sum(1 for c in connections if not c.authed)
+        if waiting >= limits.max_unauthenticated:
+            # Refused at once, so idle sockets cannot use up our descriptors.
+            log.warning("%d connections await hello: refusing another", waiting)
+            writer.transport.abort()
+            return
+        conn = Connection(reader, writer, methods, app, token, pusher.attach, limits)
         connections.add(conn)
         try:
             await conn.serve()

@@ -29,7 +29,10 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
 
 * The first call of a connection must be `hello` with the token Emacs wrote
   on the backend's stdin; anything else gets an `auth` error and the
-  connection is closed.
+  connection is closed. Before `hello` a frame may be at most 64 KiB (refused from its
+  header), `hello` must come within 10 s, and at most 16 connections may
+  wait for it; any other message kind, or an unreadable frame, closes the
+  connection. A later `hello` with a wrong token closes it too.
 * A call is `(call UID METHOD (PARAMS))` with PARAMS one plist (or none).
 * Errors: `(return-error UID (:code CODE :message MESSAGE :data DATA))`. Codes:
   `auth`, `invalid` (params failed validation; the message names each field),
@@ -40,8 +43,11 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
   `(:tandem-paged HANDLE :chars N :pages K)`; the client calls `page` for
   each page and reads the joined text. No frame exceeds a few MiB.
 * Events: the backend calls `tandem--events` in Emacs with a list of event
-  plists, at most every 16 ms and one batch in flight; each event carries
-  `:session`, `:seq` (1, 2, … per session) and `:kind`.
+  plists, at most every 16 ms and one batch in flight per connection, at
+  most 4 MiB a batch (a larger single event goes alone); each event carries
+  `:session`, `:seq` (1, 2, … per session and connection) and `:kind`. An
+  event that could not be delivered keeps its seq, so the client sees a
+  jump (and refetches); a `resync` event follows to show it.
 
 ## Events
 
@@ -52,6 +58,7 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
 | `entry` | entry: a journal entry as written |
 | `interaction` | turn, interaction-id, title, tool, options |
 | `turn-ended` | turn, outcome, error, files-changed |
+| `resync` | none: events before it were lost; its seq shows the gap |
 
 ## Methods
 """

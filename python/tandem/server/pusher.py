@@ -1,62 +1,99 @@
-"""Event push: batch, coalesce and number events, then call Emacs with them.
+"""Event push: coalesce events, encode them once, hand them to every connection.
 
 Domain code calls `EventPusher.publish` (the `EventSink` protocol) from the
-event loop. Events wait in a queue; one flusher sends them as a single call
-``tandem--events`` with a list, at most every `INTERVAL` seconds, and never has
-more than one batch in flight: while Emacs applies a batch, the next one
-grows, and consecutive text deltas merge, so a token stream costs a handful of
-calls a second rather than one per token.
+event loop. Events wait in one queue; every `INTERVAL` seconds a distributor
+encodes them and puts them into each connection's `Outbox`, which numbers,
+batches (bounded by bytes) and sends them on its own, so a slow client holds
+up no one. Consecutive text deltas merge, up to `DELTA_CHARS`, so a token
+stream costs a handful of calls a second rather than one per token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
 from typing import Any
+
+from tandem.server import sexp
+from tandem.server.outbox import Outbox
 
 log = logging.getLogger("tandem.events")
 
 INTERVAL = 0.016
-MAX_BATCH = 2000
-"""Events per call; a larger backlog goes out in several calls."""
+DELTA_CHARS = 256 * 1024
+"""A merged delta grows to this many characters; a longer text is cut in pieces."""
+
+
+class _Pending:
+    """One queued event; a delta keeps its text as parts (joined once, linear)."""
+
+    __slots__ = ("session", "kind", "payload", "parts", "chars")
+
+    def __init__(self, session: str, kind: str, payload: dict[str, Any]) -> None:
+        self.session = session
+        self.kind = kind
+        self.payload = payload
+        self.parts: list[str] = []
+        self.chars = 0
+
+    def merges(self, session: str, payload: dict[str, Any]) -> bool:
+        return (
+            self.kind == "delta"
+            and self.session == session
+            and self.chars < DELTA_CHARS
+            and self.payload.get("turn") == payload.get("turn")
+            and self.payload.get("stream") == payload.get("stream")
+        )
+
+    def encode(self) -> bytes | None:
+        event: dict[str, Any] = {"session": self.session, "kind": self.kind}
+        event.update(self.payload)
+        if self.parts:
+            event["text"] = "".join(self.parts)
+        try:
+            return sexp.dumps(event).encode("utf-8")
+        except sexp.SexpError:
+            log.exception("event %s of %s not encodable: sent as a gap", self.kind, self.session)
+            return None
 
 
 class EventPusher:
-    """The server's `EventSink`: numbers events per session and pushes them."""
+    """The server's `EventSink`: queues events and feeds every connection's outbox."""
 
     def __init__(self) -> None:
-        self.connections: list[Any] = []
-        self._queue: list[dict[str, Any]] = []
-        self._seq: dict[str, int] = defaultdict(int)
+        self.outboxes: list[Outbox] = []
+        self._queue: list[_Pending] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def attach(self, conn: Any) -> None:
         """Deliver events to CONN (an authenticated `Connection`) from now on."""
-        self.connections.append(conn)
+        self.outboxes.append(Outbox(conn))
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def publish(self, session: str, kind: str, payload: dict[str, Any]) -> None:
-        """Queue one event; merged with the previous one when both are deltas."""
-        if self._queue and kind == "delta":
-            last = self._queue[-1]
-            if (
-                last["kind"] == "delta"
-                and last["session"] == session
-                and last.get("turn") == payload.get("turn")
-                and last.get("stream") == payload.get("stream")
-            ):
-                last["text"] += payload.get("text", "")
-                return
-        event = {"session": session, "kind": kind}
-        event.update(payload)
-        self._queue.append(event)
+        """Queue one event; consecutive deltas of one stream merge, long ones are cut."""
+        if kind != "delta":
+            self._queue.append(_Pending(session, kind, dict(payload)))
+            self._wake.set()
+            return
+        text = payload.get("text", "")
+        last = self._queue[-1] if self._queue else None
+        while True:
+            if last is None or not last.merges(session, payload):
+                last = _Pending(session, kind, {k: v for k, v in payload.items() if k != "text"})
+                self._queue.append(last)
+            piece = text[: DELTA_CHARS - last.chars]
+            last.parts.append(piece)
+            last.chars += len(piece)
+            text = text[len(piece):]
+            if not text:
+                break
         self._wake.set()
 
     def pending(self) -> int:
-        """Number of events not yet sent."""
+        """Number of events not yet handed to the connections."""
         return len(self._queue)
 
     async def _run(self) -> None:
@@ -64,15 +101,11 @@ class EventPusher:
             await self._wake.wait()
             self._wake.clear()
             await asyncio.sleep(INTERVAL)
-            while self._queue:
-                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-                for event in batch:
-                    session = event["session"]
-                    self._seq[session] += 1
-                    event["seq"] = self._seq[session]
-                self.connections = [c for c in self.connections if not c.closed.is_set()]
-                for conn in self.connections:
-                    try:
-                        await conn.call("tandem--events", batch, timeout=60)
-                    except Exception as e:  # a slow or gone Emacs must not stop the loop
-                        log.warning("event push failed: %s", e)
+            queue, self._queue = self._queue, []
+            self.outboxes = [o for o in self.outboxes if not o.closed]
+            if not self.outboxes:
+                continue
+            for pending in queue:
+                event = pending.encode()
+                for outbox in self.outboxes:
+                    outbox.put(pending.session, event)

@@ -111,58 +111,140 @@ def _dump(value: Any, emit: Any) -> None:
         raise SexpError(f"cannot encode value of type {type(value).__name__}")
 
 
+MAX_DEPTH = 256
+"""Deepest list nesting read; our protocol's data is a few levels deep."""
+MAX_INT_DIGITS = 32
+"""Longest integer read (int() is quadratic in digits and refuses >4300)."""
+MAX_FLOAT_CHARS = 64
+"""Longest float read; Emacs prints at most ~25 characters."""
+
+# One token per match, and no repeated group in any branch: a repeated
+# alternation such as (?:[^…]|\\.)+ makes sre save state per character
+# (~300 bytes each, 4.6 GB for a 16 MB atom). Strings and atoms with
+# escapes are scanned from one special character to the next instead.
 _TOKEN = re.compile(
     r"""
-    (?P<ws>[\s]+|;[^\n]*)
+    (?P<ws>\s+)
   | (?P<open>[(\[])
   | (?P<close>[)\]])
-  | (?P<str>"[^"\\]*(?:\\.[^"\\]*)*")
+  | (?P<str>")
+  | (?P<atom>[^\s()\[\]"';\\]+)
+  | (?P<esc>\\)
   | (?P<quote>')
-  | (?P<atom>(?:[^\s()\[\]"';\\]|\\.)+)
+  | (?P<comment>;[^\n]*)
     """,
-    re.VERBOSE | re.DOTALL,
+    re.VERBOSE,
 )
-_INT = re.compile(r"[+-]?\d+\.?\Z")
-_FLOAT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:e[+-]?\d+)?\Z", re.IGNORECASE)
+_ATOM_RUN = re.compile(r"""[^\s()\[\]"';\\]*""")
+_ATOM_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_INT = re.compile(r"[+-]?[0-9]+\.?\Z")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:e[+-]?[0-9]+)?\Z", re.IGNORECASE)
 _STR_ESCAPES = re.compile(
-    r"\\(x[0-9a-fA-F]+\\? ?|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|\n|.)", re.DOTALL
+    r"\\(x[0-9a-fA-F]*(?:\\ )?|u[0-9a-fA-F]{0,4}|U[0-9a-fA-F]{0,8}|[0-7]{1,3}|\n|.)", re.DOTALL
 )
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "f": "\f", "s": " "}
+
+
+def _char(code: int, esc: str) -> str:
+    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        raise SexpError(f"escape \\{esc[:12]} is not a Unicode character")
+    return chr(code)
+
+
+def _unescape(m: re.Match[str]) -> str:
+    esc = m.group(1)
+    if esc == "\n":  # backslash-newline is ignored inside strings
+        return ""
+    head = esc[0]
+    if head == "x":
+        digits = esc[1:].removesuffix("\\ ")
+        if not 1 <= len(digits) <= 8:
+            raise SexpError(f"bad escape \\x{digits[:12]}: 1 to 8 hex digits expected")
+        return _char(int(digits, 16), esc)
+    if head in "uU":
+        want = 4 if head == "u" else 8
+        if len(esc) != want + 1:
+            raise SexpError(f"bad escape \\{esc}: {want} hex digits expected")
+        return _char(int(esc[1:], 16), esc)
+    if head.isdigit():
+        return chr(int(esc, 8))
+    return _SIMPLE_ESCAPES.get(esc, esc)
 
 
 def _decode_string(body: str) -> str:
     if "\\" not in body:
         return body
+    return _STR_ESCAPES.sub(_unescape, body)
 
-    def repl(m: re.Match[str]) -> str:
-        esc = m.group(1)
-        if esc == "\n":  # backslash-newline is ignored inside strings
-            return ""
-        if esc[0] == "x":
-            return chr(int(esc[1:].rstrip("\\ "), 16))
-        if esc[0] in "uU" and len(esc) > 1:
-            return chr(int(esc[1:], 16))
-        if esc[0].isdigit():
-            return chr(int(esc, 8))
-        return _SIMPLE_ESCAPES.get(esc, esc)
 
-    return _STR_ESCAPES.sub(repl, body)
+def _string_end(text: str, start: int) -> int:
+    """Index of the quote closing the string whose body starts at START.
+
+    A quote closes the string when an even number of backslashes precedes
+    it; each backslash run is walked once, so this is linear, and text
+    without quotes inside costs one `str.find`.
+    """
+    find = text.find
+    pos = start
+    while True:
+        q = find('"', pos)
+        if q < 0:
+            raise SexpError("unterminated string")
+        k = q
+        while k > start and text[k - 1] == "\\":
+            k -= 1
+        if (q - k) % 2 == 0:
+            return q
+        pos = q + 1
+
+
+def _atom_end(text: str, pos: int) -> int:
+    """Index just past the atom starting at POS (escapes included)."""
+    run = _ATOM_RUN.match
+    n = len(text)
+    while True:
+        pos = run(text, pos).end()  # type: ignore[union-attr]  # * always matches
+        if pos < n and text[pos] == "\\":
+            if pos + 1 >= n:
+                raise SexpError("text ends inside an escape")
+            pos += 2
+            continue
+        return pos
+
+
+_SYMBOLS: dict[str, Symbol] = {}
 
 
 def _atom(text: str) -> Any:
     if _INT.match(text):
+        if len(text) > MAX_INT_DIGITS:
+            raise SexpError(f"integer of {len(text)} characters is too long")
         return int(text.rstrip("."))
     if _FLOAT.match(text):
-        return float(text)
+        if len(text) > MAX_FLOAT_CHARS:
+            raise SexpError(f"float of {len(text)} characters is too long")
+        value = float(text)
+        if math.isinf(value):
+            raise SexpError(f"float {text[:20]} is not finite")
+        return value
     if text == "nil":
         return None
     if text == "t":
         return True
-    return Symbol(text.replace("\\", "") if "\\" in text else text)
+    sym = _SYMBOLS.get(text)
+    if sym is None:
+        sym = Symbol(_ATOM_ESCAPE.sub(r"\1", text) if "\\" in text else text)
+        if len(_SYMBOLS) < 4096:  # bounded: message kinds and keys repeat, data does not
+            _SYMBOLS[text] = sym
+    return sym
 
 
 def loads(text: str) -> Any:
-    """Read one S-expression from TEXT; plists become dicts (see module doc)."""
+    """Read one S-expression from TEXT; plists become dicts (see module doc).
+
+    Linear in time and memory; raises `SexpError` for anything unreadable,
+    nested deeper than `MAX_DEPTH`, or a number out of bounds.
+    """
     stack: list[list[Any]] = [[]]
     kinds: list[str] = []
     pos = 0
@@ -174,9 +256,19 @@ def loads(text: str) -> Any:
             raise SexpError(f"unreadable text at offset {pos}: {text[pos:pos + 20]!r}")
         pos = m.end()
         kind = m.lastgroup
-        if kind == "ws":
+        if kind == "ws" or kind == "comment":
             continue
-        if kind == "open":
+        if kind == "atom":
+            if pos < n and text[pos] == "\\":
+                pos = _atom_end(text, pos)
+            stack[-1].append(_atom(text[m.start():pos]))
+        elif kind == "str":
+            end = _string_end(text, pos)
+            stack[-1].append(_decode_string(text[pos:end]))
+            pos = end + 1
+        elif kind == "open":
+            if len(kinds) >= MAX_DEPTH:
+                raise SexpError(f"lists nested deeper than {MAX_DEPTH}")
             stack.append([])
             kinds.append(m.group())
         elif kind == "close":
@@ -185,12 +277,11 @@ def loads(text: str) -> Any:
             kinds.pop()
             items = stack.pop()
             stack[-1].append(_finish_list(items))
-        elif kind == "str":
-            stack[-1].append(_decode_string(m.group()[1:-1]))
-        elif kind == "quote":
-            raise SexpError("quoted forms are not data")
+        elif kind == "esc":
+            pos = _atom_end(text, m.start())
+            stack[-1].append(_atom(text[m.start():pos]))
         else:
-            stack[-1].append(_atom(m.group()))
+            raise SexpError("quoted forms are not data")
     if kinds:
         raise SexpError("unterminated list")
     top = stack[0]

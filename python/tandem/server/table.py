@@ -24,6 +24,7 @@ DOMAIN_APIS = (
     "tandem.checkpoints.api",
     "tandem.workspace.api",
     "tandem.remote.api",
+    "tandem.config.api",
     "tandem.doctor",
 )
 

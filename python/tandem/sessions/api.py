@@ -53,10 +53,14 @@ class SessionInfo(Reply):
     writable: bool
     notices: list[str]
     settings: dict[str, Any]
+    settings_warnings: list[str]
+    """Settings that do not apply: untrusted project keys, invalid files."""
 
 
 def _info(app: Any, active: Active) -> SessionInfo:
-    return SessionInfo(**active.describe(), settings=manager(app).settings.effective)
+    settings = manager(app).settings
+    return SessionInfo(**active.describe(), settings=settings.effective,
+                       settings_warnings=settings.warnings)
 
 
 def _dir(text: str) -> str:

@@ -43,7 +43,7 @@ from tandem.sessions.projection import project, visible_turns
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec
-from tandem.turns.service import TurnService, choose_provider, settings_for, turns
+from tandem.turns.service import TurnService, choose_provider, turns
 
 log = logging.getLogger("tandem.compaction")
 
@@ -205,7 +205,7 @@ async def _compact_inner(
             "not-found",
             f"The session's directory {root} no longer exists; resume it to re-root it first",
         )
-    settings = settings_for(root, service.config)
+    settings = service.settings(root)
     name, model = session_provider(entries, settings, requested)
     policy = policy_from(settings, name, model)
     first_kept = choose_first_kept(entries, policy)
@@ -335,7 +335,7 @@ async def maybe_compact(
     if sid in service.engine.running or not journal.writable:
         return False
     entries = turns(app).entries(journal)
-    settings = settings_for(service.root_of(journal), service.config)
+    settings = service.settings(service.root_of(journal))
     try:
         name, model = session_provider(entries, settings, provider)
     except TandemError:
@@ -375,7 +375,7 @@ async def status_method(app: Any, p: StatusParams) -> StatusReply:
     service = turns(app)
     journal = service.journal(p.session)
     entries = turns(app).entries(journal)
-    settings = settings_for(service.root_of(journal), service.config)
+    settings = service.settings(service.root_of(journal))
     tokens = estimate_tokens(project(projected_tail(entries)))
     latest = next((e for e in reversed(entries) if e.get("type") == "compaction"), None)
     latest_info = (

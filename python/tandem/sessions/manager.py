@@ -112,7 +112,7 @@ class SessionManager:
     ) -> None:
         self.home = Path(home)
         self.breadcrumb_key = breadcrumb_key
-        self.settings = Settings(None, user_settings)
+        self.settings = Settings(None, user_settings, home=self.home)
         self.move_ops = move_ops or MoveOps()
         self.current: Active | None = None
         self.journals: dict[str, Journal] = {}

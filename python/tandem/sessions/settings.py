@@ -1,69 +1,45 @@
-"""cwd-scoped settings: user settings merged with the project's own.
+"""cwd-scoped settings: user settings merged with the project's own, with pending changes.
 
 User: ``$XDG_CONFIG_HOME/tandem/settings.json`` (default ``~/.config``).
-Project: ``<root>/.tandem/settings.json``; project keys win, objects merge
-recursively. Adopting another project reloads the project layer; pending
+Project: ``<root>/.tandem/settings.json``; objects merge recursively and
+project keys win, except those an untrusted project may not set (see
+`tandem.config.layers`): `effective` is what applies, `warnings` says what
+was ignored. Adopting another project reloads the project layer; pending
 changes are saved first, and a failed save stops the switch.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
+from tandem.config.layers import (
+    load_object,
+    merge,
+    project_settings_path,
+    read_layer,
+    resolve,
+    untrusted_view,
+    user_settings_path,
+)
+from tandem.config.trust import TrustStore, canonical_root
+from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil
 
 Scope = Literal["user", "project"]
 
-
-def user_settings_path() -> Path:
-    """``$XDG_CONFIG_HOME/tandem/settings.json``, ``~/.config`` when unset."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "tandem" / "settings.json"
-
-
-def project_settings_path(root: str | Path) -> Path:
-    """``<root>/.tandem/settings.json``."""
-    return Path(root) / ".tandem" / "settings.json"
-
-
-def load_object(path: Path) -> dict[str, Any]:
-    """The JSON object in PATH ({} when the file is missing); bad content is an error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise TandemError("invalid-settings", f"Cannot read settings {path}: {exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise TandemError("invalid-settings", f"Settings {path}: invalid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise TandemError("invalid-settings", f"Settings {path} must hold a JSON object")
-    return data
-
-
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """BASE with OVER laid on top; nested objects merge, everything else replaces."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
+__all__ = ["Settings", "load_object", "merge", "project_settings_path", "user_settings_path"]
 
 
 class Settings:
     """The settings that apply in one project directory, with pending changes."""
 
-    def __init__(self, root: str | None, user_path: Path | None = None) -> None:
+    def __init__(self, root: str | None, user_path: Path | None = None,
+                 home: Path | None = None) -> None:
         self.user_path = user_path or user_settings_path()
+        self.home = home or tandem_home()
         self.root: str | None = None
         self.user: dict[str, Any] = {}
         self.project: dict[str, Any] = {}
@@ -77,8 +53,28 @@ class Settings:
 
     @property
     def effective(self) -> dict[str, Any]:
-        """User settings merged with project settings (project wins)."""
-        return merge(self.user, self.project)
+        """User settings merged with the project settings that apply (project wins)."""
+        return merge(self.user, self._project_view()[0])
+
+    def _project_view(self) -> tuple[dict[str, Any], list[str]]:
+        if not self.root or not self.project:
+            return self.project, []
+        try:  # trusted only while the memory copy is the very file the user trusted
+            layer = read_layer(project_settings_path(self.root))
+            if layer.exists and layer.raw == self.project and TrustStore(self.home).is_trusted(
+                    canonical_root(self.root), layer.sha256 or ""):
+                return self.project, []
+        except TandemError:
+            pass
+        return untrusted_view(self.project, self.user)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the files say that does not apply, one sentence per file (never raises)."""
+        try:
+            return resolve(self.root, self.home, self.user_path).warnings
+        except TandemError as exc:
+            return [exc.message]
 
     def get(self, key: str, default: Any = None) -> Any:
         """The effective value of top-level KEY."""

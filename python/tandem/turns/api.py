@@ -21,7 +21,6 @@ from tandem.turns.service import (
     ClientConfig,
     choose_permission_mode,
     choose_provider,
-    settings_for,
     turns,
 )
 from tandem.turns.usage import session_provider_choice
@@ -31,7 +30,7 @@ async def send(app: Any, p: SendParams) -> Accepted:
     """Accept TEXT as the next chat turn of SESSION and start it."""
     service = turns(app)
     journal = service.journal(p.session)
-    settings = settings_for(service.root_of(journal), service.config)
+    settings = service.settings(service.root_of(journal))
     # The session's own choice (M-x tandem-set-provider) wins over the default.
     requested = p.provider or session_provider_choice(service.entries(journal))
     spec = TurnSpec(session=journal.id, text=p.text,

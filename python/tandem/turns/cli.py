@@ -78,7 +78,7 @@ async def _ask(args: argparse.Namespace) -> int:
     from tandem.paths import tandem_home
     from tandem.sessions.api import manager
     from tandem.turns.engine import TurnSpec
-    from tandem.turns.service import choose_permission_mode, choose_provider, settings_for, turns
+    from tandem.turns.service import choose_permission_mode, choose_provider, turns
 
     app = App(home=tandem_home(), events=StdoutSink(show=True))
     service = turns(app)
@@ -87,7 +87,10 @@ async def _ask(args: argparse.Namespace) -> int:
         journal = manager(app).resume_id(args.session, cwd, confirm=None).journal
     else:
         journal = manager(app).new(cwd).journal
-    settings = settings_for(service.root_of(journal), service.config)
+    resolved = service.resolved(service.root_of(journal))
+    for warning in resolved.warnings:
+        sys.stderr.write(f"tandem: {warning}\n")
+    settings = resolved.plain()
     mode = choose_permission_mode(settings, args.permission_mode)
     spec = TurnSpec(session=journal.id, text=args.prompt,
                     provider=choose_provider(settings, args.provider), permission_mode=mode)

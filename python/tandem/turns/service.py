@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tandem.config.layers import Resolved, resolve
+from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionMode, Provider, TurnResult
 from tandem.providers.registry import build_provider, parse_provider
-from tandem.sessions.settings import load_object, merge, project_settings_path, user_settings_path
 from tandem.store.entry_cache import EntryCache
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
@@ -34,15 +35,22 @@ class ClientConfig(BaseModel):
     permission_mode: PermissionMode | None = None
 
 
-def settings_for(root: Path, config: ClientConfig | None = None) -> dict[str, Any]:
-    """User and project settings of ROOT, with the front end's config laid on top."""
-    settings = merge(load_object(user_settings_path()), load_object(project_settings_path(root)))
+def resolve_for(root: Path, config: ClientConfig | None = None,
+                home: Path | None = None) -> Resolved:
+    """ROOT's settings: user, project (filtered by trust in HOME), the front end's on top."""
+    overlay: dict[str, Any] = {}
     if config is not None:
         if config.acp_agents:
-            settings["acp_agents"] = merge(settings.get("acp_agents") or {}, config.acp_agents)
+            overlay["acp_agents"] = config.acp_agents
         if config.default_provider:
-            settings["default_provider"] = config.default_provider
-    return settings
+            overlay["default_provider"] = config.default_provider
+    return resolve(root, home or tandem_home(), overlay=overlay)
+
+
+def settings_for(root: Path, config: ClientConfig | None = None,
+                 home: Path | None = None) -> dict[str, Any]:
+    """The effective settings of ROOT as plain data (see `resolve_for`)."""
+    return resolve_for(root, config, home).plain()
 
 
 def choose_provider(settings: dict[str, Any], requested: str | None) -> str:
@@ -120,6 +128,14 @@ class TurnService:
         """
         return self.entry_cache.entries(journal.path)
 
+    def resolved(self, root: Path) -> Resolved:
+        """ROOT's settings under this backend's trust store and front-end config."""
+        return resolve_for(root, self.config, Path(self.app.home))
+
+    def settings(self, root: Path) -> dict[str, Any]:
+        """ROOT's effective settings as plain data."""
+        return self.resolved(root).plain()
+
     def root_of(self, journal: Journal) -> Path:
         """Where SESSION's tools work: the active directory when it is the current session."""
         current = self._manager.current
@@ -137,13 +153,13 @@ class TurnService:
         """The provider instance for SPEC in JOURNAL's session (one per session and name)."""
         key = (spec.session, spec.provider)
         if key not in self._providers:
-            settings = settings_for(self.root_of(journal), self.config)
+            resolved = self.resolved(self.root_of(journal))
             acp_kwargs: dict[str, Any] = {}
             if spec.provider.startswith("acp:"):
                 acp_kwargs["root_session_id"] = last_acp_session(self.entries(journal))[0]
             self._providers[key] = build_provider(
-                spec.provider, settings, credentials=self.config.credentials, grants=self._grants,
-                **acp_kwargs)
+                spec.provider, resolved.settings, credentials=self.config.credentials,
+                grants=self._grants, origin=resolved.origin, **acp_kwargs)
         return self._providers[key]
 
     def forget_providers(self) -> None:

@@ -115,7 +115,6 @@ async def act(app: Any, ws: Workspace, directive: str, action: str, text: str = 
     from tandem.turns.service import (
         choose_permission_mode,
         choose_provider,
-        settings_for,
         turns,
     )
 
@@ -135,7 +134,7 @@ async def act(app: Any, ws: Workspace, directive: str, action: str, text: str = 
     if canonical_cwd(service.root_of(journal)) != str(ws.root):
         raise TandemError("invalid", f"Session {journal.id} works in {service.root_of(journal)}, "
                           f"not in this workspace ({ws.root})")
-    settings = settings_for(ws.root, service.config)
+    settings = service.settings(ws.root)
     provider_name = choose_provider(settings, provider)
     discussion = action in DISCUSSION_ACTIONS
     mode = "read-only" if discussion else choose_permission_mode(settings, permission_mode,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -53,18 +54,42 @@ class Peer:
         self.send([sexp.Symbol("call"), self.uid, sexp.Symbol(method), args])
         return self.uid
 
+    def outcome(self, timeout: float = 10.0) -> list[Any]:
+        """Messages received until the server closes; raises if it stays open."""
+        self.sock.settimeout(timeout)
+        got = []
+        try:
+            while True:
+                got.append(self.recv())
+        except (EOFError, ConnectionResetError):
+            return got
+        finally:
+            self.sock.settimeout(30)
+
     def close(self) -> None:
         self.sock.close()
 
 
 def start_backend(
-    home: Path, token: str = "secret-token", secrets: dict[str, str] | None = None,
+    home: Path,
+    token: str = "secret-token",
+    secrets: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
+    nofile: int | None = None,
 ) -> subprocess.Popen[str]:
-    """Start ``tandem serve`` as Emacs does: the token (and SECRETS) in one JSON
-    line on its stdin, never in its environment; return the process with .port set."""
-    env = dict(os.environ if env is None else env, TANDEM_HOME=str(home))
+    """Start ``tandem serve`` as Emacs does; return the process with .port set.
+
+    The token (and SECRETS) go in one JSON line on its stdin, never in its
+    environment. ENV adds variables (limits for tests); NOFILE caps its open
+    descriptors as a desktop session's default of 1024 would.
+    """
+    env = dict(os.environ, TANDEM_HOME=str(home), **(env or {}))
     env.pop("TANDEM_TOKEN", None)
+
+    def limit_descriptors() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "tandem.cli", "serve"],
         stdin=subprocess.PIPE,
@@ -73,6 +98,7 @@ def start_backend(
         text=True,
         env=env,
         cwd=REPO,
+        preexec_fn=limit_descriptors,
     )
     assert proc.stdout is not None and proc.stdin is not None
     proc.stdin.write(json.dumps({"token": token, "secrets": secrets or {}}) + "\n")

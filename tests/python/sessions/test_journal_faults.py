@@ -255,6 +255,8 @@ def test_a_full_home_ends_the_ask_turn_failed_with_one_sentence(
     from fakes.script import Reply
 
     one = project("one")
+    # The sessions fixtures' user settings hold keys no turn accepts ("model").
+    (Path(env["XDG_CONFIG_HOME"]) / "tandem" / "settings.json").write_text("{}")
     cli = tmpfs_cli(env, home, size="1m")
     with FakeOpenAI([Reply(text="y" * 3_000_000, chunk_size=30_000)]) as fake:
         env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake.base_url + "/v1")

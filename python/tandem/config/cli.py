@@ -1,0 +1,55 @@
+"""``tandem trust [DIR]`` and ``tandem untrust [DIR]``: the project settings trust store."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from tandem.protocol.base import TandemError
+
+
+def _home() -> Any:
+    from tandem.paths import tandem_home
+
+    return tandem_home()
+
+
+def _trust(args: argparse.Namespace) -> int:
+    from tandem.config.grants import describe, grant_trust, trust_report
+
+    root = os.path.abspath(args.dir or os.getcwd())
+    try:
+        shown = trust_report(root, _home())
+        report = grant_trust(root, _home(), shown.sha256)
+    except TandemError as e:
+        sys.stderr.write(f"tandem: {e.message}\n")
+        return 1
+    print(describe(report))
+    print(f"  sha256: {report.sha256} (trust lapses when the file changes)")
+    return 0
+
+
+def _untrust(args: argparse.Namespace) -> int:
+    from tandem.config.grants import revoke_trust
+    from tandem.config.trust import canonical_root
+
+    root = canonical_root(os.path.abspath(args.dir or os.getcwd()))
+    try:
+        had = revoke_trust(root, _home())
+    except TandemError as e:
+        sys.stderr.write(f"tandem: {e.message}\n")
+        return 1
+    print(f"{root}: {'no longer trusted' if had else 'was not trusted'}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``tandem trust`` and ``tandem untrust`` to the command line."""
+    p = sub.add_parser("trust", help="let DIR's .tandem/settings.json set URLs, agents, modes")
+    p.add_argument("dir", nargs="?", help="project root (default: here)")
+    p.set_defaults(func=_trust)
+    p = sub.add_parser("untrust", help="revoke the trust of DIR's project settings")
+    p.add_argument("dir", nargs="?", help="project root (default: here)")
+    p.set_defaults(func=_untrust)

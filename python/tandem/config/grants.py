@@ -1,0 +1,98 @@
+"""Granting and revoking trust in a project's settings, with what trust would change.
+
+Shared by ``tandem trust`` / ``tandem untrust``, the ``settings/*`` methods
+Emacs calls and ``tandem doctor``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tandem.config.layers import (
+    project_settings_path,
+    read_layer,
+    untrusted_view,
+    user_settings_path,
+)
+from tandem.config.trust import TrustStore, canonical_root
+from tandem.protocol.base import Reply, TandemError
+
+SHOWN_CHARS = 64 * 1024
+"""How much of the file a report carries for the user to read before trusting."""
+
+
+class TrustReport(Reply):
+    """Where ROOT's project settings stand."""
+
+    root: str
+    path: str
+    exists: bool
+    trusted: bool = False
+    changed: bool = False
+    """Trusted once, at another content."""
+    sha256: str | None = None
+    grants: list[str] = []
+    """The keys that apply only with trust (ignored while untrusted)."""
+    text: str = ""
+    """The file's content (first `SHOWN_CHARS` characters)."""
+    error: str | None = None
+    """Why the file cannot be used at all (invalid settings)."""
+
+
+def trust_report(root: str | Path, home: Path, user_path: Path | None = None) -> TrustReport:
+    """ROOT's project settings: trusted or not, and the keys trust grants (never raises)."""
+    canon = canonical_root(root)
+    path = project_settings_path(canon)
+    out = TrustReport(root=canon, path=str(path), exists=False)
+    try:
+        layer = read_layer(path)
+        if not layer.exists:
+            return out
+        out.exists, out.sha256 = True, layer.sha256
+        out.text = path.read_text(encoding="utf-8", errors="replace")[:SHOWN_CHARS]
+        user = read_layer(user_path or user_settings_path()).raw
+        out.grants = untrusted_view(layer.raw, user)[1]
+        granted = TrustStore(home).granted(canon)
+        out.trusted = granted == layer.sha256
+        out.changed = granted is not None and not out.trusted
+        if layer.error is not None:
+            out.error = layer.error.message
+    except (TandemError, OSError) as exc:
+        out.error = exc.message if isinstance(exc, TandemError) else str(exc)
+    return out
+
+
+def grant_trust(root: str | Path, home: Path, sha256: str | None = None) -> TrustReport:
+    """Trust ROOT's settings file as it is now; with SHA256, only if it still has that content.
+
+    An invalid file cannot be trusted (``invalid-settings``); a file changed
+    since it was shown is refused (``changed``).
+    """
+    report = trust_report(root, home)
+    if not report.exists or report.sha256 is None:
+        raise TandemError("not-found", f"No project settings at {report.path}")
+    if report.error:
+        raise TandemError("invalid-settings", report.error)
+    if sha256 is not None and sha256 != report.sha256:
+        raise TandemError("changed", f"{report.path} changed since it was shown; look again")
+    TrustStore(home).grant(report.root, report.sha256)
+    report.trusted, report.changed = True, False
+    return report
+
+
+def revoke_trust(root: str | Path, home: Path) -> bool:
+    """Forget the grant of ROOT; True when there was one."""
+    return TrustStore(home).revoke(canonical_root(root))
+
+
+def describe(report: TrustReport) -> str:
+    """A few lines for a terminal: the file, its state, the keys trust grants."""
+    if not report.exists:
+        return f"{report.path}: no project settings"
+    state = ("trusted" if report.trusted else
+             "changed since trusted: not trusted" if report.changed else "not trusted")
+    grants = ", ".join(report.grants) or "nothing beyond what applies anyway"
+    lines = [f"{report.path}: {state}", f"  trust grants: {grants}"]
+    if report.error:
+        lines.append(f"  invalid: {report.error}")
+    return "\n".join(lines)

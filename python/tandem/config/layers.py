@@ -1,0 +1,262 @@
+"""Settings layers: read each file once per change, filter the project by trust, merge.
+
+Layers, lowest first: the user's file (trusted), the project's file
+(untrusted data unless the user trusted that exact content), then what
+the front end pushes (trusted, laid on by the caller). An untrusted project
+keeps only harmless keys; what it tried to set beyond that is reported as
+``ignored`` and in ``warnings``, naming the file and the keys.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tandem.config.model import (
+    MAX_FILE_BYTES,
+    MODE_ORDER,
+    NativeSettings,
+    SettingsModel,
+    trusted_only_keys,
+    validate,
+)
+from tandem.config.trust import TrustStore, canonical_root, digest
+from tandem.protocol.base import TandemError
+
+
+def user_settings_path() -> Path:
+    """``$XDG_CONFIG_HOME/tandem/settings.json``, ``~/.config`` when unset."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "tandem" / "settings.json"
+
+
+def project_settings_path(root: str | Path) -> Path:
+    """``<root>/.tandem/settings.json``."""
+    return Path(root) / ".tandem" / "settings.json"
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """BASE with OVER laid on top; nested objects merge, everything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@dataclass(frozen=True)
+class FileLayer:
+    """One settings file as read: its JSON object, digest and typed form."""
+
+    path: Path
+    raw: dict[str, Any]
+    sha256: str | None
+    """SHA-256 of the bytes parsed (None when the file is missing)."""
+    model: SettingsModel | None
+    error: TandemError | None = None
+    """Why the typed model could not be built (the raw object is still usable)."""
+
+    @property
+    def exists(self) -> bool:
+        """True when the file is there."""
+        return self.sha256 is not None
+
+    def typed(self) -> SettingsModel:
+        """The typed settings; the validation error when there are none."""
+        if self.error is not None:
+            raise self.error
+        return self.model or SettingsModel()
+
+
+_cache: dict[str, tuple[tuple[int, ...], FileLayer]] = {}
+
+
+def _strict_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_layer(path: Path) -> FileLayer:
+    """The settings file PATH, parsed and validated once per change.
+
+    Cached by path, mtime, size, inode and device; a missing file is an
+    empty layer. Unreadable or unparseable content raises ``invalid-settings``.
+    """
+    key = str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        _cache.pop(key, None)
+        return FileLayer(path, {}, None, SettingsModel())
+    except OSError as exc:
+        raise TandemError("invalid-settings", f"Cannot read settings {path}: {exc}") from None
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+    hit = _cache.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    layer = _parse(path, st.st_size)
+    _cache[key] = (stamp, layer)
+    return layer
+
+
+def _parse(path: Path, size: int) -> FileLayer:
+    if size > MAX_FILE_BYTES:
+        raise TandemError("invalid-settings", f"Settings {path}: {size} bytes is more than "
+                          f"the {MAX_FILE_BYTES} a settings file may hold")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TandemError("invalid-settings", f"Cannot read settings {path}: {exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise TandemError("invalid-settings", f"Settings {path}: larger than "
+                          f"{MAX_FILE_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+        obj = json.loads(text, parse_constant=_strict_constant) if text.strip() else {}
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise TandemError("invalid-settings", f"Settings {path}: invalid JSON: {reason}") from None
+    if not isinstance(obj, dict):
+        raise TandemError("invalid-settings", f"Settings {path} must hold a JSON object")
+    try:
+        return FileLayer(path, obj, digest(data), validate(obj, str(path)))
+    except TandemError as exc:
+        return FileLayer(path, obj, digest(data), None, exc)
+
+
+def load_object(path: Path) -> dict[str, Any]:
+    """The JSON object in PATH ({} when the file is missing); bad content is an error."""
+    return copy.deepcopy(read_layer(path).raw)
+
+
+# -- trust filtering -----------------------------------------------------------------
+
+
+def _present(data: dict[str, Any], dotted: str) -> bool:
+    head, _, rest = dotted.partition(".")
+    if head not in data:
+        return False
+    if not rest:
+        return True
+    inner = data[head]
+    return isinstance(inner, dict) and _present(inner, rest)
+
+
+def _drop(data: dict[str, Any], dotted: str) -> None:
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        data.pop(head, None)
+        return
+    inner = data.get(head)
+    if isinstance(inner, dict):
+        _drop(inner, rest)
+        if not inner:
+            data.pop(head)
+
+
+def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                           list[str]]:
+    """What an untrusted PROJECT object may set over USER's, and the keys it may not.
+
+    Never: a trusted-only key (URLs, agent and server commands). Only when
+    not looser than the user's: ``permission_mode``. Only when not above the
+    user's value (or the built-in default): the ``native`` limits.
+    """
+    kept = copy.deepcopy(project)
+    ignored: list[str] = []
+    for dotted in sorted(trusted_only_keys()):
+        if _present(kept, dotted):
+            ignored.append(dotted)
+            _drop(kept, dotted)
+    mode = kept.get("permission_mode")
+    mine = user.get("permission_mode") or "ask"
+    if isinstance(mode, str) and MODE_ORDER.get(mode, 0) > MODE_ORDER.get(mine, 1):
+        ignored.append(f"permission_mode ({mode} is looser than your {mine})")
+        kept.pop("permission_mode")
+    native = kept.get("native")
+    base: dict[str, Any] = user["native"] if isinstance(user.get("native"), dict) else {}
+    if isinstance(native, dict):
+        defaults = NativeSettings().model_dump()
+        for name, value in list(native.items()):
+            ceiling = base.get(name, defaults.get(name))
+            if isinstance(value, int | float) and isinstance(ceiling, int | float) and (
+                    value > ceiling):
+                ignored.append(f"native.{name} (above your {ceiling})")
+                del native[name]
+        if not native:
+            kept.pop("native")
+    return kept, ignored
+
+
+# -- resolution ----------------------------------------------------------------------
+
+
+@dataclass
+class Resolved:
+    """The settings that apply in one project, and what was left out."""
+
+    settings: SettingsModel
+    user: FileLayer
+    project: FileLayer | None
+    trusted: bool
+    ignored: list[str] = field(default_factory=list)
+    changed: bool = False
+    """The project was trusted at another content: its file changed since."""
+
+    def plain(self) -> dict[str, Any]:
+        """The effective settings as plain JSON data."""
+        return self.settings.plain()
+
+    @property
+    def warnings(self) -> list[str]:
+        """One sentence per file with ignored keys, naming the file and keys."""
+        if not self.ignored or self.project is None:
+            return []
+        root = self.project.path.parent.parent
+        why = ("changed since you trusted it" if self.changed else "this project is not trusted")
+        return [f"{self.project.path}: ignored {', '.join(self.ignored)} ({why}; "
+                f"`tandem trust {root}` or M-x tandem-trust-project allows them)"]
+
+    def origin(self, dotted: str) -> str:
+        """The file the effective value of DOTTED came from (for error messages)."""
+        if self.project is not None and _present(self.project_kept, dotted):
+            return f"{dotted} in {self.project.path}"
+        if _present(self.user.raw, dotted):
+            return f"{dotted} in {self.user.path}"
+        return dotted
+
+    project_kept: dict[str, Any] = field(default_factory=dict)
+    """The project keys that took effect."""
+
+
+def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
+            overlay: dict[str, Any] | None = None) -> Resolved:
+    """User and ROOT's project settings, the project filtered by trust, OVERLAY on top.
+
+    OVERLAY is the front end's configuration (trusted). Raises
+    ``invalid-settings`` when a file (or the merged result) does not validate.
+    """
+    user = read_layer(user_path or user_settings_path())
+    user.typed()
+    project = read_layer(project_settings_path(root)) if root else None
+    kept: dict[str, Any] = {}
+    ignored: list[str] = []
+    trusted = changed = False
+    if project is not None and project.exists:
+        project.typed()
+        granted = TrustStore(home).granted(canonical_root(root or "."))
+        trusted = granted == project.sha256
+        changed = granted is not None and not trusted
+        if trusted:
+            kept = copy.deepcopy(project.raw)
+        else:
+            kept, ignored = untrusted_view(project.raw, user.raw)
+    merged = merge(merge(user.raw, kept), overlay or {})
+    settings = validate(merged, "(merged)")
+    return Resolved(settings, user, project, trusted, ignored, changed, project_kept=kept)

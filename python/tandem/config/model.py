@@ -1,0 +1,217 @@
+"""The settings model: every key tandem reads, typed and bounded.
+
+One model serves both files (``~/.config/tandem/settings.json`` and
+``<root>/.tandem/settings.json``): every field is optional, unknown keys are
+an error, values are strict (no ``"1"`` for 1, no ``true`` for 1) and bounded
+so a hostile file cannot make the backend allocate or wait without limit.
+
+Fields marked `TRUSTED_ONLY` choose where a credential goes or which
+program runs; a project file may set them only when the user trusts it
+(see `tandem.config.layers`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    ValidationError,
+)
+
+from tandem.protocol.base import TandemError
+
+# Same order as providers.base: typing caches equal Literals, and docs render the first.
+PermissionMode = Literal["ask", "auto-edit", "read-only"]
+MODE_ORDER: dict[str, int] = {"read-only": 0, "ask": 1, "auto-edit": 2}
+"""Permission modes from tightest to loosest."""
+
+TRUSTED_ONLY: dict[str, JsonValue] = {"trusted_only": True}
+"""``json_schema_extra`` of a field only a trusted layer may set."""
+
+MAX_FILE_BYTES = 1 << 20
+"""A settings file larger than this is refused before it is parsed."""
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+def _check_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    if any(c.isspace() or ord(c) < 32 for c in value):
+        raise ValueError("the URL contains whitespace or a control character")
+    return value.rstrip("/")
+
+
+def _check_provider(value: str) -> str:
+    if not re.fullmatch(r"(openai|anthropic|acp):\S{1,200}", value):
+        raise ValueError(f"{value!r} must look like openai:MODEL, anthropic:MODEL or acp:AGENT")
+    return value
+
+
+Url = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_check_url)]
+Name = Annotated[str, StringConstraints(pattern=_NAME)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+Arg = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+EnvValue = Annotated[str, StringConstraints(max_length=32768)]
+Seconds = Annotated[float, Field(ge=0, le=86400)]
+
+
+class Section(BaseModel):
+    """Base of every settings object: strict, closed, immutable."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class OpenAISettings(Section):
+    """``openai``: an OpenAI-compatible server."""
+
+    base_url: Url | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
+
+
+class AnthropicSettings(Section):
+    """``anthropic``: the Messages API."""
+
+    base_url: Url | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
+    thinking_budget: int = Field(default=0, ge=0, le=200_000)
+    prompt_cache: bool = True
+
+
+class NativeSettings(Section):
+    """``native``: bounds of tandem's own agent loop (see `LoopLimits`).
+
+    The defaults are `LoopLimits`' own; a project may only lower them.
+    """
+
+    max_retries: int = Field(default=3, ge=0, le=100)
+    backoff: Seconds = 0.5
+    max_retry_wait: Seconds = 60.0
+    max_steps: int = Field(default=50, ge=0, le=10_000)
+    connect_timeout: Seconds = 15.0
+    read_timeout: Seconds = 300.0
+    shell_timeout: Seconds = 120.0
+    output_cap: int = Field(default=64 * 1024, ge=0, le=64 << 20)
+    tool_timeout: Seconds = 30.0
+
+
+class AcpAgent(Section):
+    """One ``acp_agents`` entry: the program to start and its extra environment."""
+
+    command: list[Arg] = Field(min_length=1, max_length=256)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
+
+
+class McpServer(Section):
+    """One ``mcp_servers`` entry (reserved: issue 14 gives it meaning)."""
+
+    command: list[Arg] = Field(default_factory=list, max_length=256)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
+    url: Url | None = None
+
+
+class SettingsModel(Section):
+    """Everything a settings file may hold; each field optional."""
+
+    default_provider: Annotated[str, AfterValidator(_check_provider)] | None = None
+    permission_mode: PermissionMode | None = None
+    openai: OpenAISettings | None = None
+    anthropic: AnthropicSettings | None = None
+    native: NativeSettings | None = None
+    acp_agents: dict[Name, AcpAgent] | None = Field(
+        default=None, max_length=64, json_schema_extra=TRUSTED_ONLY)
+    mcp_servers: dict[Name, McpServer] | None = Field(
+        default=None, max_length=64, json_schema_extra=TRUSTED_ONLY)
+    context_windows: dict[Annotated[str, StringConstraints(min_length=1, max_length=200)],
+                          Annotated[int, Field(ge=1024, le=100_000_000)]] | None = Field(
+        default=None, max_length=1000)
+    compaction_threshold: float | None = Field(default=None, ge=0.05, le=1.0)
+    compaction_keep_turns: int | None = Field(default=None, ge=0, le=10_000)
+    auto_compact: bool | None = None
+
+    def plain(self) -> dict[str, Any]:
+        """The keys that were set, as plain JSON data."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+_MESSAGES = {
+    "extra_forbidden": "unknown key",
+    "model_type": "must be a map",
+    "dict_type": "must be a map",
+    "model_attributes_type": "must be a map",
+}
+
+
+_NUMBER_ERRORS = ("int_type", "float_type", "int_from_float", "greater_than_equal",
+                  "less_than_equal", "finite_number")
+
+
+def _field_at(loc: tuple[Any, ...]) -> Any:
+    model: type[BaseModel] | None = SettingsModel
+    info = None
+    for part in loc:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return None
+        info = model.model_fields[part]
+        model = _section_type(info.annotation)
+    return info
+
+
+def _bounds(loc: tuple[Any, ...], ctx: dict[str, Any]) -> str:
+    info = _field_at(loc)
+    ge = next((m.ge for m in getattr(info, "metadata", []) if hasattr(m, "ge")), ctx.get("ge"))
+    le = next((m.le for m in getattr(info, "metadata", []) if hasattr(m, "le")), ctx.get("le"))
+    return "expected a number" + (f" >= {ge}" if ge is not None else "") + (
+        f" and <= {le}" if le is not None else "")
+
+
+def describe(error: ValidationError) -> str:
+    """The first problem of ERROR as ``key.path: what is wrong``."""
+    first = error.errors(include_url=False)[0]
+    loc = tuple(first["loc"])
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    kind = first["type"]
+    if kind in _MESSAGES:
+        return f"{where}: {_MESSAGES[kind]}"
+    if kind in _NUMBER_ERRORS:
+        return f"{where}: {_bounds(loc, first.get('ctx') or {})}, not {first['input']!r}"[:300]
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if kind.endswith("_type"):
+        message += f", not {type(first['input']).__name__}"
+    return f"{where}: {message}"
+
+
+def validate(data: Any, source: str) -> SettingsModel:
+    """DATA as a `SettingsModel`; a clear ``invalid-settings`` error naming SOURCE and the key."""
+    try:
+        return SettingsModel.model_validate(data)
+    except ValidationError as exc:
+        raise TandemError("invalid-settings", f"Settings {source}: {describe(exc)}") from None
+
+
+def trusted_only_keys(model: type[BaseModel] = SettingsModel, prefix: str = "") -> set[str]:
+    """Dotted names of every field only a trusted layer may set."""
+    out: set[str] = set()
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("trusted_only"):
+            out.add(prefix + name)
+            continue
+        sub = _section_type(info.annotation)
+        if sub is not None:
+            out |= trusted_only_keys(sub, prefix + name + ".")
+    return out
+
+
+def _section_type(annotation: Any) -> type[BaseModel] | None:
+    for arg in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(arg, type) and issubclass(arg, Section):
+            return arg
+    return None
