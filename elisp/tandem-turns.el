@@ -24,6 +24,7 @@
 (require 'auth-source)
 (require 'cl-lib)
 (require 'tandem-client)
+(require 'tandem-settings)
 
 (require 'tandem-core)
 
@@ -81,7 +82,8 @@ Long because acceptance may first compact a long session."
           tandem-acp-agents))
 
 (defun tandem-configure ()
-  "Send ACP agents, auth-source keys and defaults to the backend.
+  "Send ACP agents, auth-source keys, defaults and settings to the backend.
+The settings are the options of tandem-settings.el that are set.
 Called before each turn, so that changes to the options take effect."
   (let ((credentials nil))
     (dolist (pair tandem-provider-hosts)
@@ -96,6 +98,8 @@ Called before each turn, so that changes to the options take effect."
                     (append (list :acp-agents (tandem--agents-list)
                                   :credentials credentials)
                             (and tandem-provider (list :default-provider tandem-provider))
+                            (let ((json (tandem-settings-json)))
+                              (and json (list :settings-json json)))
                             (and tandem-permission-mode
                                  (list :permission-mode
                                        (symbol-name tandem-permission-mode)))))))

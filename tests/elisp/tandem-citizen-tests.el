@@ -69,6 +69,8 @@
           (asked nil))
       (with-temp-buffer
         ;; Not displayed anywhere: the user is elsewhere.
+        (dolist (w (get-buffer-window-list session-buffer nil t))
+          (set-window-buffer w (get-buffer-create "*scratch*")))
         (should-not (get-buffer-window session-buffer t))
         (tandem-test-wait-until (lambda () (tandem-indicator-pending)))
         (should (string-match-p "\\` tandem\\?1\\[tandem-view-project-" tandem-indicator--string))
@@ -83,7 +85,7 @@
         (should (equal tandem-indicator--string "")))
       (tandem-view-test-wait-turn turn)
       (should (file-exists-p (expand-file-name "a.txt" project)))
-      (should (string-match-p "Allow for session" (tandem-view-test-text))))))
+      (should (string-match-p "Write a.txt — Allow for this session" (tandem-view-test-text))))))
 
 (ert-deftest tandem-citizen-progress-row-names-the-keys ()
   "The progress row of a waiting turn names the key that goes to the question."

@@ -23,6 +23,12 @@ class UsageParams(Params):
     session: str = SessionId
 
 
+class DefaultParams(Params):
+    """The provider a turn in CWD uses when none is asked for."""
+
+    cwd: str = Field(min_length=1, max_length=4096)
+
+
 class ModelsParams(Params):
     """List the models of FAMILY's server (BASE_URL, else the configured one)."""
 

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from tandem import __version__
+from tandem.config.keys import setting_keys
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.core import (
     PROTOCOL_VERSION,
@@ -93,6 +94,11 @@ async def call_emacs(app: Any, p: CallEmacsParams) -> Any:
     return await CURRENT.get().call(p.method, *p.args)
 
 
+async def settings_keys(app: Any, p: NoParams) -> list[str]:
+    """Every settings key, dotted (for the front end's customization tests)."""
+    return setting_keys()
+
+
 async def entry_types(app: Any, p: NoParams) -> list[str]:
     """The journal entry types this backend's models define (for the view's tests)."""
     return sorted(ENTRY_TYPES)
@@ -108,4 +114,5 @@ METHODS = [
     MethodSpec("debug/sleep", SleepParams, sleep, "Diagnostics: answer after SECONDS."),
     MethodSpec("debug/call-emacs", CallEmacsParams, call_emacs, "Diagnostics: call into Emacs."),
     MethodSpec("debug/entry-types", NoParams, entry_types, "Diagnostics: the journal entry types."),
+    MethodSpec("debug/settings-keys", NoParams, settings_keys, "Diagnostics: every settings key."),
 ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+from tandem.config.model import validate
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.turns import (
     Accepted,
@@ -78,8 +80,17 @@ async def configure(app: Any, p: ConfigureParams) -> dict[str, Any]:
     """Take the front end's configuration (in memory only)."""
     service = turns(app)
     agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in p.acp_agents}
+    custom: dict[str, Any] = {}
+    if p.settings_json:
+        try:
+            data = json.loads(p.settings_json)
+        except ValueError as exc:
+            raise TandemError("invalid-settings", f"Settings from Emacs: invalid JSON: {exc}"
+                              ) from None
+        custom = validate(data, "from Emacs customization").plain()
     config = ClientConfig(acp_agents=agents, credentials=p.credentials,
-                          default_provider=p.default_provider, permission_mode=p.permission_mode)
+                          default_provider=p.default_provider, permission_mode=p.permission_mode,
+                          settings=custom)
     if config != service.config:  # Emacs sends this before every turn
         service.config = config
         service.forget_providers()

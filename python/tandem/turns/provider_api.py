@@ -7,15 +7,22 @@ provider uses it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tandem.protocol.base import MethodSpec, TandemError
-from tandem.protocol.providers import ModelsParams, ModelsReply, SetProviderParams, UsageParams
+from tandem.protocol.providers import (
+    DefaultParams,
+    ModelsParams,
+    ModelsReply,
+    SetProviderParams,
+    UsageParams,
+)
 from tandem.providers.credentials import resolve_credentials
 from tandem.providers.model_list import list_models, models_url
 from tandem.providers.registry import parse_provider
 from tandem.store.models import entry_to_dict
-from tandem.turns.service import choose_provider, settings_for, turns
+from tandem.turns.service import choose_provider, turns
 from tandem.turns.usage import session_provider_choice, session_usage
 
 
@@ -42,7 +49,7 @@ async def usage(app: Any, p: UsageParams) -> dict[str, Any]:
     provider = chosen
     if provider is None:  # the default the next turn would use, if any
         try:
-            provider = choose_provider(settings_for(service.root_of(journal), service.config), None)
+            provider = choose_provider(service.settings(service.root_of(journal)), None)
         except TandemError:
             provider = None
     return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
@@ -57,10 +64,22 @@ async def models(app: Any, p: ModelsParams) -> ModelsReply:
     return ModelsReply(url=models_url(creds), models=await list_models(creds, p.timeout))
 
 
+async def default(app: Any, p: DefaultParams) -> dict[str, Any]:
+    """The provider a turn in CWD uses by default (settings, Emacs), or None: first run."""
+    try:
+        return {"provider": choose_provider(turns(app).settings(Path(p.cwd)), None)}
+    except TandemError as e:
+        if e.code != "no-provider":
+            raise
+        return {"provider": None}
+
+
 METHODS = [
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,
                "Switch a session's provider and model (a journal entry)."),
     MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
+    MethodSpec("providers/default", DefaultParams, default,
+               "The default provider in a directory (none: the first run)."),
     MethodSpec("providers/models", ModelsParams, models,
                "List a provider server's models (GET /v1/models).", ModelsReply),
 ]

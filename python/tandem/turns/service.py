@@ -8,6 +8,7 @@ a log or an event.
 from __future__ import annotations
 
 import asyncio
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ class ClientConfig(BaseModel):
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
     default_provider: str | None = None
     permission_mode: PermissionMode | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """From Emacs customization, already validated against the settings model."""
 
 
 def resolve_for(root: Path, config: ClientConfig | None = None,
@@ -40,6 +43,7 @@ def resolve_for(root: Path, config: ClientConfig | None = None,
     """ROOT's settings: user, project (filtered by trust in HOME), the front end's on top."""
     overlay: dict[str, Any] = {}
     if config is not None:
+        overlay = copy.deepcopy(config.settings)
         if config.acp_agents:
             overlay["acp_agents"] = config.acp_agents
         if config.default_provider:
