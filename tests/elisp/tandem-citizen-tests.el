@@ -153,5 +153,32 @@
                 (buffer-string))))
     (should (string-match-p "· from_the_future (seq 3)" text))))
 
+(ert-deftest tandem-citizen-directive-at-point-anchors-the-function ()
+  "`tandem-directive' with point inside a function and no region anchors the whole function."
+  (let ((project (file-name-as-directory (make-temp-file "tandem-directive-point-" t))))
+    (unwind-protect
+        (tandem-test-with-backend
+          (let ((default-directory project)
+                (file (expand-file-name "code.py" project))
+                (source "import os\n\ndef greet(name):\n    text = 'hi ' + name\n    return text\n\n\ndef other():\n    return 1\n"))
+            (call-process "git" nil nil nil "init" "-q")
+            (write-region source nil file)
+            (with-current-buffer (find-file-noselect file)
+              (python-mode)
+              (goto-char (point-min))
+              (search-forward "text = ")
+              (let* ((id (tandem-directive "Make it polite"))
+                     (record (tandem-directive-record id project))
+                     (anchor (plist-get record :anchor)))
+                (should (equal (plist-get anchor :start-line) 3))
+                (should (equal (plist-get anchor :end-line) 5))
+                (should (string-prefix-p "def greet(name):" (plist-get anchor :text)))
+                (should-not (string-match-p "other" (plist-get anchor :text))))
+              (set-buffer-modified-p nil)
+              (kill-buffer))))
+      (dolist (b (buffer-list))
+        (when (string-prefix-p "*tandem" (buffer-name b)) (kill-buffer b)))
+      (delete-directory project t))))
+
 (provide 'tandem-citizen-tests)
 ;;; tandem-citizen-tests.el ends here
