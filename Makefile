@@ -99,6 +99,11 @@ package-lint: emacs-deps
 	$(EMACS) -Q --batch -L $(ELPA_LINT) -L $(ELPA_LET_ALIST) -L elisp \
 	  -l tests/elisp/run-package-lint.el elisp/tandem.el $(filter-out elisp/tandem.el,$(EL_FILES))
 
+# docs/protocol.md and the error conditions Emacs defines, from one source.
+protocol-doc: venv
+	$(VPY) -m tandem.server.protocol_doc > docs/protocol.md
+	$(VPY) -m tandem.server.protocol_doc --elisp > elisp/tandem-errors.el
+
 # For a clone on the load-path: (require 'tandem-autoloads) instead of
 # loading everything at start-up.  package.el and package-vc make their own.
 autoloads: elisp/tandem-autoloads.el
@@ -128,9 +133,6 @@ package: info
 # package-user-dir, the backend into a fresh venv, and chat with the fake.
 package-test: emacs-deps
 	tests/package/run.sh
-
-protocol-doc: venv
-	$(VPY) -m tandem.server.protocol_doc > docs/protocol.md
 
 test: setup test-deps lint typecheck pytest elisp-compile checkdoc package-lint ert info package-test
 

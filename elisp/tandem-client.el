@@ -24,7 +24,8 @@
 ;;   `tandem-request-async' -- call a method, continue in a callback.
 ;;   `tandem-event-functions' -- hook run with each event from the backend.
 ;;   `tandem-event-connection' -- the connection those events came on.
-;;   `tandem-error'         -- the error every failed call signals.
+;;   `tandem-error'         -- the error every failed call signals; each
+;;                            code is a condition below it (tandem-errors.el).
 
 ;;; Code:
 
@@ -36,6 +37,7 @@
 (require 'seq)
 (require 'tandem-core)
 (require 'tandem-install)
+(require 'tandem-errors)
 
 (defcustom tandem-python nil
   "Python interpreter that runs the tandem backend.
@@ -97,8 +99,6 @@ a view refetches from the journal.")
   "Alist of (NAME . FUNCTION): methods the backend may call in Emacs.
 FUNCTION receives the connection the call came on, then the call's
 arguments, and returns the reply value.")
-
-(define-error 'tandem-error "tandem")
 
 (defconst tandem--read-max (* 1024 1024)
   "Bytes read from the backend at once while waiting for a reply.")
@@ -162,35 +162,60 @@ is collected as usual once the frame is done.")
 
 ;;;; Errors
 
-;; Each error code (a string from the backend, e.g. "invalid") gets its
-;; own error symbol `tandem-CODE' whose parent is `tandem-error', so that
-;; callers can catch one kind, and the data stays (MESSAGE): the message
-;; Emacs shows is then just the backend's sentence.
-(defun tandem--error-symbol (code)
-  "Return the error symbol for CODE, defining it on first use."
-  (let ((sym (intern (format "tandem-%s" (or code "error")))))
-    (unless (get sym 'error-conditions)
-      ;; Through funcall: package-lint reads a literal call as defining `sym'.
-      (funcall #'define-error sym "tandem" 'tandem-error)
-      (put sym 'tandem-code code))
-    sym))
+;; Each error code (a string from the backend, e.g. "invalid") has its own
+;; error condition `tandem-CODE' whose parent is `tandem-error', defined
+;; by tandem-errors.el from the backend's list, so that callers can catch
+;; one kind; the data stays (MESSAGE), and the message Emacs shows is just
+;; the backend's sentence.  A code this Emacs does not know (a newer
+;; backend) signals `tandem-error' itself, with data (MESSAGE CODE).
+;; Messages name no keys: an error whose way out is a command carries it
+;; in `:command', and its key is shown here, from this Emacs's keymaps.
 
-(defun tandem--signal (code message &optional _data)
-  "Signal a `tandem-error' of CODE with the readable MESSAGE."
-  (signal (tandem--error-symbol code) (list (format "%s" message))))
+(defun tandem--error-symbol (code)
+  "Return the error condition of CODE, or `tandem-error' for an unknown code."
+  (let ((sym (and (stringp code) (intern-soft (concat "tandem-" code)))))
+    (if (and sym (get sym 'tandem-code)) sym 'tandem-error)))
+
+(defun tandem--signal (code message &optional _data _command)
+  "Signal the error condition of CODE with the readable MESSAGE.
+The key of the command an error names is in MESSAGE already."
+  (let ((sym (tandem--error-symbol code)) (text (format "%s" message)))
+    (signal sym (if (and (eq sym 'tandem-error) code) (list text code) (list text)))))
 
 (defun tandem-error-code (err)
-  "Return the code string of ERR, a caught `tandem-error' (e.g. \"invalid\")."
-  (get (car err) 'tandem-code))
+  "Return the code string of ERR, a caught `tandem-error' (e.g. \"invalid\").
+A code this Emacs does not know is the second element of ERR's data."
+  (or (get (car err) 'tandem-code) (nth 2 err)))
 
 (defun tandem-error-message (err)
   "Return the readable message of ERR, a caught `tandem-error'."
   (cadr err))
 
+(defun tandem-error-hint (command)
+  "Return how to run COMMAND, a command or its name, for an error message.
+It is COMMAND's key in the current buffer, by `substitute-command-keys',
+or its `execute-extended-command' form when it has none.  When COMMAND
+has no key but its `tandem-hint-command' property names a command that
+has one (a key that does COMMAND's job in this buffer), that key is shown."
+  (let* ((command (if (symbolp command) command (intern command)))
+         (via (get command 'tandem-hint-command))
+         (shown (if (and via (not (where-is-internal command nil t))
+                         (where-is-internal via nil t))
+                    via
+                  command)))
+    (substitute-command-keys (format "\\[%s]" shown))))
+
 (defun tandem--error-from-reply (kind err)
-  "Turn an error reply ERR of KIND into (CODE MESSAGE DATA)."
+  "Turn an error reply ERR of KIND into (CODE MESSAGE DATA COMMAND).
+When the reply names a COMMAND, its key follows MESSAGE in parentheses."
   (cond ((and (listp err) (plist-get err :message))
-         (list (plist-get err :code) (plist-get err :message) (plist-get err :data)))
+         (let ((command (plist-get err :command)))
+           (list (plist-get err :code)
+                 (if command
+                     (format "%s (%s)" (plist-get err :message) (tandem-error-hint command))
+                   (plist-get err :message))
+                 (plist-get err :data)
+                 command)))
         ((eq kind 'epc-error) (list "protocol" (format "Protocol error: %s" err) nil))
         (t (list "remote" (format "%s" err) nil))))
 
@@ -419,7 +444,8 @@ ERROR runs instead if a page cannot be had."
 (defun tandem-request-async (method params callback &optional errback connection)
   "Call METHOD with PARAMS (a plist) in the backend; don't wait.
 CALLBACK receives the reply value.  ERRBACK, if non-nil, receives the
-error as (CODE MESSAGE DATA); without it the error is shown as a message.
+error as (CODE MESSAGE DATA COMMAND); without it the error is shown as a
+message.
 CONNECTION, if non-nil, is the live connection to call on (default: the
 current one, started when needed).  Return the call's uid."
   (tandem--call (or connection (tandem--ensure)) method params callback

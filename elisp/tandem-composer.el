@@ -106,6 +106,10 @@ a message and the draft is kept.")
     map)
   "Keys of the composer; a session buffer's mode map inherits them.")
 
+;; While a turn runs, C-c C-c cancels it: an error that names
+;; `tandem-cancel-turn' as the way out shows that key here.
+(put 'tandem-cancel-turn 'tandem-hint-command #'tandem-composer-send)
+
 ;;;; Scope
 
 (defun tandem-composer--valid-scope (scope)

@@ -46,8 +46,8 @@
       (add-hook 'tandem-event-functions (lambda (e) (push (plist-get e :kind) kinds)))
       (add-hook 'tandem-event-gap-functions (lambda (&rest g) (push g gaps)))
       (advice-add 'tandem--on-events :around
-                  (lambda (orig events)
-                    (if failed (funcall orig events)
+                  (lambda (orig &rest args)
+                    (if failed (apply orig args)
                       (setq failed t)
                       (error "Emacs could not apply the batch")))
                   '((name . tandem-test-fail-once)))

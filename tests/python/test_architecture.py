@@ -14,6 +14,7 @@ import importgraph as g
 
 SOURCE = Path(__file__).resolve().parents[2] / "python"
 
+SUBCOMMAND = "start-up: each subcommand imports its own module"
 HOUSE = "issue 13: rewind/compaction orchestration and the locator sit below the engine"
 DEBT: dict[str, dict[str, str]] = {
     "cycles": {
@@ -34,14 +35,14 @@ DEBT: dict[str, dict[str, str]] = {
     },
     "function_imports": {
         "tandem.cli -> tandem": "start-up: the version only when asked",
-        "tandem.cli -> tandem.doctor": "start-up: each subcommand imports its own module",
-        "tandem.cli -> tandem.reaper": "start-up: each subcommand imports its own module",
+        "tandem.cli -> tandem.doctor": SUBCOMMAND,
+        "tandem.cli -> tandem.reaper": SUBCOMMAND,
         "tandem.cli -> tandem.store.home": "start-up: before the re-exec nothing heavy loads",
         "tandem.cli -> tandem.store.oserrors": "start-up: only when a command fails",
-        "tandem.cli -> tandem.server.main": "start-up: each subcommand imports its own module",
-        "tandem.config.cli -> tandem.config.grants": "start-up: each subcommand imports its own module",
-        "tandem.config.cli -> tandem.config.trust": "start-up: each subcommand imports its own module",
-        "tandem.config.cli -> tandem.paths": "start-up: each subcommand imports its own module",
+        "tandem.cli -> tandem.server.main": SUBCOMMAND,
+        "tandem.config.cli -> tandem.config.grants": SUBCOMMAND,
+        "tandem.config.cli -> tandem.config.trust": SUBCOMMAND,
+        "tandem.config.cli -> tandem.paths": SUBCOMMAND,
         "tandem.doctor -> tandem.config.grants": "doctor: a broken part is a finding, not a crash",
         "tandem.doctor -> tandem.config.layers": "doctor: a broken part is a finding, not a crash",
         "tandem.providers.registry -> tandem.providers.acp": "start-up: the acp SDK is heavy",

@@ -74,7 +74,7 @@ def grant_trust(root: str | Path, home: Path, sha256: str | None = None) -> Trus
     if report.error:
         raise TandemError("invalid-settings", report.error)
     if sha256 is not None and sha256 != report.sha256:
-        raise TandemError("changed", f"{report.path} changed since it was shown; look again")
+        raise TandemError("stale", f"{report.path} changed since it was shown; look again")
     TrustStore(home).grant(report.root, report.sha256)
     report.trusted, report.changed = True, False
     return report

@@ -221,7 +221,7 @@ class Resolved:
         root = self.project.path.parent.parent
         why = ("changed since you trusted it" if self.changed else "this project is not trusted")
         return [f"{self.project.path}: ignored {', '.join(self.ignored)} ({why}; "
-                f"`tandem trust {root}` or M-x tandem-trust-project allows them)"]
+                f"trusting the project allows them: `tandem trust {root}`)"]
 
     def origin(self, dotted: str) -> str:
         """The file the effective value of DOTTED came from (for error messages)."""

@@ -4,6 +4,8 @@ A method is a name, a params model and an async handler ``handler(app,
 params) -> reply``. The reply is a pydantic model, a dict, a list, a string,
 a number or None. Domain packages declare their methods in an ``api`` module
 as ``METHODS: list[MethodSpec]``; the server's method table collects them.
+`TandemError` (defined with the error codes in `tandem.protocol.errors`) is
+imported from here by every raise site.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+# Re-exported: every raise site imports it from here.
+from tandem.protocol.errors import TandemError as TandemError
 
 
 class Params(BaseModel):
@@ -60,17 +65,3 @@ class MethodSpec:
     handler: Handler
     doc: str
     reply: type[BaseModel] | None = None
-
-
-class TandemError(Exception):
-    """An error a handler raises on purpose: it reaches Emacs as ``tandem-error``.
-
-    CODE is a short stable symbol-like string (``not-found``, ``invalid``,
-    ``busy``…); MESSAGE is for the user; DATA is optional detail.
-    """
-
-    def __init__(self, code: str, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data

@@ -7,12 +7,13 @@ import json
 import httpx
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.errors import ErrorCode
 
 
 class RemoteError(TandemError):
     """A request to an agent-server failed; STATUS is the HTTP status or None."""
 
-    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, status: int | None = None) -> None:
         super().__init__(code, message, {"status": status} if status is not None else None)
         self.status = status
 
@@ -39,7 +40,7 @@ def server_message(response: httpx.Response) -> str:
     return json.dumps(body)[:500]
 
 
-def _code_for(status: int) -> str:
+def _code_for(status: int) -> ErrorCode:
     if status == 401:
         return "unauthorized"
     if status == 404:

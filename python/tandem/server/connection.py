@@ -45,9 +45,14 @@ def _sym(name: str) -> sexp.Symbol:
     return sexp.Symbol(name)
 
 
-def error_value(code: str, message: str, data: Any = None) -> dict[str, Any]:
-    """The ERR part of a ``return-error`` frame (docs/protocol.md, Errors)."""
-    return {"code": code, "message": message, "data": data}
+def error_value(code: str, message: str, data: Any = None,
+                command: str | None = None) -> dict[str, Any]:
+    """The ERR part of a ``return-error`` frame (docs/protocol.md, Errors).
+
+    ``command`` is there only when the error names an Emacs command.
+    """
+    err = {"code": code, "message": message, "data": data}
+    return err if command is None else {**err, "command": command}
 
 
 def describe_validation(e: ValidationError) -> str:
@@ -235,7 +240,7 @@ class Connection:
                 payload = framing.encode_payload([_sym("return"), uid, marker])
             await self._write(payload)
         except TandemError as e:
-            await self._reply_error(uid, e.code, e.message, e.data)
+            await self._reply_error(uid, e.code, e.message, e.data, e.command)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # the server survives every handler failure
@@ -259,11 +264,12 @@ class Connection:
             raise TandemError("invalid", f"{name}: {describe_validation(e)}") from e
         return await spec.handler(self.app, params)
 
-    async def _reply_error(self, uid: int, code: str, message: str, data: Any = None) -> None:
+    async def _reply_error(self, uid: int, code: str, message: str, data: Any = None,
+                           command: str | None = None) -> None:
         try:
-            await self._send([_sym("return-error"), uid, error_value(code, message, data)])
+            await self._send([_sym("return-error"), uid, error_value(code, message, data, command)])
         except sexp.SexpError:
-            await self._send([_sym("return-error"), uid, error_value(code, message)])
+            await self._send([_sym("return-error"), uid, error_value(code, message, None, command)])
 
     async def close(self) -> None:
         """Close the socket and fail every call into Emacs still waiting."""

@@ -1,7 +1,8 @@
-"""Generate docs/protocol.md from the method table and the params models.
+"""Generate docs/protocol.md from the method table, the params models and the error codes.
 
-``python -m tandem.server.protocol_doc`` prints it; ``--check FILE`` exits 1 when
-FILE differs (the test suite runs that, so the document cannot drift).
+``python -m tandem.server.protocol_doc`` prints it; ``--elisp`` prints
+elisp/tandem-errors.el instead; ``--check FILE`` exits 1 when FILE differs
+(the test suite compares both, so neither can drift).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec
+from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS
 from tandem.server.table import build_table
 
 HEADER = """# tandem — protocol
@@ -34,11 +37,11 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
   wait for it; any other message kind, or an unreadable frame, closes the
   connection. A later `hello` with a wrong token closes it too.
 * A call is `(call UID METHOD (PARAMS))` with PARAMS one plist (or none).
-* Errors: `(return-error UID (:code CODE :message MESSAGE :data DATA))`. Codes:
-  `auth`, `invalid` (params failed validation; the message names each field),
-  `no-such-method`, `not-found`, `busy`, `read-only`, `internal` (a handler
-  failed; the server lives on), and domain codes. A frame that does not read
-  as data gets `(epc-error UID MESSAGE)` when its uid can be found.
+* Errors: `(return-error UID (:code CODE :message MESSAGE :data DATA))`, with
+  `:command COMMAND` added when an Emacs command is the way out: the message
+  then names no key, and Emacs shows the command's key beside it. CODE is one
+  of the error codes below. A frame that does not read as data gets
+  `(epc-error UID MESSAGE)` when its uid can be found.
 * Paging: a reply larger than 4 MiB is replaced by
   `(:tandem-paged HANDLE :chars N :pages K)`; the client calls `page` for
   each page and reads the joined text. No frame exceeds a few MiB.
@@ -59,8 +62,6 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
 | `interaction` | turn, interaction-id, title, tool, options |
 | `turn-ended` | turn, outcome, error, files-changed |
 | `resync` | none: events before it were lost; its seq shows the gap |
-
-## Methods
 """
 
 
@@ -90,9 +91,23 @@ def _fields(model: type[BaseModel]) -> list[str]:
     return rows
 
 
+def _errors() -> list[str]:
+    out = ["## Error codes\n",
+           "Each is also an Emacs error `tandem-CODE` whose parent is `tandem-error`"
+           " (elisp/tandem-errors.el, generated from the same list).\n",
+           "| code | meaning |", "| --- | --- |"]
+    out.extend(f"| `{code}` | {text} |" for code, text in sorted(CODES.items()))
+    out += ["", "Emacs signals these itself; they never come over the wire:\n",
+            "| code | meaning |", "| --- | --- |"]
+    out.extend(f"| `{code}` | {text} |" for code, text in sorted(CLIENT_CODES.items()))
+    out += ["", "Commands an error may name in `:command`: "
+            + ", ".join(f"`{c}`" for c in COMMANDS) + ".\n"]
+    return out
+
+
 def render(methods: dict[str, MethodSpec]) -> str:
     """The whole document for METHODS."""
-    out = [HEADER]
+    out = [HEADER, *_errors(), "## Methods\n"]
     for name in sorted(methods):
         spec = methods[name]
         out.append(f"### `{name}`\n\n{spec.doc}\n")
@@ -117,11 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     """Print the document, or check a file against it."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", type=Path, help="exit 1 if FILE differs")
+    parser.add_argument("--elisp", action="store_true",
+                        help="the error conditions for elisp/tandem-errors.el instead")
     args = parser.parse_args(argv)
-    text = render(build_table())
+    text = errors_el.render() if args.elisp else render(build_table())
     if args.check:
         if args.check.read_text(encoding="utf-8") != text:
-            print(f"{args.check} is out of date: run `python -m tandem.server.protocol_doc > "
+            flag = " --elisp" if args.elisp else ""
+            print(f"{args.check} is out of date: run `python -m tandem.server.protocol_doc{flag} > "
                   f"{args.check}`", file=sys.stderr)
             return 1
         return 0

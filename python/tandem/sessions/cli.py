@@ -18,6 +18,7 @@ from typing import Any
 
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
+from tandem.protocol.errors import shell_text
 from tandem.sessions.manager import Active, ResumeCancelled, SessionManager, parse_answer
 from tandem.store.listing import SessionSummary
 
@@ -103,7 +104,7 @@ def _report(active: Active, as_json: bool) -> int:
 
 
 def _fail(err: TandemError) -> int:
-    print(f"tandem: {err.message}", file=sys.stderr)
+    print(f"tandem: {shell_text(err)}", file=sys.stderr)
     return 1
 
 

@@ -172,7 +172,8 @@ async def compact(app: Any, session: str, provider: str | None = None) -> Compac
         raise TandemError(
             "busy",
             f"A turn is running in session {sid}; compact when it has "
-            "ended (or cancel it with C-c C-c)",
+            "ended, or cancel it",
+            command="tandem-cancel-turn",
         )
     state = compactions(app)
     if is_compacting(app, sid):
@@ -330,7 +331,8 @@ async def maybe_compact(
         raise TandemError(
             "busy",
             f"Session {sid} is being compacted; send again when it is "
-            "done (or cancel it with M-x tandem-compact-cancel)",
+            "done, or cancel the compaction",
+            command="tandem-compact-cancel",
         )
     if sid in service.engine.running or not journal.writable:
         return False

@@ -62,9 +62,10 @@ def needs_terminal(session_id: str, cwd: str) -> TandemError:
     return TandemError(
         "needs-terminal",
         f"Session {session_id}'s directory no longer exists ({cwd}) and moving it needs "
-        "your consent. Run `tandem resume ID` interactively on a terminal, or "
-        "M-x tandem-resume in an interactive Emacs.",
+        "your consent. Run `tandem resume ID` interactively on a terminal, or resume "
+        "it in an interactive Emacs",
         {"id": session_id, "cwd": cwd},
+        command="tandem-resume",
     )
 
 

@@ -329,7 +329,7 @@ def _check_idle(app: Any, service: TurnService, journal: Journal) -> None:
         raise TandemError("read-only", journal.read_only_reason or "session is read-only")
     if sid in service.engine.running:
         raise TandemError("busy", f"A turn is running in session {sid}; rewind when it has "
-                          "ended (or cancel it with C-c C-c)")
+                          "ended, or cancel it", command="tandem-cancel-turn")
     if is_compacting(app, sid):
         raise TandemError("busy", f"Session {sid} is being compacted; rewind when it is done")
 

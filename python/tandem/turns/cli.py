@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.errors import shell_text
 from tandem.providers.base import PermissionAnswer, PermissionRequest
 
 EXIT_INTERRUPT = 130
@@ -118,7 +119,7 @@ def run_ask(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_ask(args))
     except TandemError as e:
-        sys.stderr.write(f"tandem: {e.message}\n")
+        sys.stderr.write(f"tandem: {shell_text(e)}\n")
         return 1
     except KeyboardInterrupt:
         return EXIT_INTERRUPT

@@ -148,7 +148,7 @@ class TurnEngine:
             raise TandemError("invalid", "Nothing to send: the request is empty")
         if spec.session in self.running:
             raise TandemError("busy", f"A turn is already running in session {spec.session}; "
-                              "cancel it first (C-c C-c)")
+                              "cancel it first", command="tandem-cancel-turn")
         if spec.session in self.held:
             raise TandemError("busy", self.held[spec.session])
         # Reserve the session now: the checkpoint below awaits, and a second

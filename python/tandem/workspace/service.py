@@ -39,9 +39,6 @@ from tandem.workspace.state import (
 
 log = logging.getLogger("tandem.workspace")
 
-REBIND_HINT = "M-x tandem-directive-rebind"
-
-
 @dataclass
 class Workspace:
     """One workspace: its id, canonical root and log."""
@@ -250,8 +247,8 @@ class WorkspaceService:
             except TandemError as exc:
                 reason = f"its journal is unreadable ({exc.message})"
         raise TandemError("unavailable", f"The directive's session {session} is unavailable: "
-                          f"{reason}. Use {REBIND_HINT} to move its future activity to "
-                          "another session.")
+                          f"{reason}. Rebind the directive to move its future activity to "
+                          "another session", command="tandem-directive-rebind")
 
     def rebind_warning(self, state: DirectiveState, session: str) -> str:
         """What the user must read before a rebind."""

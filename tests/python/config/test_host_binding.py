@@ -65,7 +65,7 @@ def test_settings_methods_trust_only_the_content_shown(tmp_path: Path) -> None:
         "command": ["y"]}}}))
     with pytest.raises(TandemError) as err:
         _call(app, settings_api, "settings/trust", cwd=str(root), sha256=shown.sha256)
-    assert err.value.code == "changed"
+    assert err.value.code == "stale"
     again = _call(app, settings_api, "settings/report", cwd=str(root))
     assert _call(app, settings_api, "settings/trust", cwd=str(root),
                  sha256=again.sha256).trusted

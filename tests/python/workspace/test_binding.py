@@ -77,7 +77,7 @@ async def test_unavailable_session_refuses_then_warned_rebind(project: Path, tmp
         with pytest.raises(TandemError) as refused:
             await act(app, project, "D1", "discuss", "hello?")
         assert refused.value.code == "unavailable"
-        assert "tandem-directive-rebind" in refused.value.message and old in refused.value.message
+        assert refused.value.command == "tandem-directive-rebind" and old in refused.value.message
         assert await get(app, project, "D1") == rec  # nothing changed
         # The inspector's record still has the attempt with its journal gone.
         assert rec["attempts"][0]["session"] == old
