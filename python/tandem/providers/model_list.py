@@ -46,13 +46,13 @@ async def list_models(creds: Credentials, timeout: float = 10.0) -> list[str]:
         async with httpx.AsyncClient(timeout=timeout) as client:
             response = await client.get(url, headers=_headers(creds))
     except httpx.TimeoutException:
-        raise TandemError("provider-error", f"{url} did not answer within {timeout:g}s") from None
+        raise TandemError("provider", f"{url} did not answer within {timeout:g}s") from None
     except httpx.HTTPError as exc:
-        raise TandemError("provider-error", f"{url}: {type(exc).__name__}: {exc}") from None
+        raise TandemError("provider", f"{url}: {type(exc).__name__}: {exc}") from None
     if response.status_code != 200:
-        raise TandemError("provider-error", f"{url} answered HTTP {response.status_code}")
+        raise TandemError("provider", f"{url} answered HTTP {response.status_code}")
     try:
         listing = _ModelList.model_validate_json(response.content)
     except ValidationError:
-        raise TandemError("provider-error", f"{url} did not answer a model list") from None
+        raise TandemError("provider", f"{url} did not answer a model list") from None
     return sorted({m.id for m in listing.data if m.id.strip()})[:MAX_MODELS]
