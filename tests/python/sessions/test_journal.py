@@ -118,6 +118,8 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "rewind_recovery": {"before_turn": 1, "outcome": "rolled-back"},
         "compaction": {"summary": "s", "first_kept_turn": 2},
         "acp_session": {"acp_session_id": "a", "how": "new"},
+        "plan": {"turn": 1, "entries": [{"content": "c", "status": "pending"}]},
+        "provider_change": {"provider": "openai:m", "model": "m"},
     }
     assert set(samples) == set(ENTRY_TYPES)
     with Journal.create(home, str(tmp_path)) as j:
