@@ -341,8 +341,7 @@ class NativeProvider:
                 step = await self._step_with_retries(
                     request, system, wire_messages, executor.specs(), watch
                 )
-                usage.input_tokens += step.usage.input_tokens
-                usage.output_tokens += step.usage.output_tokens
+                usage.add(step.usage)
                 if watch.text:
                     sink.end_message()
                     watch.text = False

@@ -22,6 +22,7 @@ DOMAIN_APIS = (
     "tandem.turns.api",
     "tandem.turns.acp_api",
     "tandem.turns.mcp_api",
+    "tandem.turns.provider_api",
     "tandem.checkpoints.api",
     "tandem.workspace.api",
     "tandem.remote.api",
