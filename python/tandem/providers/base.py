@@ -76,7 +76,19 @@ class Usage(BaseModel):
     """Token counts of a turn (summed over the agent loop)."""
 
     input_tokens: int = 0
+    """Input not served from a prompt cache."""
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Input read from the provider's prompt cache (priced lower)."""
+    cache_write_tokens: int = 0
+    """Input written to the provider's prompt cache (Anthropic prices it higher)."""
+
+    def add(self, other: Usage) -> None:
+        """Add OTHER's counts to these (one step of an agent loop)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
 
 class TurnResult(BaseModel):
