@@ -30,7 +30,12 @@ def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
     A line that is not a JSON object is skipped here; ``Journal.entries``
     reports it.
     """
-    return parse_chunk(b"".join(line for _, line in journal.raw_lines()))
+    out: list[dict[str, Any]] = []
+    for _, line in journal.raw_lines():  # line by line: no copy of the whole file
+        entry = _loads(line)
+        if entry is not None and entry.get("type") != "header":
+            out.append(entry)
+    return out
 
 
 def parse_chunk(data: bytes) -> list[dict[str, Any]]:
