@@ -19,6 +19,7 @@ DOMAIN_APIS = (
     "tandem.sessions.api",
     "tandem.sessions.compaction_api",
     "tandem.sessions.rewind_api",
+    "tandem.review.api",
     "tandem.turns.api",
     "tandem.checkpoints.api",
     "tandem.workspace.api",

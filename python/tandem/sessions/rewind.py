@@ -41,6 +41,7 @@ from tandem.protocol.base import TandemError
 from tandem.sessions.compaction import compaction_blocks_rewind
 from tandem.sessions.compaction_api import is_compacting
 from tandem.sessions.projection import visible_turns
+from tandem.sessions.reverts import left_after
 from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
@@ -207,6 +208,7 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int) -> TurnFa
         )
     facts = TurnFacts(before_turn, checkpoint, discarded[-1], None)
     ends: dict[int, str | None] = {}
+    reverted = left_after(entries)  # a revert after a turn is tandem's change, not an outside one
     for t in discarded:
         info = by_turn[t]
         start, end = info.get("turn_start", {}), info.get("turn_end")
@@ -229,7 +231,7 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int) -> TurnFa
         elif str(start.get("provider", "")).startswith("acp:"):
             facts.acp_reset = True  # the root ACP conversation saw this chat turn
         facts.gaps.extend(_patch_gaps(t, end, patch))
-        to_id = patch.get("to_id") if patch else None
+        to_id = reverted.get(t) or (patch.get("to_id") if patch else None)
         ends[t] = to_id if isinstance(to_id, str) and to_id else None
     for a, b in zip(discarded, discarded[1:], strict=False):
         nxt = by_turn[b].get("turn_start", {}).get("checkpoint")
