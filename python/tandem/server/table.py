@@ -20,6 +20,7 @@ DOMAIN_APIS = (
     "tandem.sessions.compaction_api",
     "tandem.sessions.rewind_api",
     "tandem.review.api",
+    "tandem.overview.api",
     "tandem.turns.api",
     "tandem.checkpoints.api",
     "tandem.workspace.api",
