@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from fakes.openai_server import FakeOpenAI
-from rewind.helpers import PROVIDER, new_session, use, writes
 
+from rewind.helpers import PROVIDER, new_session, use, writes
 from tandem.app import App
 from tandem.overview.api import OverviewParams, overview
 from tandem.sessions.api import manager
