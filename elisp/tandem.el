@@ -46,6 +46,8 @@
 (require 'tandem-compact)
 (require 'tandem-remote)
 (require 'tandem-rewind)
+(require 'tandem-review)
+(require 'tandem-overview)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
@@ -78,7 +80,7 @@
 (define-key tandem-view-transcript-map (kbd "C-c C-d") #'tandem-directive-menu)
 (define-key tandem-view-mode-map (kbd "C-c C-d") #'tandem-directive-menu)
 (define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
-(define-key tandem-view-transcript-map "=" #'tandem-view-turn-patch)
+(define-key tandem-view-transcript-map "=" #'tandem-review-turn-at-point)
 
 (defvar Info-directory-list)
 (declare-function info-initialize "info" ())
