@@ -15,6 +15,7 @@
 (require 'tandem-turns)
 (require 'tandem-review)
 (require 'tandem-overview)
+(require 'tandem-view)
 
 (defconst tandem-review-test--dir
   (file-name-directory (or load-file-name buffer-file-name))
@@ -47,7 +48,8 @@
            (b (expand-file-name "b.txt" project)))
       (write-region tandem-review-test--old nil a)
       (let* ((info (tandem-request "sessions/new" (list :cwd (directory-file-name project))))
-             (session (plist-get info :id)))
+             (session (plist-get info :id))
+             (view (tandem-view-show info t)))
         (tandem-send "FIRST edit two files" session)
         (should (equal (plist-get (tandem-wait-turn session 1 60) :outcome) "succeeded"))
         (let ((review (tandem-review-turn session 1)))
@@ -73,6 +75,13 @@
                          (replace-regexp-in-string "line 2\n" "LINE 2\n"
                                                    tandem-review-test--old)))
           (should (equal (tandem-review-test--read b) "bee\n"))
+          ;; The session buffer shows the revert entry as it arrives.
+          (tandem-test-wait-until
+           (lambda () (with-current-buffer view
+                        (string-match-p "↶ Reverted hunk 2 of a.txt of turn 1"
+                                        (buffer-substring-no-properties (point-min)
+                                                                        (point-max)))))
+           10)
           ;; The next turn starts from the reverted file: its pre-turn checkpoint
           ;; and the files now differ only by what turn 2 wrote.
           (tandem-send "SECOND write c" session)

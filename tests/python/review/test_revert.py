@@ -113,3 +113,67 @@ async def test_revert_refused_when_a_later_turn_changed_the_file(
             assert (project / "a.txt").read_text() == NEW
         finally:
             await turns(app).aclose()
+
+
+async def test_binary_and_renamed_files_revert_whole(
+        app: App, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "blob.bin").write_bytes(b"\x00\x01old")
+    (project / "old.txt").write_text(OLD)
+    script = [*writes(("blob.bin", "\x00\x02new"))]
+    with FakeOpenAI(script) as fake:
+        use(fake, monkeypatch)
+        try:
+            sid = await new_session(app, project)
+            # The fake model only writes files; the rename is done by hand right
+            # after the pre-turn checkpoint, so it lands in turn 1's patch.
+            turn_engine = turns(app).engine
+            original = turn_engine.checkpoints.before
+
+            async def before_then_rename(root: Path, session: str, turn: int) -> str | None:
+                made = await original(root, session, turn)
+                (project / "old.txt").rename(project / "new.txt")
+                (project / "new.txt").write_text(NEW)
+                return made
+
+            monkeypatch.setattr(turn_engine.checkpoints, "before", before_then_rename)
+            assert (await chat(app, sid, "FIRST")).outcome == "succeeded"
+            files = {f["path"]: f for f in [e for e in entries(app, sid)
+                                            if e["type"] == "turn_end"][-1]["patch"]["files"]}
+            assert files["new.txt"]["status"] == "renamed" and files["blob.bin"]["binary"]
+            with pytest.raises(TandemError) as err:
+                await revert(app, sid, 1, "blob.bin", 0, None)
+            assert err.value.code == "invalid" and "binary" in err.value.message
+            await revert(app, sid, 1, "blob.bin", None, None)
+            assert (project / "blob.bin").read_bytes() == b"\x00\x01old"
+            # A hunk of the renamed file reverts in place, under its new name.
+            await revert(app, sid, 1, "new.txt", 0, None)
+            assert (project / "new.txt").read_text() == OLD.replace("line 19\n", "LINE 19\n")
+            done = await revert(app, sid, 1, "new.txt", None, None)
+            assert done["paths"] == ["new.txt", "old.txt"]
+            assert not (project / "new.txt").exists()
+            assert (project / "old.txt").read_text() == OLD
+        finally:
+            await turns(app).aclose()
+
+
+async def test_entry_that_cannot_be_written_puts_the_files_back(
+        app: App, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAI(SCRIPT) as fake:
+        use(fake, monkeypatch)
+        try:
+            sid = await _turn_one(app, project)
+            files, journal = tree(project), journal_path(app, sid).read_bytes()
+            live = turns(app).journal(sid)
+
+            def refuse(_entry: object) -> None:
+                raise TandemError("io", "disk full (injected)")
+
+            monkeypatch.setattr(live, "append", refuse)
+            with pytest.raises(TandemError) as err:
+                await revert(app, sid, 1, "a.txt", 0, None)
+            assert err.value.code == "io"
+            assert tree(project) == files
+            assert journal_path(app, sid).read_bytes() == journal
+            assert sid not in turns(app).engine.held  # the session takes turns again
+        finally:
+            await turns(app).aclose()
