@@ -87,7 +87,7 @@ the file with its version before the turn, \\[tandem-review-reload] reloads."
                       (or (plist-get g :detail) ""))))
     (insert (if (string-empty-p diff) "# No file changed.\n" diff))
     (when (plist-get patch :diff-truncated)
-      (insert "\n# The diff is cut here (too long); revert the rest file by file.\n"))))
+      (insert "\n# The diff is cut here (too long); the files after it are not shown.\n"))))
 
 ;;;###autoload
 (defun tandem-review-turn (session turn)
