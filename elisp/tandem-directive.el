@@ -38,6 +38,7 @@
 (require 'tandem-composer)
 (require 'tandem-view-state)
 (require 'tandem-directive-source)
+(require 'tandem-review)
 
 ;; The view is above this file (it renders directive turns).
 (declare-function tandem-view-show "tandem-view" (info &optional no-select))
@@ -407,12 +408,26 @@ Without a region, where its anchor text occurs exactly once."
     (message "%s reattached" id)))
 
 (defun tandem-directive-view-changes (id &optional attempt)
-  "Show the patch of directive ID's ATTEMPT in `diff-mode'.
-ATTEMPT defaults to the latest one."
+  "Review the patch of directive ID's ATTEMPT (`tandem-review-turn').
+ATTEMPT defaults to the latest one.  When its turn's checkpoints cannot
+be reached, show the patch the attempt recorded, read-only.  Return the buffer."
   (interactive (list (tandem-directive-id-at-point t)))
   (let* ((root (tandem-directive--root))
          (attempt (or attempt (tandem-directive--latest-attempt id root)))
-         (reply (tandem-request "directives/diff" (list :root root :id id :attempt attempt)))
+         (record (cl-find attempt (plist-get (tandem-directive-record id root) :attempts)
+                          :key (lambda (a) (plist-get a :seq)))))
+    (or (and record (plist-get record :session) (plist-get record :turn)
+             (condition-case err
+                 (tandem-review-turn (plist-get record :session) (plist-get record :turn))
+               (tandem-error
+                (message "tandem: %s; showing the recorded patch" (tandem-error-message err))
+                nil)))
+        (tandem-directive--recorded-changes id attempt root))))
+
+(defun tandem-directive--recorded-changes (id attempt root)
+  "Show the patch directive ID's ATTEMPT recorded in ROOT, read-only.
+Return the buffer."
+  (let* ((reply (tandem-request "directives/diff" (list :root root :id id :attempt attempt)))
          (buffer (get-buffer-create (format "*tandem-changes: %s #%s*" id attempt))))
     (with-current-buffer buffer
       (let ((inhibit-read-only t))

@@ -36,6 +36,7 @@
 (require 'tandem-composer)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
+(require 'tandem-review)
 
 (declare-function tandem-view-refresh "tandem-view-live" ())
 (defvar tandem-directive-changed-functions)
@@ -239,6 +240,13 @@ asked about again."
     (tandem-rewind session turn)))
 
 ;;;; One turn's patch
+
+(defun tandem-review-turn-at-point (session turn)
+  "Review the patch of the turn at point (TURN of SESSION) in `tandem-review-mode'.
+Revert hunks (k) or files (K) there, or compare a file with before the turn (e)."
+  (interactive (tandem-rewind--at-point))
+  (tandem-rewind--check session turn)
+  (tandem-review-turn session turn))
 
 (defun tandem-view-turn-patch (session turn)
   "Show the patch of TURN of SESSION in a reusable `diff-mode' buffer.

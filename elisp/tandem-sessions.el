@@ -16,7 +16,8 @@
 ;;   `tandem-switch-session'     -- switch the running session; keeps the
 ;;                                  active directory when the target's is gone.
 ;;   `tandem-continue'           -- continue this project's latest session.
-;;   `tandem-sessions-list'      -- a `tabulated-list-mode' list of sessions.
+;;   (`tandem-sessions-list', the overview of every session, is in
+;;   tandem-overview.el.)
 ;;
 ;; The relocation question goes through `tandem-sessions-prompt-function'
 ;; (a seam tests bind).  In batch Emacs with the default prompt there is no
@@ -29,7 +30,6 @@
 
 (require 'cl-lib)
 (require 'subr-x)
-(require 'tabulated-list)
 (require 'tandem-client)
 
 (require 'tandem-core)
@@ -186,79 +186,6 @@ When TARGET's directory is gone, the current active directory stays."
   (interactive)
   (tandem-sessions--activated
    (tandem-request "sessions/continue" (list :cwd (tandem-sessions--launch-dir)))))
-
-;;;; The session list
-
-(defvar tandem-sessions-list-mode-map
-  (let ((map (make-sparse-keymap)))
-    (define-key map (kbd "RET") #'tandem-sessions-list-open)
-    (define-key map (kbd "r") #'tandem-sessions-list-resume)
-    (define-key map (kbd "s") #'tandem-sessions-list-switch)
-    map)
-  "Keys of `tandem-sessions-list-mode'.")
-
-(define-derived-mode tandem-sessions-list-mode tabulated-list-mode "tandem-sessions"
-  "A list of tandem sessions.
-\\<tandem-sessions-list-mode-map>\\[tandem-sessions-list-open] opens the session at point directly,
-\\[tandem-sessions-list-resume] resumes it by id (asking to re-root it when
-its directory is gone), \\[tandem-sessions-list-switch] switches to it,
-\\[revert-buffer] refreshes."
-  (setq tabulated-list-format
-        [("Id" 14 t) ("Last activity" 20 t) ("Title" 30 t) ("Directory" 0 t)])
-  (setq tabulated-list-sort-key nil)
-  (add-hook 'tabulated-list-revert-hook #'tandem-sessions--refresh nil t)
-  (tabulated-list-init-header))
-
-(defvar-local tandem-sessions--all nil
-  "Non-nil when this list shows every project's sessions.")
-
-(defun tandem-sessions--refresh ()
-  "Fill the list from the backend."
-  (setq tabulated-list-entries
-        (mapcar (lambda (row)
-                  (list row
-                        (vector (substring (plist-get row :id) 0 13)
-                                (replace-regexp-in-string
-                                 "T" " " (substring (plist-get row :last-activity) 0 19))
-                                (tandem-sessions--title row)
-                                (concat (plist-get row :cwd)
-                                        (if (plist-get row :cwd-exists) ""
-                                          "  (directory gone)")))))
-                (tandem-sessions--list tandem-sessions--all))))
-
-;;;###autoload
-(defun tandem-sessions-list (&optional all)
-  "List this project's tandem sessions; with prefix argument ALL, every project's."
-  (interactive "P")
-  (let ((dir default-directory))
-    (with-current-buffer (get-buffer-create "*tandem sessions*")
-      (setq default-directory dir)
-      (tandem-sessions-list-mode)
-      (setq tandem-sessions--all (and all t))
-      (tandem-sessions--refresh)
-      (tabulated-list-print)
-      (pop-to-buffer (current-buffer))
-      (current-buffer))))
-
-(defun tandem-sessions--row-at-point ()
-  "The session row at point, or a user error."
-  (or (tabulated-list-get-id) (user-error "No tandem session on this line")))
-
-(defun tandem-sessions-list-open ()
-  "Open the session at point directly, without moving it."
-  (interactive)
-  (tandem-open-session-file (plist-get (tandem-sessions--row-at-point) :path)))
-
-(defun tandem-sessions-list-resume ()
-  "Resume the session at point by id.
-When its directory is gone, ask whether to re-root it here."
-  (interactive)
-  (tandem-sessions-resume-id (plist-get (tandem-sessions--row-at-point) :id)))
-
-(defun tandem-sessions-list-switch ()
-  "Switch the running session to the one at point."
-  (interactive)
-  (tandem-switch-session (plist-get (tandem-sessions--row-at-point) :path)))
 
 (provide 'tandem-sessions)
 ;;; tandem-sessions.el ends here

@@ -434,6 +434,17 @@ FOLDED-P tells whether a part key is folded."
        (let ((note (plist-get entry :message)))
          (when (and (stringp note) (not (string-empty-p note)))
            (tandem-view-render--body note 'tandem-view-muted))))
+      ("revert"
+       ;; A hunk or file of a turn reverted from its review (tandem-review).
+       (tandem-view-render--line
+        (propertize (format "↶ Reverted %s%s of turn %s · %s"
+                            (if (integerp (plist-get entry :hunk))
+                                (format "hunk %d of " (1+ (plist-get entry :hunk)))
+                              "")
+                            (plist-get entry :path) (plist-get entry :of-turn)
+                            (tandem-view-render-time (plist-get entry :ts)))
+                    'font-lock-face 'tandem-view-muted)
+        nil))
       ("compaction"
        (let ((folded (funcall folded-p (list 'compaction seq)))
              (first-kept (plist-get entry :first-kept-turn)))

@@ -50,6 +50,8 @@
 (require 'tandem-mcp)
 (require 'tandem-indicator)
 (require 'tandem-setup)
+(require 'tandem-review)
+(require 'tandem-overview)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
@@ -86,7 +88,7 @@ asks for one first."
 (define-key tandem-view-transcript-map (kbd "C-c C-d") #'tandem-directive-menu)
 (define-key tandem-view-mode-map (kbd "C-c C-d") #'tandem-directive-menu)
 (define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
-(define-key tandem-view-transcript-map "=" #'tandem-view-turn-patch)
+(define-key tandem-view-transcript-map "=" #'tandem-review-turn-at-point)
 
 (defvar Info-directory-list)
 (declare-function info-initialize "info" ())

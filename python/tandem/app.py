@@ -16,6 +16,7 @@ from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
 from tandem.history.compaction import CompactionService
 from tandem.history.rewind import RewindService
+from tandem.overview.facts import FactsCache
 from tandem.paths import tandem_home
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
@@ -44,6 +45,8 @@ class App:
         self.rewinds = RewindService(self.events, self.sessions, self.turns, self.checkpoints,
                                      self.gate)
         self.remote = RemoteService(self.home)
+        self.overview_facts = FactsCache()
+        """Turn and token counts per journal for the sessions overview."""
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
         self.sessions.manager.on_open.append(self.rewinds.recover_on_open)
 

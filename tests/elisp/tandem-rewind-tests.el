@@ -118,7 +118,7 @@
           ;; a transient menu another test may have left active.)
           (let ((map (get-text-property (point) 'keymap)))
             (should (eq (lookup-key map "R") #'tandem-rewind-before-turn-at-point))
-            (should (eq (lookup-key map "=") #'tandem-view-turn-patch)))
+            (should (eq (lookup-key map "=") #'tandem-review-turn-at-point)))
           (should (equal (tandem-rewind--at-point) (list session 1))))
         ;; The rewound turn is gone: a second rewind of it is refused.
         (let ((err (should-error (tandem-rewind-plan session 2) :type 'tandem-error)))

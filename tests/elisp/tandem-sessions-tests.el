@@ -250,7 +250,7 @@ Return (INFO OLD-DIR NEW-DIR BYTES); NEW-DIR has settings MODEL-B."
   (tandem-sessions-test--with-backend
     (cl-destructuring-bind (info _a b _bytes) (tandem-sessions-test--gone)
       (let ((default-directory (file-name-as-directory b)))
-        (with-current-buffer (tandem-sessions-list t)
+        (with-current-buffer (tandem-sessions-list)
           (should (derived-mode-p 'tabulated-list-mode))
           (goto-char (point-min))
           (should (search-forward (substring (plist-get info :id) 0 13) nil t))

@@ -398,24 +398,33 @@ class Checkpointer:
         except OSError as e:
             raise TandemError("checkpoint-failed", f"cannot capture {self.root}: {e}") from e
 
+    def keep(self, tree: str, gaps: list[Gap], label: str) -> Checkpoint:
+        """Keep TREE (already in the store, e.g. a derived one) as a checkpoint with GAPS."""
+        label = _check_label(label)
+        with self.layout.locked():
+            return self._keep_locked(tree, gaps, label)
+
     def _snapshot_locked(self, label: str) -> Checkpoint:
         now = self._capture_locked()
+        return self._keep_locked(now.tree, now.gaps, label)
+
+    def _keep_locked(self, tree: str, gaps: list[Gap], label: str) -> Checkpoint:
         record = CheckpointRecord(
-            label=label, created=datetime.now(UTC), root=str(self.root), gaps=now.gaps
+            label=label, created=datetime.now(UTC), root=str(self.root), gaps=gaps
         )
         message = record.model_dump_json().encode()
         old = self._head if self._head is not None else self._read_head()
-        commit = self._commit(now.tree, old, message)
+        commit = self._commit(tree, old, message)
         try:
             self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
         except GitError:
             # Another process moved the chain since we last looked: chain after it.
             old = self._read_head()
-            commit = self._commit(now.tree, old, message)
+            commit = self._commit(tree, old, message)
             self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
         self._head = commit
         return Checkpoint(
-            id=commit, tree=now.tree, **record.model_dump(exclude={"tandem_checkpoint"})
+            id=commit, tree=tree, **record.model_dump(exclude={"tandem_checkpoint"})
         )
 
     def _read_head(self) -> str:

@@ -19,6 +19,8 @@ DOMAIN_APIS = (
     "tandem.sessions.api",
     "tandem.history.compaction_api",
     "tandem.history.rewind_api",
+    "tandem.review.api",
+    "tandem.overview.api",
     "tandem.turns.api",
     "tandem.turns.acp_api",
     "tandem.turns.mcp_api",

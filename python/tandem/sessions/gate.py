@@ -1,9 +1,10 @@
 """One gate per backend: who holds a session, and why.
 
 A session is held by at most one thing at a time: a turn (from its
-acceptance to its terminal path), a rewind (plan, files, entry) or a
-compaction (summary, entry). Whoever asks while it is held gets one
-``busy`` error that names the holder. The same module holds the one check
+acceptance to its terminal path), a rewind (plan, files, entry), a
+compaction (summary, entry) or the revert of a reviewed change (files,
+entry). Whoever asks while it is held gets one ``busy`` error that names
+the holder. The same module holds the one check
 every writer of a session makes first (`writable_root`): the journal takes
 writes and the session's directory is still there.
 """
@@ -20,9 +21,9 @@ from tandem.protocol.base import TandemError
 from tandem.protocol.errors import Command
 from tandem.store.journal import Journal
 
-Purpose = Literal["turn", "rewind", "compaction"]
+Purpose = Literal["turn", "rewind", "compaction", "revert"]
 """Why a session is held."""
-Wanted = Literal["turn", "rewind", "compaction", "close"]
+Wanted = Literal["turn", "rewind", "compaction", "close", "revert"]
 """What the caller that finds it held wants to do."""
 
 
@@ -42,6 +43,7 @@ _TURN_RUNNING: dict[Wanted, str] = {
     "compaction": "A turn is running in session {sid}; compact when it has ended, "
                   "or cancel it",
     "close": "A turn is running in session {sid}; cancel it first",
+    "revert": "A turn is running in session {sid}; revert when it has ended",
 }
 _OTHER: dict[tuple[Purpose, Wanted], str] = {
     ("rewind", "rewind"): "Session {sid} is already being rewound",
@@ -50,6 +52,7 @@ _OTHER: dict[tuple[Purpose, Wanted], str] = {
     ("compaction", "turn"): "Session {sid} is being compacted; send again when it is done, "
                             "or cancel the compaction",
     ("compaction", "rewind"): "Session {sid} is being compacted; rewind when it is done",
+    ("revert", "turn"): "Session {sid} is reverting a change; send again when done",
 }
 
 
@@ -71,8 +74,9 @@ def busy_message(hold: Hold, wanted: Wanted) -> str:
         return _TURN_RUNNING[wanted].format(sid=sid)
     text = _OTHER.get((hold.purpose, wanted))
     if text is None:
-        gerund = "rewound" if hold.purpose == "rewind" else "compacted"
-        text = "Session {sid} is being " + gerund + "; try again when it is done"
+        doing = {"rewind": "being rewound", "compaction": "being compacted",
+                 "revert": "reverting a change"}[hold.purpose]
+        text = "Session {sid} is " + doing + "; try again when it is done"
     return text.format(sid=sid)
 
 

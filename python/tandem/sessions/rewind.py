@@ -24,6 +24,7 @@ from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import compaction_blocks_rewind
+from tandem.sessions.reverts import left_after
 from tandem.store.turn_index import TurnIndex
 
 GapKind = Literal[
@@ -180,6 +181,7 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int,
         )
     facts = TurnFacts(before_turn, checkpoint, discarded[-1], None)
     ends: dict[int, str | None] = {}
+    reverted = left_after(entries)  # a revert after a turn is tandem's change, not an outside one
     for t in discarded:
         rec = records[t]
         start, end, opened, user = rec.start, rec.end, rec.directive_open, rec.user
@@ -202,7 +204,7 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int,
         elif keeps_conversation(provider):
             facts.acp_reset = True  # the root chat's agent conversation saw this turn
         facts.gaps.extend(_patch_gaps(t, raw_end, patch))
-        to_id = patch.get("to_id") if patch else None
+        to_id = reverted.get(t) or (patch.get("to_id") if patch else None)
         ends[t] = to_id if isinstance(to_id, str) and to_id else None
     for a, b in zip(discarded, discarded[1:], strict=False):
         nxt_start = records[b].start

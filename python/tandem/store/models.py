@@ -175,6 +175,22 @@ class RewindRecovery(Entry):
     outcome: Literal["committed", "rolled-back"]
 
 
+class Revert(Entry):
+    """One hunk or one file of turn ``of_turn``'s patch reverted from a review.
+
+    Outside any turn (``of_turn``, not ``turn``). ``before``/``after`` are
+    the checkpoints of the files around it; ``paths`` every path it concerns.
+    """
+
+    type: Literal["revert"] = "revert"
+    of_turn: int = Field(ge=1)
+    path: str
+    hunk: int | None = None
+    paths: list[str]
+    before: str
+    after: str
+
+
 class Compaction(Entry):
     """Projection starts here."""
 
@@ -236,6 +252,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         DirectiveClose,
         Rewind,
         RewindRecovery,
+        Revert,
         Compaction,
         AcpSession,
         AcpOption,

@@ -116,6 +116,8 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "directive_close": {"turn": 1, "directive": "d", "outcome": "succeeded"},
         "rewind": {"before_turn": 1},
         "rewind_recovery": {"before_turn": 1, "outcome": "rolled-back"},
+        "revert": {"of_turn": 1, "path": "a", "hunk": 0, "paths": ["a"], "before": "b",
+                   "after": "c"},
         "compaction": {"summary": "s", "first_kept_turn": 2},
         "acp_session": {"acp_session_id": "a", "how": "new"},
         "acp_option": {"agent": "claude", "option": "mode", "value": "plan"},

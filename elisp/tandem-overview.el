@@ -1,0 +1,213 @@
+;;; tandem-overview.el --- Every tandem session at a glance  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; `tandem-sessions-list' shows every session of every project (with a
+;; prefix argument: this project's) in a `tabulated-list-mode' buffer:
+;; state (waiting for you / running / idle / closed / directory gone),
+;; title, engine and provider, last activity, turns, tokens, project.
+;; Sessions that wait for the user come first.  The rows come from the
+;; backend's `sessions/overview'; the buffer refreshes itself when an event
+;; says a session's state changed (a turn started or ended, a question was
+;; asked or answered).
+;;
+;; Keys: RET opens the session at point, k closes it (a live one), /
+;; filters (a regexp over the row; empty clears), r resumes by id, s
+;; switches to it, g refreshes.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'tabulated-list)
+(require 'tandem-client)
+(require 'tandem-sessions)
+
+(defconst tandem-overview--buffer-name "*tandem sessions*"
+  "Name of the overview buffer.")
+
+(defconst tandem-overview--state-kinds '("turn-started" "interaction" "turn-ended")
+  "Event kinds that change a session's state.")
+
+(defconst tandem-overview--state-entries '("interaction_answer" "rewind" "revert")
+  "Entry types whose arrival changes what the overview shows.")
+
+(defvar tandem-overview-refresh-delay 0.1
+  "Seconds to wait after a state event before refreshing (events come in bursts).")
+
+(defvar-local tandem-overview--project nil
+  "The project directory this list is limited to, or nil for every project.")
+
+(defvar-local tandem-overview--filter nil
+  "Regexp rows must match to be shown, or nil.")
+
+(defvar-local tandem-overview--rows nil
+  "The last `sessions/overview' rows received.")
+
+(defvar tandem-overview--timer nil
+  "The pending refresh timer, or nil.")
+
+(defvar tandem-sessions-list-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'tandem-sessions-list-open)
+    (define-key map "k" #'tandem-sessions-list-close)
+    (define-key map "/" #'tandem-sessions-list-filter)
+    (define-key map "r" #'tandem-sessions-list-resume)
+    (define-key map "s" #'tandem-sessions-list-switch)
+    map)
+  "Keys of `tandem-sessions-list-mode'.")
+
+(define-derived-mode tandem-sessions-list-mode tabulated-list-mode "tandem-sessions"
+  "Every tandem session at a glance, those waiting for you first.
+\\<tandem-sessions-list-mode-map>\\[tandem-sessions-list-open] opens the session at point,
+\\[tandem-sessions-list-close] closes it, \\[tandem-sessions-list-filter] filters the rows,
+\\[tandem-sessions-list-resume] resumes it by id (asking to re-root it when its
+directory is gone), \\[tandem-sessions-list-switch] switches to it,
+\\[revert-buffer] refreshes.  The list follows the backend's events."
+  (setq tabulated-list-format
+        [("Id" 14 t) ("State" 22 t) ("Title" 24 t) ("Engine" 24 t)
+         ("Last activity" 17 t) ("Turns" 5 t :right-align t) ("Tokens" 9 t :right-align t)
+         ("Project" 0 t)])
+  (setq tabulated-list-sort-key nil)
+  (add-hook 'tabulated-list-revert-hook #'tandem-overview--fetch nil t)
+  (tabulated-list-init-header))
+
+(defun tandem-overview--state (row)
+  "The State cell of ROW."
+  (pcase (plist-get row :state)
+    ("waiting" (propertize (concat "⏸ waiting for you"
+                                   (if (plist-get row :question)
+                                       (concat ": " (plist-get row :question)) ""))
+                           'face 'warning))
+    ("running" (propertize (format "▶ running turn %s" (plist-get row :turn))
+                           'face 'success))
+    ("directory-gone" "(directory gone)")
+    ("damaged" "(damaged)")
+    (state state)))
+
+(defun tandem-overview--tokens (row)
+  "The Tokens cell of ROW: input plus output tokens."
+  (let ((n (+ (or (plist-get row :input-tokens) 0) (or (plist-get row :output-tokens) 0))))
+    (if (>= n 10000) (format "%dk" (/ n 1000)) (number-to-string n))))
+
+(defun tandem-overview--entry (row)
+  "The `tabulated-list-entries' element of ROW."
+  (list row
+        (vector (substring (plist-get row :id) 0 13)
+                (tandem-overview--state row)
+                (tandem-sessions--title row)
+                (string-trim (format "%s %s" (plist-get row :engine) (plist-get row :provider)))
+                (let ((ts (or (plist-get row :last-activity) "")))
+                  (replace-regexp-in-string "T" " " (substring ts 0 (min 16 (length ts)))))
+                (number-to-string (or (plist-get row :turns) 0))
+                (tandem-overview--tokens row)
+                (abbreviate-file-name (or (plist-get row :cwd) "")))))
+
+(defun tandem-overview--show (rows)
+  "Show ROWS (from `sessions/overview') in the current buffer, keeping point."
+  (setq tandem-overview--rows rows)
+  (setq tabulated-list-entries
+        (cl-loop for row in rows
+                 for entry = (tandem-overview--entry row)
+                 when (or (not tandem-overview--filter)
+                          (string-match-p tandem-overview--filter
+                                          (mapconcat #'identity (cadr entry) " ")))
+                 collect entry))
+  (tabulated-list-print t))
+
+(defun tandem-overview--params ()
+  "The `sessions/overview' parameters of this buffer."
+  (and tandem-overview--project (list :cwd tandem-overview--project)))
+
+(defun tandem-overview--fetch ()
+  "Fill the list from the backend (synchronously; for `revert-buffer')."
+  (let ((rows (plist-get (tandem-request "sessions/overview" (tandem-overview--params)) :rows)))
+    (setq tandem-overview--rows rows)
+    (setq tabulated-list-entries (mapcar #'tandem-overview--entry rows))
+    (when tandem-overview--filter
+      (setq tabulated-list-entries
+            (cl-remove-if-not (lambda (e) (string-match-p tandem-overview--filter
+                                                          (mapconcat #'identity (cadr e) " ")))
+                              tabulated-list-entries)))))
+
+(defun tandem-overview-refresh ()
+  "Refresh every overview buffer from the backend, without waiting for it."
+  (setq tandem-overview--timer nil)
+  (let ((buffer (get-buffer tandem-overview--buffer-name)))
+    (when (and (buffer-live-p buffer) (tandem-backend-pid))
+      (tandem-request-async
+       "sessions/overview" (with-current-buffer buffer (tandem-overview--params))
+       (lambda (reply)
+         (when (buffer-live-p buffer)
+           (with-current-buffer buffer (tandem-overview--show (plist-get reply :rows)))))
+       #'ignore))))
+
+(defun tandem-overview--on-event (event)
+  "Schedule a refresh for EVENT when it is a session state change."
+  (when (and (get-buffer tandem-overview--buffer-name)
+             (or (member (plist-get event :kind) tandem-overview--state-kinds)
+                 (and (equal (plist-get event :kind) "entry")
+                      (member (plist-get (plist-get event :entry) :type)
+                              tandem-overview--state-entries))))
+    (unless tandem-overview--timer
+      (setq tandem-overview--timer
+            (run-with-timer tandem-overview-refresh-delay nil #'tandem-overview-refresh)))))
+
+;;;###autoload
+(defun tandem-sessions-list (&optional project-only)
+  "List every tandem session of every project, those waiting for you first.
+With prefix argument PROJECT-ONLY, only this project's.  Return the buffer."
+  (interactive "P")
+  (let ((dir default-directory)
+        (project (and project-only (tandem-sessions--launch-dir))))
+    (with-current-buffer (get-buffer-create tandem-overview--buffer-name)
+      (setq default-directory dir)
+      (tandem-sessions-list-mode)
+      (setq tandem-overview--project project)
+      (add-hook 'tandem-event-functions #'tandem-overview--on-event)
+      (tandem-overview--fetch)
+      (tabulated-list-print)
+      (pop-to-buffer (current-buffer))
+      (current-buffer))))
+
+(defun tandem-sessions--row-at-point ()
+  "The session row at point, or a user error."
+  (or (tabulated-list-get-id) (user-error "No tandem session on this line")))
+
+(defun tandem-sessions-list-open ()
+  "Open the session at point directly, without moving it."
+  (interactive)
+  (tandem-open-session-file (plist-get (tandem-sessions--row-at-point) :path)))
+
+(defun tandem-sessions-list-close ()
+  "Close the live session at point: stop its agent processes, release its journal."
+  (interactive)
+  (let ((row (tandem-sessions--row-at-point)))
+    (unless (member (plist-get row :state) '("idle" "waiting" "running"))
+      (user-error "Session %s is not open" (substring (plist-get row :id) 0 13)))
+    (tandem-request "sessions/close" (list :session (plist-get row :id)))
+    (message "tandem: closed session %s" (substring (plist-get row :id) 0 13))
+    (revert-buffer)))
+
+(defun tandem-sessions-list-filter (regexp)
+  "Show only the rows matching REGEXP (in any column); empty: every row."
+  (interactive (list (read-regexp "Filter sessions (regexp, empty: all)")))
+  (setq tandem-overview--filter (and regexp (not (string-empty-p regexp)) regexp))
+  (tandem-overview--show tandem-overview--rows))
+
+(defun tandem-sessions-list-resume ()
+  "Resume the session at point by id.
+When its directory is gone, ask whether to re-root it here."
+  (interactive)
+  (tandem-sessions-resume-id (plist-get (tandem-sessions--row-at-point) :id)))
+
+(defun tandem-sessions-list-switch ()
+  "Switch the running session to the one at point."
+  (interactive)
+  (tandem-switch-session (plist-get (tandem-sessions--row-at-point) :path)))
+
+(provide 'tandem-overview)
+;;; tandem-overview.el ends here

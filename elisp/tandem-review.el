@@ -1,0 +1,234 @@
+;;; tandem-review.el --- Review a turn's patch hunk by hunk  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; `tandem-review-turn' shows the whole patch of one turn (every file it
+;; changed: headers, hunks, binary and gap notes) in a `diff-mode' buffer
+;; with `tandem-review-mode' on top:
+;;
+;;   k  revert the hunk at point   (backend `review/revert' with its index)
+;;   K  revert the file at point   (after `tandem-review-confirm-function')
+;;   e  ediff the file at point against its version before the turn
+;;   g  reload
+;;
+;; Reverts go through the backend against the files as they are now: one
+;; refused when the file changed since the turn says why and changes
+;; nothing; one done is journaled (a `revert' entry) and checkpointed.
+;; The patch shown is the turn's and does not change; reverted hunks are
+;; dimmed.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'diff-mode)
+(require 'tandem-client)
+
+(declare-function ediff-buffers "ediff" (buffer-a buffer-b &optional startup-hooks job-name))
+
+(defvar tandem-review-confirm-function #'y-or-n-p
+  "Function asking before a whole file is reverted; called with a prompt.")
+
+(defvar tandem-review-reverted-functions nil
+  "Abnormal hook run with (SESSION ENTRY) after each revert the backend recorded.")
+
+(defvar-local tandem-review--session nil "Session id of this review buffer.")
+(defvar-local tandem-review--turn nil "Turn number of this review buffer.")
+(defvar-local tandem-review--root nil "Workspace root the patch's paths are relative to.")
+
+(defvar tandem-review-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "k" #'tandem-review-revert-hunk)
+    (define-key map "K" #'tandem-review-revert-file)
+    (define-key map "e" #'tandem-review-ediff)
+    (define-key map "g" #'tandem-review-reload)
+    map)
+  "Keys of `tandem-review-mode'.")
+
+(defvar-local tandem-review--keys nil
+  "Buffer-local `emulation-mode-map-alists' element of a review buffer.
+A read-only `diff-mode' buffer's own minor mode binds k (kill hunk); an
+emulation map outranks every minor mode, so the review's keys win there.")
+
+(add-to-list 'emulation-mode-map-alists 'tandem-review--keys)
+
+(define-minor-mode tandem-review-mode
+  "Review one turn's patch.
+\\<tandem-review-mode-map>\\[tandem-review-revert-hunk] reverts the hunk at point,
+\\[tandem-review-revert-file] the file at point, \\[tandem-review-ediff] compares
+the file with its version before the turn, \\[tandem-review-reload] reloads."
+  :lighter " Review"
+  (setq tandem-review--keys
+        (and tandem-review-mode (list (cons 'tandem-review-mode tandem-review-mode-map)))))
+
+(defun tandem-review--buffer-name (session turn)
+  "The review buffer's name for TURN of SESSION."
+  (format "*tandem-review: %s turn %s*" (substring session 0 (min 8 (length session))) turn))
+
+(defun tandem-review--insert (reply)
+  "Insert the review of REPLY (a `sessions/turn-patch' reply) at point."
+  (let* ((patch (plist-get reply :patch))
+         (diff (or (plist-get patch :diff) "")))
+    (insert (format "# Turn %s of session %s%s%s — %s\n" (plist-get reply :turn)
+                    (plist-get reply :session)
+                    (if (plist-get reply :running) " (running: changes so far)" "")
+                    (if (plist-get reply :rewound) " (rewound)" "")
+                    (plist-get patch :completeness)))
+    (insert "# k reverts the hunk at point, K the file, e compares it with before the turn\n")
+    (dolist (f (plist-get patch :files))
+      (when (plist-get f :binary)
+        (insert (format "# binary: %s (revert it whole with K)\n" (plist-get f :path)))))
+    (dolist (g (plist-get patch :gaps))
+      (insert (format "# gap: %s%s %s\n" (plist-get g :kind)
+                      (if (plist-get g :path) (concat " " (plist-get g :path)) "")
+                      (or (plist-get g :detail) ""))))
+    (insert (if (string-empty-p diff) "# No file changed.\n" diff))
+    (when (plist-get patch :diff-truncated)
+      (insert "\n# The diff is cut here (too long); the files after it are not shown.\n"))))
+
+;;;###autoload
+(defun tandem-review-turn (session turn)
+  "Review the patch of TURN of SESSION: revert hunks or files, compare them.
+Interactively, the turn at point of this buffer's session.  Return the buffer."
+  (interactive (list (or (bound-and-true-p tandem-session) (read-string "Session: "))
+                     (read-number "Turn: ")))
+  (unless (and (stringp session) (not (string-empty-p session)))
+    (signal 'wrong-type-argument (list 'stringp session)))
+  (unless (and (integerp turn) (> turn 0))
+    (signal 'wrong-type-argument (list 'natnump turn)))
+  (let* ((reply (tandem-request "sessions/turn-patch" (list :session session :turn turn) 120))
+         (session (plist-get reply :session))
+         (buffer (get-buffer-create (tandem-review--buffer-name session turn))))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (remove-overlays)
+        (tandem-review--insert reply))
+      (setq default-directory (file-name-as-directory (plist-get reply :root)))
+      (diff-mode)
+      (setq tandem-review--session session
+            tandem-review--turn turn
+            tandem-review--root (plist-get reply :root))
+      (tandem-review-mode 1)
+      (setq buffer-read-only t)
+      (goto-char (point-min))
+      (when (re-search-forward "^@@" nil t) (beginning-of-line)))
+    (display-buffer buffer)
+    buffer))
+
+(defun tandem-review-reload ()
+  "Fetch this review's patch again."
+  (interactive)
+  (tandem-review-turn tandem-review--session tandem-review--turn))
+
+;;;; Where point is
+
+(defun tandem-review--unquote (name)
+  "NAME from a git patch header, unquoted, without its a/ or b/ prefix."
+  (let ((plain (if (string-prefix-p "\"" name)
+                   (decode-coding-string (read name) 'utf-8)
+                 name)))
+    (if (string-match "\\`[ab]/" plain) (substring plain 2) plain)))
+
+(defun tandem-review--file-at-point ()
+  "Return (PATH START END) of the file section at point, or signal a user error.
+PATH is the file's name after the turn (its old name when the turn deleted it)."
+  (save-excursion
+    (end-of-line)
+    (unless (re-search-backward "^diff --git " nil t)
+      (user-error "Point is not on a file of the patch"))
+    (let* ((start (point))
+           (end (save-excursion
+                  (forward-line 1)
+                  (if (re-search-forward "^diff --git " nil t) (match-beginning 0) (point-max))))
+           (head-end (save-excursion
+                       (if (re-search-forward "^@@" end t) (match-beginning 0) end)))
+           (path nil))
+      (dolist (re '("^rename to \\(.*\\)$" "^\\+\\+\\+ \\(b/.*\\|\".*\\)$"
+                    "^--- \\(a/.*\\|\".*\\)$"))
+        (unless path
+          (save-excursion
+            (when (re-search-forward re head-end t)
+              (setq path (tandem-review--unquote (match-string-no-properties 1)))))))
+      (unless path
+        (save-excursion
+          (when (looking-at "^diff --git a/\\(.*\\) b/")
+            (setq path (match-string-no-properties 1)))))
+      (list path start end))))
+
+(defun tandem-review--hunk-at-point ()
+  "Return (PATH INDEX HEADER START END) of the hunk at point.
+Signal a user error when point is on no hunk."
+  (cl-destructuring-bind (path start end) (tandem-review--file-at-point)
+    (save-excursion
+      (end-of-line)
+      (unless (and (re-search-backward "^@@" start t) (< (point) end))
+        (user-error "Point is not on a hunk (K reverts the whole file)"))
+      (let* ((hstart (point))
+             (header (buffer-substring-no-properties hstart (line-end-position)))
+             (hend (save-excursion (forward-line 1)
+                                   (if (re-search-forward "^\\(@@\\|diff --git \\)" end t)
+                                       (match-beginning 0) end)))
+             (index 0))
+        (goto-char start)
+        (while (re-search-forward "^@@" hstart t) (cl-incf index))
+        (list path index header hstart hend)))))
+
+;;;; Reverting
+
+(defun tandem-review--revert (params start end what)
+  "Ask the backend to revert PARAMS; dim START..END and report WHAT on success."
+  (let ((entry (tandem-request "review/revert"
+                               (append (list :session tandem-review--session
+                                             :turn tandem-review--turn)
+                                       params)
+                               120)))
+    (let ((ov (make-overlay start end)))
+      (overlay-put ov 'face 'shadow)
+      (overlay-put ov 'tandem-reverted t))
+    (message "tandem: reverted %s" what)
+    (run-hook-with-args 'tandem-review-reverted-functions tandem-review--session entry)
+    entry))
+
+(defun tandem-review-revert-hunk ()
+  "Revert the hunk at point in the file as it is now (refused if it changed since)."
+  (interactive)
+  (cl-destructuring-bind (path index header start end) (tandem-review--hunk-at-point)
+    (tandem-review--revert (list :path path :hunk index :hunk-header header) start end
+                           (format "hunk %d of %s" (1+ index) path))))
+
+(defun tandem-review-revert-file ()
+  "Revert the whole file at point to its state before the turn."
+  (interactive)
+  (cl-destructuring-bind (path start end) (tandem-review--file-at-point)
+    (when (funcall tandem-review-confirm-function
+                   (format "Revert %s to before turn %s? " path tandem-review--turn))
+      (tandem-review--revert (list :path path) start end path))))
+
+(defun tandem-review-ediff ()
+  "Compare the file at point with its version before the turn, in ediff.
+Return the buffer holding the version before the turn."
+  (interactive)
+  (let* ((path (car (tandem-review--file-at-point)))
+         (reply (tandem-request "review/before" (list :session tandem-review--session
+                                                      :turn tandem-review--turn :path path)))
+         (root tandem-review--root)
+         (old (get-buffer-create (format "*tandem-before: %s (turn %s)*"
+                                         (plist-get reply :path) tandem-review--turn))))
+    (with-current-buffer old
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (plist-get reply :text)))
+      (let ((buffer-file-name (expand-file-name (plist-get reply :path) root)))
+        (set-auto-mode t))
+      (setq buffer-read-only t)
+      (set-buffer-modified-p nil))
+    (require 'ediff)
+    (ediff-buffers old (find-file-noselect (expand-file-name path root)))
+    old))
+
+(provide 'tandem-review)
+;;; tandem-review.el ends here

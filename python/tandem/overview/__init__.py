@@ -1,0 +1,1 @@
+"""Every session at a glance: the listing plus each session's live state."""
