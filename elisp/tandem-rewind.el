@@ -268,13 +268,13 @@ there is no rewind to undo."
             (if (plist-get plan :files-only)
                 "Files go back to what they were just before the rewind; the rewound turns \
 stay rewound (the journal's turns do not change).\n\n"
-              "Files go back to what they were just before the rewind, and the rewound \
-turns return to the view and the model's context.\n\n"))
+              "Files go back to what they were just before the rewind, and the \
+rewound turns return to the view and the model's context.\n\n"))
     (when (plist-get plan :refusal)
       (insert (propertize (format "Refused: %s.\n\n" (plist-get plan :refusal))
                           'font-lock-face 'error)))
-    (tandem-rewind--section "Turns returning" (plist-get plan :turns)
-                            #'tandem-rewind--turn-line)
+    (tandem-rewind--section
+     "Turns returning" (plist-get plan :turns) #'tandem-rewind--turn-line)
     (tandem-rewind--section
      "Directive attempts returning" (plist-get plan :attempts)
      (lambda (a) (format "%s · %s%s (turn %s)" (plist-get a :directive) (plist-get a :action)
@@ -313,13 +313,13 @@ one seeded with the returned turns.\n\n"))
     buffer))
 
 (defun tandem-rewind-undo (session &optional no-confirm files-only)
-  "Undo SESSION's latest rewind, bringing back its files and its turns.
-Show the impact plan and ask first, unless NO-CONFIRM.  When a turn ran
-after the rewind a full undo is refused; the plan says which turns, and
-the user is offered to put back only the files (FILES-ONLY, or a prefix
-argument interactively), the rewound turns staying rewound.  Return the
-reply plist (:seq :restored :deleted :turns :files-only ...), or nil
-when declined."
+  "Undo the latest rewind of SESSION: put its files and rewound part back.
+Show the impact plan and ask first, unless NO-CONFIRM.  A full undo is
+refused when a turn ran after the rewind (the plan names it); then
+putting back only the files is offered.  With FILES-ONLY (a prefix
+argument interactively) only the files go back and the rewound part of
+the session stays rewound.  Return the reply plist (:seq :restored
+:deleted :turns :files-only ...), or nil when declined."
   (interactive (list (or (tandem-rewind--session-here) (tandem-project-session))
                      nil current-prefix-arg))
   (tandem-rewind--check-session session)
