@@ -24,6 +24,7 @@
 ;;   `tandem-rewind-plan'  -- the impact plan of a rewind, as a plist.
 ;;   `tandem-rewind'       -- show the plan, confirm, rewind.
 ;;   `tandem-rewind-before-turn-at-point' -- R on a turn in a session buffer.
+;;   `tandem-rewind-undo-plan', `tandem-rewind-undo' -- undo the latest rewind.
 ;;   `tandem-view-turn-patch' -- one turn's patch (= on a turn).
 
 ;;; Code:
@@ -238,6 +239,134 @@ asked about again."
     (unless session (user-error "This buffer shows no tandem session"))
     (unless turn (user-error "Point is not on a turn"))
     (tandem-rewind session turn)))
+
+;;;; Undoing a rewind
+
+(defun tandem-rewind--check-session (session)
+  "Signal an error unless SESSION is a session id."
+  (unless (and (stringp session) (not (string-empty-p session)))
+    (signal 'wrong-type-argument (list 'stringp session))))
+
+(defun tandem-rewind-undo-plan (session &optional files-only)
+  "Return the plan of undoing SESSION's latest rewind, as a plist.
+With FILES-ONLY, only the files would go back; the turns stay rewound.
+Keys: :session :rewind-seq :before-turn :root :checkpoint :to-restore
+:to-delete :changed-externally :turns (returning) :attempts (returning)
+:later-turns :refusal (a sentence when a full undo is refused) :gaps
+:diff :files-only :acp-reset :digest.  Signals `tandem-error' when
+there is no rewind to undo."
+  (tandem-rewind--check-session session)
+  (tandem-request "sessions/rewind-undo-plan"
+                  (list :session session :files-only (and files-only t)) 120))
+
+(defun tandem-rewind--insert-undo-plan (plan)
+  "Insert the impact description of PLAN, an undo plan, at point."
+  (let ((before (plist-get plan :before-turn)))
+    (insert (propertize (format "Undo the rewind before turn %s%s\n" before
+                                (if (plist-get plan :files-only) " (files only)" ""))
+                        'font-lock-face 'diff-file-header)
+            (format "Session %s in %s\n" (plist-get plan :session) (plist-get plan :root))
+            (if (plist-get plan :files-only)
+                "Files go back to what they were just before the rewind; the rewound turns \
+stay rewound (the journal's turns do not change).\n\n"
+              "Files go back to what they were just before the rewind, and the \
+rewound turns return to the view and the model's context.\n\n"))
+    (when (plist-get plan :refusal)
+      (insert (propertize (format "Refused: %s.\n\n" (plist-get plan :refusal))
+                          'font-lock-face 'error)))
+    (tandem-rewind--section
+     "Turns returning" (plist-get plan :turns) #'tandem-rewind--turn-line)
+    (tandem-rewind--section
+     "Directive attempts returning" (plist-get plan :attempts)
+     (lambda (a) (format "%s · %s%s (turn %s)" (plist-get a :directive) (plist-get a :action)
+                         (if (plist-get a :attempt) (format " · attempt %s" (plist-get a :attempt))
+                           " · discussion")
+                         (plist-get a :turn))))
+    (tandem-rewind--section
+     "Changed since the rewind — the undo overwrites these edits"
+     (plist-get plan :changed-externally)
+     (lambda (c) (plist-get c :path)) 'warning)
+    (tandem-rewind--section
+     "Known gaps" (plist-get plan :gaps)
+     (lambda (g) (format "%s [%s]: %s" (or (plist-get g :path) "-") (plist-get g :kind)
+                         (plist-get g :detail))))
+    (tandem-rewind--section
+     "Files" (append (mapcar (lambda (p) (cons "restore" p)) (plist-get plan :to-restore))
+                     (mapcar (lambda (p) (cons "delete " p)) (plist-get plan :to-delete)))
+     (lambda (f) (format "%s %s" (car f) (cdr f))))
+    (when (plist-get plan :acp-reset)
+      (insert "The agent's conversation cannot be un-reset: its next turn starts a new \
+one seeded with the returned turns.\n\n"))
+    (insert (or (plist-get plan :diff) ""))))
+
+(defun tandem-rewind--show-undo-plan (plan)
+  "Show the undo PLAN in the impact buffer; return the buffer."
+  (let ((buffer (get-buffer-create tandem-rewind--buffer-name)))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (setq default-directory (file-name-as-directory (plist-get plan :root)))
+        (tandem-rewind--insert-undo-plan plan)
+        (diff-mode)
+        (setq buffer-read-only t)
+        (goto-char (point-min))))
+    (display-buffer buffer)
+    buffer))
+
+(defun tandem-rewind-undo (session &optional no-confirm files-only)
+  "Undo the latest rewind of SESSION: put its files and rewound part back.
+Show the impact plan and ask first, unless NO-CONFIRM.  A full undo is
+refused when a turn ran after the rewind (the plan names it); then
+putting back only the files is offered.  With FILES-ONLY (a prefix
+argument interactively) only the files go back and the rewound part of
+the session stays rewound.  Return the reply plist (:seq :restored
+:deleted :turns :files-only ...), or nil when declined."
+  (interactive (list (or (tandem-rewind--session-here) (tandem-project-session))
+                     nil current-prefix-arg))
+  (tandem-rewind--check-session session)
+  (let ((plan (tandem-rewind-undo-plan session files-only)) (result nil))
+    (when (and (plist-get plan :refusal) (not no-confirm))
+      (tandem-rewind--show-undo-plan plan)
+      (if (funcall tandem-rewind-confirm-function
+                   (format "Undo refused (%s); put back only the files? "
+                           (plist-get plan :refusal)))
+          (setq plan (tandem-rewind-undo-plan session t))
+        (setq plan nil)))
+    (when (and plan (plist-get plan :refusal))
+      (user-error "Cannot undo the rewind: %s" (plist-get plan :refusal)))
+    (if (and plan
+             (or no-confirm
+                 (progn (tandem-rewind--show-undo-plan plan)
+                        (funcall tandem-rewind-confirm-function
+                                 (format "Undo the rewind before turn %s: restore %d file(s), \
+delete %d, %s? "
+                                         (plist-get plan :before-turn)
+                                         (length (plist-get plan :to-restore))
+                                         (length (plist-get plan :to-delete))
+                                         (if (plist-get plan :files-only)
+                                             "turns stay rewound"
+                                           (format "%d turn(s) return"
+                                                   (length (plist-get plan :turns)))))))))
+        (setq result (tandem-request "sessions/rewind-undo"
+                                     (list :session session :digest (plist-get plan :digest)
+                                           :files-only (plist-get plan :files-only))
+                                     120))
+      (message "Undo cancelled; nothing changed"))
+    (when result
+      (setq session (or (plist-get result :session) session))
+      (save-current-buffer
+        (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
+          (when window (quit-window nil window)))
+        (let ((buffer (tandem-view-buffer session)))
+          (when (and buffer (fboundp 'tandem-view-refresh))
+            (with-current-buffer buffer (tandem-view-refresh)))))
+      (when (boundp 'tandem-directive-changed-functions)
+        (run-hooks 'tandem-directive-changed-functions))
+      (message "Undid the rewind before turn %s: %d file(s) restored, %d deleted%s"
+               (plist-get result :before-turn) (length (plist-get result :restored))
+               (length (plist-get result :deleted))
+               (if (plist-get result :files-only) " (turns stay rewound)" "")))
+    result))
 
 ;;;; One turn's patch
 

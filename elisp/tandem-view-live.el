@@ -182,10 +182,13 @@ The buffer follows the connection it fetched from from now on."
         (setq entries (append (tandem-view--fetch-before (plist-get (car entries) :seq) 10000)
                               entries)))
       (when entries
-        (let* ((later-rewinds
-                (cl-loop for b in (tandem-view-state-blocks st)
-                         for e = (car (tandem-view-block-entries b))
-                         when (equal (plist-get e :type) "rewind")
+        (let* ((shown (mapcar (lambda (b) (car (tandem-view-block-entries b)))
+                              (tandem-view-state-blocks st)))
+               (cancelled (tandem-view-cancelled-rewinds shown))
+               (later-rewinds
+                (cl-loop for e in shown
+                         when (and (equal (plist-get e :type) "rewind")
+                                   (not (memq (plist-get e :seq) cancelled)))
                          collect (plist-get e :before-turn)))
                (blocks (cl-remove-if
                         (lambda (b) (and (tandem-view-block-turn b)
@@ -363,9 +366,11 @@ belongs to entries already in the buffer."
       (let ((b (tandem-view--new-block entry)))
         (push entry (tandem-view-block-entries b))
         (tandem-view--append-block b))
-      ;; A compaction replaces turns above it: re-render from the journal
-      ;; at the next frame (not here: this may run in a process filter).
-      (when (equal type "compaction")
+      ;; A compaction replaces turns above it, an undone rewind brings its
+      ;; turns back: re-render from the journal at the next frame (not
+      ;; here: this may run in a process filter).
+      (when (or (equal type "compaction")
+                (and (equal type "rewind_undo") (not (plist-get entry :files-only))))
         (setf (tandem-view-state-refresh-pending st) t)
         (tandem-view--schedule)))
      (t

@@ -54,17 +54,28 @@
   "Return a new block whose first entry is ENTRY."
   (tandem-view-block-create :key (plist-get entry :seq) :turn (plist-get entry :turn)))
 
+(defun tandem-view-cancelled-rewinds (entries)
+  "Return the seqs of the rewinds a `rewind_undo' entry in ENTRIES cancels.
+A cancelled rewind hides nothing; an undo with `:files-only' cancels none."
+  (cl-loop for e in entries
+           when (and (equal (plist-get e :type) "rewind_undo")
+                     (not (plist-get e :files-only))
+                     (integerp (plist-get e :rewind-seq)))
+           collect (plist-get e :rewind-seq)))
+
 (defun tandem-view--build (entries &optional later)
   "Return blocks (oldest first) for ENTRIES, a list oldest first.
-Turns a later `rewind' hides are left out, and so are the turns a
+Turns a later `rewind' hides are left out (unless a `rewind_undo'
+cancelled it), and so are the turns a
 compaction summarised (its row is placed where they were); LATER are
 compaction entries newer than ENTRIES that count too.  Uses no buffer
 state."
-  (let ((by-turn (make-hash-table)) (blocks nil))
+  (let ((by-turn (make-hash-table)) (blocks nil)
+        (cancelled (tandem-view-cancelled-rewinds entries)))
     (dolist (e entries)
       (let ((turn (plist-get e :turn)) (type (plist-get e :type)))
         (cond
-         ((equal type "rewind")
+         ((and (equal type "rewind") (not (memq (plist-get e :seq) cancelled)))
           (let ((before (plist-get e :before-turn)))
             (setq blocks (cl-remove-if (lambda (b) (and (tandem-view-block-turn b)
                                                         (>= (tandem-view-block-turn b) before)))

@@ -421,10 +421,21 @@ FOLDED-P tells whether a part key is folded."
                             (tandem-view-render-time (plist-get entry :ts)))
                     'font-lock-face 'tandem-view-muted)
         nil))
-      ("rewind_recovery"
-       ;; A rewind a crash interrupted, settled when the backend came back.
+      ("rewind_undo"
        (tandem-view-render--line
-        (propertize (format "⟲ Interrupted rewind before turn %s %s · %s"
+        (propertize (format (if (plist-get entry :files-only)
+                                "⟲ Files put back as before the rewind before turn %s \
+(its turns stay rewound) · %s"
+                              "⟲ Undid the rewind before turn %s · %s")
+                            (plist-get entry :before-turn)
+                            (tandem-view-render-time (plist-get entry :ts)))
+                    'font-lock-face 'tandem-view-muted)
+        nil))
+      ("rewind_recovery"
+       ;; A rewind (or its undo) a crash interrupted, settled when the backend came back.
+       (tandem-view-render--line
+        (propertize (format "⟲ Interrupted %s before turn %s %s · %s"
+                            (if (plist-get entry :undo) "undo of the rewind" "rewind")
                             (plist-get entry :before-turn)
                             (if (equal (plist-get entry :outcome) "committed")
                                 "kept" "rolled back")

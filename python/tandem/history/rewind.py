@@ -22,16 +22,17 @@ latest compaction summarised the turn), ``read-only``, ``stale``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
+from tandem.history.restore_back import put_back
+from tandem.history.rewind_undo import RewindUndo
 from tandem.protocol.base import TandemError
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.gate import SessionGate, writable_root
-from tandem.sessions.rewind import RewindPlan, RewindResult, build_plan
+from tandem.sessions.rewind import DiscardedTurn, RewindPlan, RewindResult, build_plan
 from tandem.sessions.rewind_recovery import (
     Recovery,
     RecoveryReport,
@@ -65,6 +66,8 @@ class RewindService:
         self.gate = gate
         self.recovery = Recovery(sessions.home, checkpoints, events)
         """What settling a rewind a crash interrupted needs."""
+        self.undo = RewindUndo(self)
+        """Undoing the latest rewind (`tandem.history.rewind_undo`)."""
 
     def recover_on_open(self, journal: Journal) -> None:
         """`SessionManager` hook: settle JOURNAL's left rewind as it is opened."""
@@ -150,7 +153,7 @@ class RewindService:
                 "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
                 "turns": turns_hidden, "acp_reset": plan.acp_reset})
         except BaseException:
-            await _put_back(cp, done)
+            await put_back(cp, done)
             drop_intent(journal.path)  # files as before; a failed put-back keeps it for recovery
             raise
         try:
@@ -160,7 +163,7 @@ class RewindService:
         drop_intent(journal.path)
         self.events.publish(sid, "entry", {"entry": entry_to_dict(entry)})
         if plan.acp_reset:
-            await self._reset_conversations(journal, plan)
+            await self.reset_conversations(journal, plan.turns)
         log.info("rewound %s before turn %d (%d restored, %d deleted)", sid, before_turn,
                  len(done.restored), len(done.deleted))
         return RewindResult(session=sid, before_turn=before_turn, seq=entry.seq,
@@ -168,7 +171,8 @@ class RewindService:
                             restored=done.restored, deleted=done.deleted,
                             turns=[t.turn for t in plan.turns], acp_reset=plan.acp_reset)
 
-    async def _reset_conversations(self, journal: Journal, plan: RewindPlan) -> None:
+    async def reset_conversations(self, journal: Journal, turns: Sequence[DiscardedTurn]
+                                  ) -> None:
         """Make the root chat's agent conversation start afresh, seeded from the projection.
 
         The agent's conversation still holds the discarded turns. The session's
@@ -178,7 +182,7 @@ class RewindService:
         starts later).
         """
         await self.turns.close_session(journal.id)
-        names = {t.provider for t in plan.turns if t.directive is None}
+        names = {t.provider for t in turns if t.directive is None}
         for name in sorted(n for n in names if keeps_conversation(n)):
             try:
                 provider = self.turns.provider(TurnSpec(session=journal.id, text="(rewind)",
@@ -188,15 +192,3 @@ class RewindService:
                 continue
             provider.reset_conversation(None)
 
-
-async def _put_back(cp: Checkpointer, done: RestoreResult) -> None:
-    """Undo a completed restore: the files go back to its backup checkpoint."""
-    try:
-        await run_blocking(lambda: cp.restore(done.backup.id))
-    except Exception as e:
-        raise TandemError(
-            "restore-failed",
-            f"The rewind entry could not be written and putting the files back failed too "
-            f"({e}); the files before the rewind are kept in checkpoint {done.backup.id}",
-            {"backup": done.backup.id},
-        ) from e

@@ -3,6 +3,8 @@
 ``sessions/rewind-plan`` returns the plan a user confirms (with its
 ``digest``); ``sessions/rewind`` carries it out and refuses with ``stale``
 when the plan changed since (see `tandem.history.rewind`).
+``sessions/rewind-undo-plan`` and ``sessions/rewind-undo`` undo the latest
+rewind the same way (`tandem.history.rewind_undo`).
 ``sessions/turn-patch`` returns one turn's unified diff, from its pre-turn
 checkpoint to the checkpoint at its end (to the files now while it runs).
 """
@@ -16,6 +18,7 @@ from pydantic import Field
 from tandem.checkpoints.models import Patch, PatchGap
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
 from tandem.sessions.rewind import RewindPlan, RewindResult
+from tandem.sessions.rewind_undo import UndoPlan, UndoResult
 from tandem.turns.engine import run_blocking
 
 if TYPE_CHECKING:
@@ -35,6 +38,22 @@ class RewindParams(Params):
     session: str = Field(min_length=1)
     turn: int = Field(ge=1)
     digest: str = Field(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+
+
+class UndoPlanParams(Params):
+    """``sessions/rewind-undo-plan``: what undoing ``session``'s latest rewind would do."""
+
+    session: str = Field(min_length=1)
+    files_only: bool = False
+    """Put only the files back; the rewound turns stay rewound."""
+
+
+class UndoParams(Params):
+    """``sessions/rewind-undo``: undo ``session``'s latest rewind as planned with ``digest``."""
+
+    session: str = Field(min_length=1)
+    digest: str = Field(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+    files_only: bool = False
 
 
 class TurnPatchParams(Params):
@@ -66,6 +85,16 @@ async def plan_method(app: App, p: PlanParams) -> RewindPlan:
 async def rewind_method(app: App, p: RewindParams) -> RewindResult:
     """Handler of ``sessions/rewind``."""
     return await app.rewinds.rewind(p.session, p.turn, p.digest)
+
+
+async def undo_plan_method(app: App, p: UndoPlanParams) -> UndoPlan:
+    """Handler of ``sessions/rewind-undo-plan``."""
+    return await app.rewinds.undo.plan(p.session, p.files_only)
+
+
+async def undo_method(app: App, p: UndoParams) -> UndoResult:
+    """Handler of ``sessions/rewind-undo``."""
+    return await app.rewinds.undo.undo(p.session, p.digest, p.files_only)
 
 
 async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
@@ -121,6 +150,12 @@ METHODS: list[MethodSpec] = [
     MethodSpec("sessions/rewind", RewindParams, rewind_method,
                "Rewind before a turn as planned: restore files, then one rewind entry.",
                RewindResult),
+    MethodSpec("sessions/rewind-undo-plan", UndoPlanParams, undo_plan_method,
+               "What undoing the latest rewind would do (files, turns returning, refusal).",
+               UndoPlan),
+    MethodSpec("sessions/rewind-undo", UndoParams, undo_method,
+               "Undo the latest rewind as planned: files back, then one rewind_undo entry.",
+               UndoResult),
     MethodSpec("sessions/turn-patch", TurnPatchParams, turn_patch,
                "One turn's patch with its unified diff.", TurnPatch),
 ]

@@ -29,6 +29,7 @@ ErrorCode = Literal[
     "internal",
     "invalid",
     "invalid-settings",
+    "later-turns",
     "mcp-failed",
     "io",
     "move-failed",
@@ -85,6 +86,8 @@ CODES: dict[ErrorCode, str] = {
     "object; fix the file the message names.",
     "io": "Reading or writing a file of tandem's state failed and nothing was "
     "recorded; the message names the file and the reason.",
+    "later-turns": "A turn ran after the rewind, so undoing it would mix the rewound "
+    "turns with it; restore only the files (files_only), or leave the rewind.",
     "mcp-failed": "An MCP server could not be started or answered wrongly; the "
     "message names the server and its last words; its log holds more.",
     "move-failed": "Moving (re-rooting) a session failed; the message says whether "

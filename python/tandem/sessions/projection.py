@@ -4,6 +4,10 @@ A pure function (DESIGN.md §1): it drops everything inside directive
 boundaries, everything before the latest compaction summary, and every
 rewound turn; what is left becomes provider-neutral messages. It reads
 entries as plain dicts so that it runs straight off ``json.loads`` lines.
+
+A ``rewind`` entry hides the turns seen before it from ``before_turn`` on;
+a later ``rewind_undo`` entry naming its seq (``rewind_seq``, without
+``files_only``) cancels it: the rewind counts as not having happened.
 """
 
 from __future__ import annotations
@@ -17,19 +21,57 @@ from tandem.providers.base import Message, ToolCallRef
 SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
 
 
-def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[int]]:
-    """Return (every turn seen, turns hidden by rewinds) in ENTRIES."""
-    seen: set[int] = set()
-    hidden: set[int] = set()
-    for e in entries:
-        turn = e.get("turn")
-        if e.get("type") == "turn_start" and isinstance(turn, int):
-            seen.add(turn)
-        elif e.get("type") == "rewind":
+def cancels(e: Mapping[str, Any]) -> int | None:
+    """The seq of the rewind entry E cancels, when E is a ``rewind_undo`` that cancels one."""
+    if e.get("type") != "rewind_undo" or e.get("files_only"):
+        return None
+    seq = e.get("rewind_seq")
+    return seq if isinstance(seq, int) else None
+
+
+class _Rewinds:
+    """Collects rewinds and their undos in one pass; `hidden` applies the live ones."""
+
+    __slots__ = ("order", "rewinds", "cancelled")
+
+    def __init__(self) -> None:
+        self.order: list[int] = []
+        """Turns in the order their ``turn_start`` appeared."""
+        self.rewinds: list[tuple[Any, int, int]] = []
+        """(seq, before_turn, how many turns had started before it)."""
+        self.cancelled: set[int] = set()
+
+    def see(self, e: Mapping[str, Any], kind: Any) -> None:
+        """Note E (of type KIND) when it is a rewind or an undo."""
+        if kind == "rewind":
             before = e.get("before_turn")
             if isinstance(before, int):
-                hidden.update(t for t in seen if t >= before)
-    return seen, hidden
+                self.rewinds.append((e.get("seq"), before, len(self.order)))
+        else:
+            seq = cancels(e)
+            if seq is not None:
+                self.cancelled.add(seq)
+
+    def hidden(self) -> set[int]:
+        """Turns hidden by the rewinds no undo cancelled."""
+        out: set[int] = set()
+        for seq, before, n in self.rewinds:
+            if seq not in self.cancelled:
+                out.update(t for t in self.order[:n] if t >= before)
+        return out
+
+
+def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[int]]:
+    """Return (every turn seen, turns hidden by rewinds no undo cancelled) in ENTRIES."""
+    rw = _Rewinds()
+    for e in entries:
+        kind = e.get("type")
+        turn = e.get("turn")
+        if kind == "turn_start" and isinstance(turn, int):
+            rw.order.append(turn)
+        elif kind == "rewind" or kind == "rewind_undo":
+            rw.see(e, kind)
+    return set(rw.order), rw.hidden()
 
 
 def directive_turns(entries: Iterable[Mapping[str, Any]]) -> set[int]:
@@ -49,7 +91,7 @@ def project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
 
 def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
     # One pass to learn what is excluded and where the context starts ...
-    seen: set[int] = set()
+    rw = _Rewinds()
     excluded: set[int] = set()
     start = 0
     summary: str | None = None
@@ -59,18 +101,17 @@ def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
         if kind == "turn_start":
             turn = e.get("turn")
             if isinstance(turn, int):
-                seen.add(turn)
+                rw.order.append(turn)
         elif kind == "directive_open":
             turn = e.get("turn")
             if isinstance(turn, int):
                 excluded.add(turn)
-        elif kind == "rewind":
-            before = e.get("before_turn")
-            if isinstance(before, int):
-                excluded.update(t for t in seen if t >= before)
+        elif kind == "rewind" or kind == "rewind_undo":
+            rw.see(e, kind)
         elif kind == "compaction":
             start, summary = i + 1, str(e.get("summary", ""))
             first_kept = int(e.get("first_kept_turn") or 0)
+    excluded |= rw.hidden()
     messages: list[Message] = []
     if summary is not None:
         messages.append(Message(role="user", text=SUMMARY_PREFIX + summary))

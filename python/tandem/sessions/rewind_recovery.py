@@ -83,6 +83,8 @@ class RewindIntent(BaseModel):
     journal_seq: int
     """The journal's last seq when the rewind was planned."""
     turns: list[int] = Field(default_factory=list)
+    kind: Literal["rewind", "rewind_undo"] = "rewind"
+    """Which transaction: a rewind, or the undo of one (its entry is the commit point)."""
 
 
 class RecoveryReport(BaseModel):
@@ -108,11 +110,12 @@ def intent_path(journal_path: Path) -> Path:
 
 
 def write_intent(journal: Journal, plan_seq: int, before_turn: int, root: str,
-                 turns: list[int], start: RestoreStart) -> RewindIntent:
-    """Record the intent of a rewind of JOURNAL's session, durably, before files move."""
+                 turns: list[int], start: RestoreStart,
+                 kind: Literal["rewind", "rewind_undo"] = "rewind") -> RewindIntent:
+    """Record the intent of a rewind (or of its undo, KIND) of JOURNAL's session, durably."""
     intent = RewindIntent(session=journal.id, before_turn=before_turn, root=root,
                           checkpoint=start.target, backup=start.backup, token=start.token,
-                          journal_seq=plan_seq, turns=turns)
+                          journal_seq=plan_seq, turns=turns, kind=kind)
     path = intent_path(journal.path)
     path.parent.mkdir(exist_ok=True)
     fsutil.atomic_write(path, intent.model_dump_json(indent=1).encode() + b"\n")
@@ -148,7 +151,7 @@ def _set_aside(journal: Journal, path: Path, why: str) -> None:
 
 
 def _committed(entries: Iterable[Mapping[str, Any]], intent: RewindIntent) -> bool:
-    return any(e.get("type") == "rewind" and e.get("backup") == intent.backup
+    return any(e.get("type") == intent.kind and e.get("backup") == intent.backup
                and e.get("checkpoint") == intent.checkpoint for e in entries)
 
 
@@ -182,12 +185,14 @@ def recover(ctx: Recovery, journal: Journal, entries: list[dict[str, Any]] | Non
     if entries is None:
         entries = [entry_to_dict(e) for e in journal.entries()]
     cp = ctx.checkpoints.for_root(intent.root)
+    what = (f"A rewind before turn {intent.before_turn}" if intent.kind == "rewind" else
+            f"An undo of the rewind before turn {intent.before_turn}")
+    again = "Rewind again" if intent.kind == "rewind" else "Undo the rewind again"
     if _committed(entries, intent):
         report = RecoveryReport(
             session=intent.session, before_turn=intent.before_turn, outcome="committed",
             temp_removed=cp.sweep_restore(intent.backup, intent.checkpoint, intent.token),
-            message=(f"A rewind before turn {intent.before_turn} was interrupted by a crash "
-                     "after it was written; it stands."))
+            message=f"{what} was interrupted by a crash after it was written; it stands.")
     else:
         undone = cp.undo_restore(intent.backup, intent.checkpoint, intent.token)
         left = (f"; left as they are (changed since): {', '.join(undone.left)}"
@@ -196,19 +201,20 @@ def recover(ctx: Recovery, journal: Journal, entries: list[dict[str, Any]] | Non
             session=intent.session, before_turn=intent.before_turn, outcome="rolled-back",
             put_back=undone.put_back, left=undone.left, temp_removed=undone.temp_removed,
             safety=undone.safety,
-            message=(f"A rewind before turn {intent.before_turn} was interrupted by a crash; "
+            message=(f"{what} was interrupted by a crash; "
                      f"it was rolled back: {len(undone.put_back)} file(s) put back as they were "
-                     f"before it{left}. Rewind again if you still want it."))
+                     f"before it{left}. {again} if you still want it."))
     if not _noted(entries, intent):
         entry = journal.append({
             "type": "rewind_recovery", **report.model_dump(exclude={"session", "message"}),
-            "checkpoint": intent.checkpoint, "backup": intent.backup, "message": report.message})
+            "checkpoint": intent.checkpoint, "backup": intent.backup, "message": report.message,
+            **({"undo": True} if intent.kind == "rewind_undo" else {})})
         journal.sync()
         ctx.events.publish(journal.id, "entry", {"entry": entry_to_dict(entry)})
     drop_intent(journal.path)
     journal.notices.append(report.message)
-    log.warning("rewind of %s before turn %d: crash recovery %s (%d put back, %d left, "
-                "%d temporary files removed)", journal.id, intent.before_turn,
+    log.warning("%s of %s before turn %d: crash recovery %s (%d put back, %d left, "
+                "%d temporary files removed)", intent.kind, journal.id, intent.before_turn,
                 "rolled back" if report.outcome == "rolled-back" else "kept the rewind",
                 len(report.put_back), len(report.left), len(report.temp_removed))
     return report

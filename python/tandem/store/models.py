@@ -162,6 +162,19 @@ class Rewind(Entry):
     before_turn: int = Field(ge=1)
 
 
+class RewindUndo(Entry):
+    """Cancels the ``rewind`` entry at ``rewind_seq``: its turns count again.
+
+    With ``files_only`` only the files went back to the rewind's backup
+    checkpoint and the rewind still hides its turns.
+    """
+
+    type: Literal["rewind_undo"] = "rewind_undo"
+    rewind_seq: int = Field(ge=1)
+    before_turn: int = Field(ge=1)
+    files_only: bool = False
+
+
 class RewindRecovery(Entry):
     """A rewind a crash interrupted, settled on the next start or open.
 
@@ -251,6 +264,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         DirectiveOpen,
         DirectiveClose,
         Rewind,
+        RewindUndo,
         RewindRecovery,
         Revert,
         Compaction,

@@ -425,7 +425,7 @@ def last_acp_session(entries: list[dict[str, Any]]) -> tuple[str | None, str | N
         kind = e.get("type")
         if kind == "acp_session":
             last = (e.get("acp_session_id"), e.get("how"))
-        elif kind == "rewind" and e.get("acp_reset"):
+        elif kind in ("rewind", "rewind_undo") and e.get("acp_reset"):
             # A rewind of ACP chat turns: continue in a fresh seeded session.
             last = (None, None)
     return last

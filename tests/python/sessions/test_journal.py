@@ -115,6 +115,7 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "directive_open": {"turn": 1, "workspace": "w", "directive": "d", "action": "implement"},
         "directive_close": {"turn": 1, "directive": "d", "outcome": "succeeded"},
         "rewind": {"before_turn": 1},
+        "rewind_undo": {"rewind_seq": 3, "before_turn": 1},
         "rewind_recovery": {"before_turn": 1, "outcome": "rolled-back"},
         "revert": {"of_turn": 1, "path": "a", "hunk": 0, "paths": ["a"], "before": "b",
                    "after": "c"},

@@ -1,0 +1,178 @@
+"""Undo a Rewind, the pure part: which rewind, what returns, and the impact plan.
+
+The session's latest rewind that no ``rewind_undo`` entry cancelled is the
+one undone. Its ``backup`` checkpoint holds the files as they were just
+before it, so undoing puts the files back there byte for byte and appends
+one ``rewind_undo`` entry naming the rewind's seq: the projection, the view
+and the directives then treat the rewind as not having happened (nothing is
+rewritten). When a turn (or a compaction) came after the rewind, bringing
+the rewound turns back would interleave two histories, so the undo is
+refused and the plan says which turns; with ``files_only`` the files alone
+go back and the turns stay rewound. The orchestration is
+`tandem.history.rewind_undo`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from tandem.checkpoints.checkpointer import Checkpointer
+from tandem.protocol.base import TandemError
+from tandem.sessions.projection import cancels
+from tandem.sessions.rewind import (
+    DiscardedAttempt,
+    DiscardedTurn,
+    ExternalChange,
+    KnownGap,
+    _Model,
+    turn_facts,
+)
+
+
+class UndoPlan(_Model):
+    """What undoing the latest rewind would do now (for the user to confirm)."""
+
+    session: str
+    rewind_seq: int
+    """Seq of the ``rewind`` entry this undo cancels."""
+    before_turn: int
+    root: str
+    checkpoint: str
+    """The rewind's backup: the state the files go back to."""
+    expected_after: str
+    """The rewind's target checkpoint: the state the rewind left the files in."""
+    current_tree: str
+    journal_seq: int
+    files_only: bool = False
+    """Only the files go back; the turns stay rewound (no turn returns)."""
+    to_restore: list[str] = Field(default_factory=list)
+    to_delete: list[str] = Field(default_factory=list)
+    changed_externally: list[ExternalChange] = Field(default_factory=list)
+    """Files changed since the rewind by something other than it: the undo overwrites them."""
+    turns: list[DiscardedTurn] = Field(default_factory=list)
+    """The turns that come back (none with ``files_only``)."""
+    attempts: list[DiscardedAttempt] = Field(default_factory=list)
+    """The directive attempts that come back."""
+    later_turns: list[int] = Field(default_factory=list)
+    """Turns that ran after the rewind: they block a full undo."""
+    refusal: str | None = None
+    """Why a full undo is refused (None: allowed); ``files_only`` is still possible."""
+    gaps: list[KnownGap] = Field(default_factory=list)
+    diff: str = ""
+    diff_truncated: bool = False
+    acp_reset: bool = False
+    """The root chat's agent conversation starts afresh, seeded from the projection."""
+    digest: str = ""
+
+
+class UndoResult(_Model):
+    """What a completed undo did."""
+
+    session: str
+    rewind_seq: int
+    before_turn: int
+    seq: int
+    """Seq of the ``rewind_undo`` entry."""
+    checkpoint: str
+    backup: str
+    """Checkpoint of the files just before the undo (undo the undo by restoring it)."""
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    turns: list[int] = Field(default_factory=list)
+    files_only: bool = False
+    acp_reset: bool = False
+
+
+@dataclass
+class UndoFacts:
+    """What the journal says about the rewind an undo concerns."""
+
+    rewind: Mapping[str, Any]
+    returning: list[DiscardedTurn]
+    attempts: list[DiscardedAttempt]
+    later_turns: list[int]
+    refusal: str | None
+    acp_reset: bool
+
+
+def latest_rewind(entries: Sequence[Mapping[str, Any]]) -> int:
+    """Index in ENTRIES of the latest rewind no undo cancelled; `TandemError` when none."""
+    cancelled = {s for s in map(cancels, entries) if s is not None}
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e.get("type") == "rewind" and e.get("seq") not in cancelled:
+            return i
+    raise TandemError("not-found", "The session has no rewind to undo")
+
+
+def undo_facts(entries: Sequence[Mapping[str, Any]]) -> UndoFacts:
+    """The facts of undoing the latest rewind in ENTRIES (plain dicts), or a refusal."""
+    i = latest_rewind(entries)
+    rewind = entries[i]
+    before = rewind.get("before_turn")
+    backup = rewind.get("backup")
+    if not isinstance(before, int) or not isinstance(backup, str) or not backup:
+        raise TandemError("no-checkpoint", "The latest rewind recorded no backup checkpoint, "
+                          "so the files it replaced cannot be put back")
+    # The turns as the rewind found them: its own facts, read from the journal before it.
+    facts = turn_facts(entries[:i], before)
+    later = [int(e["turn"]) for e in entries[i + 1:]
+             if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)]
+    refusal = None
+    if later:
+        refusal = (f"turn(s) {', '.join(map(str, later))} ran after the rewind; undoing it would "
+                   "mix the rewound turns with them. Restore only the files instead, or leave it")
+    elif any(e.get("type") == "compaction" for e in entries[i + 1:]):
+        refusal = ("the session was compacted after the rewind; the summary does not hold the "
+                   "rewound turns. Restore only the files instead, or leave it")
+    return UndoFacts(rewind, facts.turns, facts.attempts, later, refusal,
+                     bool(rewind.get("acp_reset")))
+
+
+def _digest(plan: UndoPlan) -> str:
+    keep = plan.model_dump(mode="json", exclude={"digest", "diff", "diff_truncated"})
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
+
+
+def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[Mapping[str, Any]],
+                    journal_seq: int, files_only: bool) -> UndoPlan:
+    """The plan of undoing the latest rewind (blocking: runs git)."""
+    facts = undo_facts(entries)
+    rewind = facts.rewind
+    backup, target = str(rewind["backup"]), str(rewind.get("checkpoint") or "")
+    try:
+        cp.get(backup)
+    except TandemError as e:
+        raise TandemError("no-checkpoint", f"The rewind's backup checkpoint is not in the store "
+                          f"of {cp.root} ({e.message}); the session may have been moved "
+                          "since") from e
+    expected: str | None = target
+    try:
+        cp.get(target)
+    except TandemError:
+        expected = None
+    restore = cp.plan_restore(backup, expected)
+    gaps = [KnownGap(kind=g.kind, path=g.path, detail=g.detail) for g in restore.gaps]
+    if expected is None:
+        gaps.append(KnownGap(kind="no-end-state", detail=(
+            "the state the rewind left is not in the store, so changes made since cannot be "
+            "told apart")))
+    returning = [] if files_only else facts.returning
+    plan = UndoPlan(
+        session=session, rewind_seq=int(rewind.get("seq") or 0),
+        before_turn=int(rewind["before_turn"]), root=str(cp.root), checkpoint=backup,
+        expected_after=target, current_tree=restore.current_tree, journal_seq=journal_seq,
+        files_only=files_only, to_restore=restore.to_restore, to_delete=restore.to_delete,
+        changed_externally=[ExternalChange(path=p, when="since the rewind")
+                            for p in restore.changed_externally],
+        turns=returning, attempts=[] if files_only else facts.attempts,
+        later_turns=facts.later_turns, refusal=None if files_only else facts.refusal,
+        gaps=gaps, diff=restore.diff, diff_truncated=restore.diff_truncated,
+        acp_reset=facts.acp_reset and not files_only)
+    return plan.model_copy(update={"digest": _digest(plan)})
