@@ -48,6 +48,15 @@ interaction_answer: the answered question's row says the answer.")
                'font-lock-face 'tandem-view-muted)
    nil))
 
+(defun tandem-view-kinds--acp-option (_block entry _folded-p)
+  "Insert the row of ENTRY, an `acp_option': the agent's mode or model chosen."
+  (tandem-view-render--line
+   (propertize (format "⚙ %s %s set to %s · %s" (plist-get entry :agent)
+                       (plist-get entry :option) (plist-get entry :value)
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
 (defconst tandem-view-kinds--plan-marks
   '(("pending" . "☐") ("in_progress" . "◐") ("completed" . "☑"))
   "The mark of each plan step's status.")
@@ -72,7 +81,9 @@ interaction_answer: the answered question's row says the answer.")
 (setf (alist-get "acp_session" tandem-view-render-kind-functions nil nil #'equal)
       #'tandem-view-kinds--acp-session
       (alist-get "provider_change" tandem-view-render-kind-functions nil nil #'equal)
-      #'tandem-view-kinds--provider-change)
+      #'tandem-view-kinds--provider-change
+      (alist-get "acp_option" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--acp-option)
 
 (provide 'tandem-view-kinds)
 ;;; tandem-view-kinds.el ends here

@@ -116,7 +116,10 @@
     ("acp_session" :acp-session-id "s" :how "resume")
     ("plan" :entries ((:content "Read the code" :status "completed")
                       (:content "Fix it" :status "in_progress")))
-    ("provider_change" :provider "openai:m" :model "m" :outside t))
+    ("provider_change" :provider "openai:m" :model "m" :outside t)
+    ("acp_option" :agent "claude" :option "mode" :value "plan" :outside t)
+    ("revert" :of-turn 1 :path "a.txt" :hunk 0 :outside t)
+    ("rewind_undo" :before-turn 1 :rewind-seq 5 :outside t))
   "A minimal entry of each kind, as the view receives them.")
 
 (ert-deftest tandem-citizen-every-entry-kind-speaks ()
