@@ -14,10 +14,16 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-PermissionMode = Literal["ask", "auto-edit", "read-only"]
-ToolKind = Literal["read", "edit", "execute", "other"]
+from tandem.tools.types import PermissionAnswer, PermissionMode, PermissionRequest, ToolKind
+
+__all__ = [
+    "Conversation", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
+    "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "TurnRequest", "TurnResult",
+    "TurnSink", "Usage",
+]
+"""The permission types are `tools.types`'s, re-exported: providers import them from here."""
+
 Outcome = Literal["succeeded", "failed", "aborted"]
-PermissionAnswer = Literal["allow_once", "allow_session", "reject"]
 
 
 class ToolCallRef(BaseModel):
@@ -60,16 +66,6 @@ class TurnRequest(BaseModel):
     isolated: bool = False
     """A directive request: ACP opens a fresh session and stores no id."""
     max_tokens: int = 8192
-
-
-class PermissionRequest(BaseModel):
-    """A question for the user about one tool call."""
-
-    call_id: str
-    tool: str
-    kind: ToolKind
-    title: str
-    input: dict[str, Any] = Field(default_factory=dict)
 
 
 class Usage(BaseModel):

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from tandem.providers.base import ToolKind
+from tandem.tools.types import ToolKind
 
 
 class ToolError(Exception):
