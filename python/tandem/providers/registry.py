@@ -60,7 +60,7 @@ def parse_provider(name: str) -> ProviderSpec:
         raise TandemError(
             "invalid", f"provider {name!r}: the part after ':' is empty or has spaces"
         )
-    return ProviderSpec(cast(Family, family), target)
+    return ProviderSpec(family, target)
 
 
 def typed_settings(settings: Mapping[str, Any] | SettingsModel | None) -> SettingsModel:
