@@ -62,6 +62,7 @@ emacs-deps:
 # registry makes those tests skip with a printed reason, not fail.
 test-deps: venv
 	-$(VPY) tests/acp_adapter.py
+	-$(VPY) tests/mcp_everything.py
 	-$(VPY) tests/python/remote/agent_server.py install
 
 run: setup

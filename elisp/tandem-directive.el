@@ -282,14 +282,42 @@ Return its id."
         (tandem-directive-overlays-refresh root))
       (plist-get record :id))))
 
+(declare-function treesit-available-p "treesit" ())
+(declare-function treesit-parser-list "treesit" (&optional buffer language))
+(declare-function treesit-defun-at-point "treesit" ())
+(declare-function treesit-node-start "treesit" (node))
+(declare-function treesit-node-end "treesit" (node))
+
+(defun tandem-directive--definition-at-point ()
+  "Return (BEG . END) of the whole lines of the definition at point, or nil.
+In code, \"this\" means the enclosing function: a tree-sitter parser's
+defun where the buffer has one, else `bounds-of-thing-at-point' `defun'."
+  (when (derived-mode-p 'prog-mode)
+    (let ((bounds
+           (or (and (fboundp 'treesit-defun-at-point) (treesit-available-p)
+                    (treesit-parser-list)
+                    (let ((node (ignore-errors (treesit-defun-at-point))))
+                      (and node (cons (treesit-node-start node) (treesit-node-end node)))))
+               (bounds-of-thing-at-point 'defun))))
+      (when (and bounds (<= (car bounds) (point)) (<= (point) (cdr bounds)))
+        (save-excursion
+          (cons (progn (goto-char (car bounds)) (line-beginning-position))
+                (progn (goto-char (cdr bounds))
+                       (if (bolp) (point) (min (point-max) (1+ (line-end-position)))))))))))
+
 ;;;###autoload
 (defun tandem-directive (request)
-  "Create a directive asking REQUEST on the region (or the line at point)."
+  "Create a directive asking REQUEST on the region.
+Without a region: in code, the definition (function) around point;
+elsewhere the line at point."
   (interactive (progn (unless buffer-file-name
                         (user-error "A directive needs a file: save this buffer first"))
                       (list (read-string "Directive request: "))))
-  (let* ((beg (if (use-region-p) (region-beginning) (line-beginning-position)))
-         (end (if (use-region-p) (region-end) (min (point-max) (1+ (line-end-position)))))
+  (let* ((def (and (not (use-region-p)) (tandem-directive--definition-at-point)))
+         (beg (cond ((use-region-p) (region-beginning)) (def (car def))
+                    (t (line-beginning-position))))
+         (end (cond ((use-region-p) (region-end)) (def (cdr def))
+                    (t (min (point-max) (1+ (line-end-position))))))
          (id (tandem-directive-create buffer-file-name beg end request)))
     (deactivate-mark)
     (message "Directive %s created (C-c C-d on it for actions)" id)

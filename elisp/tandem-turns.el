@@ -24,6 +24,7 @@
 (require 'auth-source)
 (require 'cl-lib)
 (require 'tandem-client)
+(require 'tandem-settings)
 
 (require 'tandem-core)
 
@@ -81,7 +82,8 @@ Long because acceptance may first compact a long session."
           tandem-acp-agents))
 
 (defun tandem-configure ()
-  "Send ACP agents, auth-source keys and defaults to the backend.
+  "Send ACP agents, auth-source keys, defaults and settings to the backend.
+The settings are the options of tandem-settings.el that are set.
 Called before each turn, so that changes to the options take effect."
   (let ((credentials nil))
     (dolist (pair tandem-provider-hosts)
@@ -96,6 +98,8 @@ Called before each turn, so that changes to the options take effect."
                     (append (list :acp-agents (tandem--agents-list)
                                   :credentials credentials)
                             (and tandem-provider (list :default-provider tandem-provider))
+                            (let ((json (tandem-settings-json)))
+                              (and json (list :settings-json json)))
                             (and tandem-permission-mode
                                  (list :permission-mode
                                        (symbol-name tandem-permission-mode)))))))
@@ -114,15 +118,15 @@ Uses the buffer's `tandem-session' when set."
 
 (defun tandem-send (text &optional session provider)
   "Send TEXT as a chat turn of SESSION with PROVIDER; return (SESSION . TURN).
-SESSION defaults to the current project's session, PROVIDER to
-`tandem-provider' (then the backend's settings)."
+SESSION defaults to the current project's session.  Without PROVIDER the
+backend uses the session's own choice (`tandem-set-provider'), else
+`tandem-provider' (sent by `tandem-configure'), else its settings."
   (tandem-configure)
   (let* ((session (or session (tandem-project-session)))
          ;; Sending may first compact the session (a provider round trip).
          (reply (tandem-request "turns/send"
                                 (append (list :session session :text text)
-                                        (and (or provider tandem-provider)
-                                             (list :provider (or provider tandem-provider))))
+                                        (and provider (list :provider provider)))
                                 tandem-send-timeout)))
     (cons (plist-get reply :session) (plist-get reply :turn))))
 

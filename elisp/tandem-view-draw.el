@@ -190,8 +190,11 @@ the session from its journal" lost)
         (concat
          (propertize
           (if waiting
-              (format "⏸ Turn %s · waiting for you: %s · %s"
-                      (plist-get running :turn) waiting elapsed)
+              (format "⏸ Turn %s · waiting for you: %s · %s · %s"
+                      (plist-get running :turn) waiting elapsed
+                      (substitute-command-keys
+                       "\\<tandem-view-mode-map>\\[tandem-view-goto-question] goes to \
+the question, \\[tandem-answer] answers it from anywhere"))
             (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
                     (plist-get running :turn) elapsed))
           'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))

@@ -20,6 +20,7 @@
 (require 'tandem-composer)
 (require 'tandem-remote)
 (require 'tandem-view-state)
+(require 'tandem-view-usage)
 (require 'tandem-view-render)
 (require 'tandem-view-compaction)
 (require 'tandem-view-model)
@@ -78,6 +79,7 @@ during one (from a timer) is left to the running one."
               (tandem-error (message "tandem: could not read the remote target: %s"
                                     (tandem-error-message err)))))
         (setf (tandem-view-state-refreshing st) nil)
+        (tandem-view-usage-update)
         (let ((events (nreverse (tandem-view-state-queued st))))
           (setf (tandem-view-state-queued st) nil)
           ;; Never drawn (a failed first refresh): nothing to apply them to.
@@ -310,7 +312,8 @@ Entries the refresh already rendered are skipped by seq; the symbol
            (setf (tandem-view-block-files-changed b) (plist-get event :files-changed))
            (tandem-view--mark b)))
        (when (equal (plist-get (tandem-view-state-running st) :turn) turn)
-         (tandem-view--set-running nil))))))
+         (tandem-view--set-running nil))
+       (tandem-view-usage-update)))))
 
 (defun tandem-view-apply-entry (entry)
   "Add the journal ENTRY (a plist as written) to the view, in seq order.

@@ -23,22 +23,8 @@
 (require 'iso8601)
 (require 'seq)
 (require 'tandem-view-markdown)
-
-(cl-defstruct (tandem-view-block (:constructor tandem-view-block-create) (:copier nil))
-  "One rendered unit of the session buffer: a turn, or an entry outside turns."
-  (key nil :documentation "Unique key: seq of the block's first entry.")
-  (turn nil :documentation "Turn number, or nil for an entry outside turns.")
-  (entries nil :documentation "Journal entries (plists), newest first.")
-  (start nil :documentation "Marker at the block's first character once rendered.")
-  (meta nil :documentation "Plist from a `turn-started' event (:provider :model :directive).")
-  (live-text "" :documentation "Streamed assistant text not yet in an entry.")
-  (live-reasoning "" :documentation "Streamed reasoning not yet in an entry.")
-  (text-marker nil :documentation "Marker where streamed text is appended.")
-  (text-shown 0 :documentation "Characters of live-text already in the buffer.")
-  (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
-  (reasoning-shown 0 :documentation "Characters of live-reasoning already in the buffer.")
-  (interactions nil :documentation "Interaction plists announced by events, newest first.")
-  (files-changed nil :documentation "Files changed, from the `turn-ended' event."))
+(require 'tandem-usage)
+(require 'tandem-view-block)
 
 (defface tandem-view-header '((t :inherit font-lock-function-name-face :weight bold))
   "Face of a turn's header line."
@@ -73,66 +59,6 @@
 
 (defconst tandem-view-render-indent "  "
   "Line prefix of everything inside a turn.")
-
-(defconst tandem-view-answer-labels
-  '(("allow_once" . "Allow once") ("allow_session" . "Allow for session")
-    ("reject" . "Reject"))
-  "Answers of a permission interaction with their button labels.")
-
-(defconst tandem-view-answer-keys
-  '(("allow_once" . "y") ("allow_session" . "a") ("reject" . "n"))
-  "Default key of each answer while point is on an interaction row.
-The backend's options may name other keys.")
-
-;;;; Block queries
-
-(defun tandem-view-block-ordered (block)
-  "Return BLOCK's entries oldest first."
-  (reverse (tandem-view-block-entries block)))
-
-(defun tandem-view-block-find (block type)
-  "Return BLOCK's oldest entry of TYPE (a string), or nil."
-  (let ((found nil))
-    ;; Entries are kept newest first: the last match is the oldest.
-    (dolist (e (tandem-view-block-entries block) found)
-      (when (equal (plist-get e :type) type) (setq found e)))))
-
-(defun tandem-view-block-end-entry (block)
-  "Return BLOCK's `turn_end' entry, or nil while the turn is in flight."
-  (cl-find "turn_end" (tandem-view-block-entries block)
-           :key (lambda (e) (plist-get e :type)) :test #'equal))
-
-(defun tandem-view-block-directive (block)
-  "Return BLOCK's directive as (:directive ID :action ACTION), or nil."
-  (let ((open (tandem-view-block-find block "directive_open"))
-        (meta (plist-get (tandem-view-block-meta block) :directive))
-        (start (tandem-view-block-find block "turn_start")))
-    (cond (open (list :directive (plist-get open :directive)
-                      :action (plist-get open :action)))
-          ((stringp meta) (list :directive meta :action nil))
-          ((consp meta) (list :directive (or (plist-get meta :directive) (plist-get meta :id))
-                              :action (plist-get meta :action)))
-          ((equal (plist-get start :origin) "directive") (list :directive "?" :action nil)))))
-
-(defun tandem-view-block-answered (block interaction-id)
-  "Return the answer given to INTERACTION-ID in BLOCK, or nil."
-  (cl-loop for e in (tandem-view-block-entries block)
-           when (and (equal (plist-get e :type) "interaction_answer")
-                     (equal (plist-get e :interaction-id) interaction-id))
-           return (plist-get e :answer)))
-
-(defun tandem-view-block-pending-interactions (block)
-  "Return BLOCK's interactions still waiting for an answer (plists), oldest first."
-  (unless (tandem-view-block-end-entry block)
-    (let ((seen nil) (out nil))
-      (dolist (i (append (cl-remove-if-not (lambda (e) (equal (plist-get e :type) "interaction"))
-                                           (tandem-view-block-ordered block))
-                         (reverse (tandem-view-block-interactions block))))
-        (let ((id (plist-get i :interaction-id)))
-          (unless (or (member id seen) (tandem-view-block-answered block id))
-            (push id seen)
-            (push i out))))
-      (nreverse out))))
 
 ;;;; Small formatters
 
@@ -403,7 +329,8 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
                   (if files (propertize (format " · %d file%s changed" (length files)
                                                 (if (cdr files) "s" ""))
                                         'font-lock-face 'tandem-view-muted)
-                    ""))
+                    "")
+                  (tandem-view-render--usage block entry))
           nil)))
       ("directive_close"
        (tandem-view-render--line
@@ -415,10 +342,38 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
                   (if (and summary (not (string-empty-p summary)))
                       (concat " — " (tandem-view-render--first-line summary 70)) "")))
         nil))
-      (_ (tandem-view-render--line
-          (propertize (format "%s· %s (seq %s)" tandem-view-render-indent type seq)
-                      'font-lock-face 'tandem-view-muted)
-          nil)))))
+      (_ (tandem-view-render--other block entry folded-p tandem-view-render-indent)))))
+
+(defun tandem-view-render--usage (block end)
+  "Return the token counts (and cost) of BLOCK's turn, ended by END, or \"\"."
+  (let* ((usage (plist-get end :usage))
+         (text (and (consp usage) (tandem-usage-format usage)))
+         (start (tandem-view-block-find block "turn_start"))
+         (cost (and text (tandem-usage-cost usage (plist-get start :provider)
+                                            (plist-get start :model)))))
+    (if text
+        (propertize (concat " · " text (if cost (concat " · " (tandem-usage-format-cost cost)) ""))
+                    'font-lock-face 'tandem-view-muted)
+      "")))
+
+(defvar tandem-view-render-kind-functions nil
+  "Renderers of entry kinds this file does not know, by type.
+An alist (TYPE . FUNCTION); FUNCTION is called with the block, the
+entry and the fold predicate, point at the line's start, and inserts
+the entry's lines (or nothing, for a kind kept out of the transcript).
+Filled by tandem-view-kinds.el.")
+
+(defun tandem-view-render--other (block entry folded-p prefix)
+  "Insert ENTRY of BLOCK through `tandem-view-render-kind-functions'.
+An unknown kind (from a newer tandem) keeps an honest one-line row,
+indented by PREFIX; FOLDED-P as for a turn."
+  (let* ((type (plist-get entry :type))
+         (fn (cdr (assoc type tandem-view-render-kind-functions))))
+    (if fn (funcall fn block entry folded-p)
+      (tandem-view-render--line
+       (propertize (format "%s· %s (seq %s)" prefix type (plist-get entry :seq))
+                   'font-lock-face 'tandem-view-muted)
+       nil))))
 
 (defun tandem-view-render--live (block folded-p)
   "Insert BLOCK's streamed reasoning and text, with their markers.
@@ -498,9 +453,7 @@ FOLDED-P tells whether a part key is folded."
            ;; The summarised turns themselves, from the journal (read-only).
            (when (and (integerp first-kept) (fboundp 'tandem-view-compaction-insert-old))
              (tandem-view-compaction-insert-old entry folded-p)))))
-      (_ (tandem-view-render--line
-          (propertize (format "· %s (seq %s)" type seq) 'font-lock-face 'tandem-view-muted)
-          nil)))))
+      (_ (tandem-view-render--other block entry folded-p "")))))
 
 (defun tandem-view-render-block (block folded-p)
   "Insert BLOCK at point.

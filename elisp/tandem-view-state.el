@@ -73,6 +73,8 @@ Events wait in the queued slot meanwhile.")
   (queued nil :documentation "Events (and `gap' markers) that came during a refresh.
 Newest first.")
   (catching-up nil :documentation "Non-nil while missing entries are fetched.")
+  (usage nil :documentation "Plist (:totals T :context C) for the header line.
+T is the reply of `sessions/usage', C of `sessions/compaction-status'.")
   (flush-count 0 :documentation "Number of frames applied in this buffer.
 For tests and benchmarks."))
 

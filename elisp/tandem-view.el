@@ -56,6 +56,7 @@
 (require 'tandem-view-frame)
 (require 'tandem-view-live)
 (require 'tandem-view-commands)
+(require 'tandem-view-kinds)
 
 ;;;; Mode
 
@@ -113,6 +114,8 @@ recorded, or what the backend said at the last `g'."
               (propertize (format "directive %s · next: %s" (plist-get scope :directive)
                                   (plist-get scope :action))
                           'face 'tandem-composer-directive))
+            (tandem-view-usage-header)
+            (tandem-view-provider-header)
             (if running (format " · turn %s running" (plist-get running :turn)) ""))))
 
 (defun tandem-view--project-name ()

@@ -47,6 +47,9 @@
 (require 'tandem-remote)
 (require 'tandem-rewind)
 (require 'tandem-acp)
+(require 'tandem-mcp)
+(require 'tandem-indicator)
+(require 'tandem-setup)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
@@ -54,8 +57,12 @@
 
 ;;;###autoload
 (defun tandem (&optional directory)
-  "Open the tandem session buffer for the project of DIRECTORY."
+  "Open the tandem session buffer for the project of DIRECTORY.
+The first time, with no provider configured anywhere, `tandem-setup'
+asks for one first."
   (interactive)
+  (let ((default-directory (or directory default-directory)))
+    (when (tandem-setup-needed-p) (tandem-setup)))
   (funcall tandem-open-session-function (tandem-project-root directory)))
 
 ;;;###autoload

@@ -14,11 +14,11 @@ reason on stderr when npm or the registry is unavailable.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # npm_cache, when run as a script
+import npm_cache  # noqa: E402
 
 ADAPTER_PACKAGE = "@zed-industries/claude-agent-acp"
 ADAPTER_VERSION = "0.23.1"
@@ -44,17 +44,13 @@ def adapter_spec() -> tuple[str, str]:
     return package, version
 
 
-INSTALL_TIMEOUT = 600
-
-
 class AdapterUnavailable(Exception):
     """The adapter is not installed and cannot be installed here (the message says why)."""
 
 
 def cache_dir() -> Path:
     """Where pinned adapter versions are kept."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tandem-test" / "acp"
+    return npm_cache.cache_root("acp")
 
 
 def _slot(package: str, version: str) -> str:
@@ -73,17 +69,7 @@ def install_command(
     prefix: Path, package: str = ADAPTER_PACKAGE, version: str = ADAPTER_VERSION
 ) -> list[str]:
     """The npm command that installs the adapter into PREFIX."""
-    return [
-        "npm",
-        "install",
-        "--prefix",
-        str(prefix),
-        "--no-audit",
-        "--no-fund",
-        "--no-save",
-        "--loglevel=error",
-        f"{package}@{version}",
-    ]
+    return npm_cache.install_command(prefix, package, version)
 
 
 def ensure_adapter(version: str | None = None) -> Path:
@@ -93,41 +79,10 @@ def ensure_adapter(version: str | None = None) -> Path:
     Raises `AdapterUnavailable` when node/npm are missing or npm fails.
     """
     package, version = (ADAPTER_PACKAGE, version) if version else adapter_spec()
-    slot = _slot(package, version)
-    target = adapter_bin(package, version)
-    if target.exists():
-        return target
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise AdapterUnavailable(f"{tool} is not on PATH")
-    root = cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{slot}-", dir=root))
     try:
-        try:
-            done = subprocess.run(
-                install_command(staging, package, version),
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise AdapterUnavailable(f"npm install timed out after {INSTALL_TIMEOUT} s") from None
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            raise AdapterUnavailable(f"npm install failed ({done.returncode}): {' | '.join(tail)}")
-        if not (staging / "node_modules" / ".bin" / ADAPTER_BIN).exists():
-            raise AdapterUnavailable(f"npm installed no {ADAPTER_BIN} executable")
-        try:
-            staging.rename(root / slot)
-        except OSError:
-            # Another install finished first; theirs is as good as ours.
-            if not target.exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+        return npm_cache.ensure("acp", _slot(package, version), package, version, ADAPTER_BIN)
+    except npm_cache.NpmUnavailable as exc:
+        raise AdapterUnavailable(str(exc)) from None
 
 
 def main() -> int:

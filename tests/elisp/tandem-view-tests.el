@@ -469,7 +469,9 @@
 (ert-deftest tandem-view-m-x-tandem-opens-the-view ()
   "`tandem' (M-x tandem) opens the project's session buffer through the view."
   (tandem-test-with-backend
-    (let ((dir (make-temp-file "tandem-view-mx-" t)))
+    (let ((dir (make-temp-file "tandem-view-mx-" t))
+          ;; A provider is configured: no first-run questions (tandem-setup-tests.el).
+          (tandem-provider "openai:fake-model"))
       (should (eq tandem-open-session-function #'tandem-view-open))
       (let ((buffer (tandem dir)))
         (should (bufferp buffer))

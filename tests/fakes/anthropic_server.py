@@ -57,11 +57,12 @@ def _chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def _usage(input_tokens: int, output_tokens: int, cache_read: int = 0,
+           cache_write: int = 0) -> dict[str, Any]:
     return {
         "input_tokens": input_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }
@@ -141,7 +142,8 @@ class AnthropicHandler(FakeHandler):
             "content": content,
             "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
             "stop_sequence": None,
-            "usage": _usage(reply.input_tokens, reply.answer_tokens()),
+            "usage": _usage(reply.input_tokens, reply.answer_tokens(), reply.cache_read_tokens,
+                            reply.cache_write_tokens),
         }
 
     def _event(self, payload: dict[str, Any], delay: float) -> None:
@@ -150,7 +152,9 @@ class AnthropicHandler(FakeHandler):
     def _stream(self, reply: Reply, body: dict[str, Any]) -> None:
         d = reply.delay
         self.start_stream({"request-id": f"req_fake{next(_ids)}", **reply.headers})
-        message = self._message(Reply(input_tokens=reply.input_tokens, output_tokens=1), body)
+        message = self._message(Reply(input_tokens=reply.input_tokens, output_tokens=1,
+                                      cache_read_tokens=reply.cache_read_tokens,
+                                      cache_write_tokens=reply.cache_write_tokens), body)
         message.update(content=[], stop_reason=None)
         self._event({"type": "message_start", "message": message}, d)
         index = 0

@@ -92,12 +92,14 @@ class OpenAIHandler(FakeHandler):
     def _finish(self, reply: Reply) -> str:
         return reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
 
-    def _usage(self, reply: Reply) -> dict[str, int]:
+    def _usage(self, reply: Reply) -> dict[str, Any]:
         out = reply.answer_tokens()
+        prompt = reply.input_tokens + reply.cache_read_tokens
         return {
-            "prompt_tokens": reply.input_tokens,
+            "prompt_tokens": prompt,
             "completion_tokens": out,
-            "total_tokens": reply.input_tokens + out,
+            "total_tokens": prompt + out,
+            "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens},
         }
 
     def _completion(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:

@@ -71,6 +71,10 @@ class Reply(BaseModel):
     input_tokens: int = 12
     output_tokens: int = 0
     """0 means: count characters of the answer divided by four."""
+    cache_read_tokens: int = 0
+    """Input reported as read from the prompt cache (OpenAI: part of prompt_tokens)."""
+    cache_write_tokens: int = 0
+    """Input reported as written to the prompt cache (Anthropic only)."""
     stop_reason: str | None = None
     """Override the stop reason (``max_tokens`` …)."""
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "workspace", "providers", "tools", "checkpoints",
-                    "remote", "turns", "config", "history"})
+                    "remote", "turns", "config", "history", "mcp"})
 """Packages that must know nothing of EPC or Emacs."""
 
 _ABOVE_ALL = frozenset({"server", "adapters", "app"})
@@ -42,6 +42,7 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "sessions": _ABOVE_ALL | {"turns", "workspace", "history"},
     "turns": _ABOVE_ALL | {"workspace", "history"},
     "protocol": _ABOVE_ALL,
+    "mcp": _ABOVE_ALL | {"sessions", "workspace", "turns", "history"},
 }
 """PACKAGE -> packages it must not import (``history`` sits above ``turns``)."""
 

@@ -9,6 +9,7 @@ the turn service, which builds providers.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -22,10 +23,12 @@ class FrontEndSettings(BaseModel):
     acp_agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
     default_provider: str | None = None
     permission_mode: PermissionMode | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """From Emacs customization, already validated against the settings model."""
 
     def layer(self) -> dict[str, Any]:
         """The keys this layer sets, as a settings overlay."""
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = copy.deepcopy(self.settings)
         if self.acp_agents:
             out["acp_agents"] = self.acp_agents
         if self.default_provider:

@@ -20,9 +20,11 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     JsonValue,
     StringConstraints,
+    Tag,
     ValidationError,
 )
 
@@ -109,12 +111,38 @@ class AcpAgent(Section):
     env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
 
 
-class McpServer(Section):
-    """One ``mcp_servers`` entry (reserved: issue 14 gives it meaning)."""
+class McpStdioServer(Section):
+    """An ``mcp_servers`` entry run as a program (the ``.mcp.json`` shape)."""
 
-    command: list[Arg] = Field(default_factory=list, max_length=256)
+    type: Literal["stdio"] = "stdio"
+    command: Arg
+    args: list[Arg] = Field(default_factory=list, max_length=256)
     env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
-    url: Url | None = None
+
+
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")]
+HeaderValue = Annotated[str, StringConstraints(max_length=8192, pattern=r"^[^\r\n\x00]*$")]
+
+
+class McpHttpServer(Section):
+    """An ``mcp_servers`` entry reached over streamable HTTP."""
+
+    type: Literal["http"]
+    url: Url
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
+
+
+def _mcp_kind(value: Any) -> str:
+    kind = value.get("type", "stdio") if isinstance(value, dict) else getattr(value, "type", "")
+    return kind if kind in ("stdio", "http") else "unknown"
+
+
+McpServer = Annotated[
+    Annotated[McpStdioServer, Tag("stdio")] | Annotated[McpHttpServer, Tag("http")],
+    Discriminator(_mcp_kind, custom_error_type="mcp_server_kind",
+                  custom_error_message='type must be "stdio" (the default) or "http"'),
+]
+"""One ``mcp_servers`` entry: a program (stdio) or a URL (``"type": "http"``)."""
 
 
 class SettingsModel(Section):
@@ -176,6 +204,8 @@ def describe(error: ValidationError) -> str:
     """The first problem of ERROR as ``key.path: what is wrong``."""
     first = error.errors(include_url=False)[0]
     loc = tuple(first["loc"])
+    if loc[:1] == ("mcp_servers",) and len(loc) > 2 and loc[2] in ("stdio", "http"):
+        loc = loc[:2] + loc[3:]  # the union's tag is no key of the file
     where = ".".join(str(p) for p in loc) or "(top level)"
     kind = first["type"]
     if kind in _MESSAGES:

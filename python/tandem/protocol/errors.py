@@ -29,6 +29,7 @@ ErrorCode = Literal[
     "internal",
     "invalid",
     "invalid-settings",
+    "mcp-failed",
     "io",
     "move-failed",
     "needs-terminal",
@@ -84,6 +85,8 @@ CODES: dict[ErrorCode, str] = {
     "object; fix the file the message names.",
     "io": "Reading or writing a file of tandem's state failed and nothing was "
     "recorded; the message names the file and the reason.",
+    "mcp-failed": "An MCP server could not be started or answered wrongly; the "
+    "message names the server and its last words; its log holds more.",
     "move-failed": "Moving (re-rooting) a session failed; the message says whether "
     "everything was put back.",
     "needs-terminal": "Going on needs your consent and there was no one to ask; run "

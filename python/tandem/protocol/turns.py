@@ -74,6 +74,9 @@ class ConfigureParams(Params):
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
     default_provider: str | None = None
     permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
+    settings_json: str | None = Field(default=None, max_length=1 << 20)
+    """Settings from Emacs customization (JSON, keys as in settings.json), laid on top
+    of the settings files: the user's own, so trusted."""
 
 
 class TurnStatus(Reply):

@@ -87,6 +87,7 @@ class AcpProvider:
         on_wire: WireObserver | None = None,
         editor: EditorBridge | None = None,
         choices: dict[str, str] | None = None,
+        mcp_servers: Callable[[], list[Any]] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise TandemError("invalid", "an ACP agent needs a name")
@@ -98,6 +99,8 @@ class AcpProvider:
         self.command = config.command
         self.env = config.env
         self.on_wire = on_wire
+        self.mcp_servers = mcp_servers
+        """The session's enabled MCP servers (`acp.schema` entries) for ``session/new``."""
         self.last_session: AcpSessionInfo | None = None
         """Set by a root-chat turn that opened, resumed or loaded its ACP session."""
         self.agent_info: InitializeResponse | None = None
@@ -257,11 +260,19 @@ class AcpProvider:
         self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
     ) -> str:
         response = await self._guard(
-            conn.new_session(cwd=str(request.root), mcp_servers=[]), process, STARTUP_TIMEOUT
+            conn.new_session(cwd=str(request.root), mcp_servers=self._mcp_entries()),
+            process, STARTUP_TIMEOUT
         )
         acp_id = str(response.session_id)
         self._note_modes(acp_id, response.modes, response.config_options)
         return acp_id
+
+    def _mcp_entries(self) -> list[Any]:
+        """The MCP servers to hand the agent; HTTP ones only if it says it speaks HTTP."""
+        entries = self.mcp_servers() if self.mcp_servers is not None else []
+        caps = self.agent_info.agent_capabilities if self.agent_info else None
+        http = bool(caps and caps.mcp_capabilities and caps.mcp_capabilities.http)
+        return [e for e in entries if http or getattr(e, "type", None) != "http"]
 
     def _note_modes(self, acp_id: str, state: SessionModeState | None, options: Any) -> None:
         modes = SessionModes.of(state)
@@ -297,7 +308,8 @@ class AcpProvider:
                 (
                     "load",
                     lambda: conn.load_session(
-                        session_id=acp_id, cwd=str(request.root), mcp_servers=[]
+                        session_id=acp_id, cwd=str(request.root),
+                        mcp_servers=self._mcp_entries(),
                     ),
                 )
             )

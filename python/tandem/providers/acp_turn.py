@@ -428,6 +428,8 @@ class AcpTurn:
             result.usage = Usage(
                 input_tokens=response.usage.input_tokens,
                 output_tokens=response.usage.output_tokens,
+                cache_read_tokens=response.usage.cached_read_tokens or 0,
+                cache_write_tokens=response.usage.cached_write_tokens or 0,
             )
         return result
 

@@ -157,8 +157,8 @@ class AnthropicWire(Wire):
             if kind == "message_start":
                 usage = (ev.get("message") or {}).get("usage") or {}
                 step.usage.input_tokens += int(usage.get("input_tokens") or 0)
-                step.usage.input_tokens += int(usage.get("cache_read_input_tokens") or 0)
-                step.usage.input_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+                step.usage.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
+                step.usage.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
             elif kind == "content_block_start":
                 idx = int(ev.get("index", len(blocks)))
                 blocks[idx] = dict(ev.get("content_block") or {})

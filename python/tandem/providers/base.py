@@ -9,17 +9,19 @@ journal itself.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from tandem.tools.base import Tool
 from tandem.tools.types import PermissionAnswer, PermissionMode, PermissionRequest, ToolKind
 
 __all__ = [
     "Conversation", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
-    "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "TurnRequest", "TurnResult",
-    "TurnSink", "Usage",
+    "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "ToolSource", "TurnRequest",
+    "TurnResult", "TurnSink", "Usage",
 ]
 """The permission types are `tools.types`'s, re-exported: providers import them from here."""
 
@@ -68,11 +70,27 @@ class TurnRequest(BaseModel):
     max_tokens: int = 8192
 
 
+ToolSource = Callable[[TurnRequest], Awaitable[list[Tool]]]
+"""Extra tools for one turn, from its `TurnRequest` (the session's MCP servers)."""
+
+
 class Usage(BaseModel):
     """Token counts of a turn (summed over the agent loop)."""
 
     input_tokens: int = 0
+    """Input not served from a prompt cache."""
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Input read from the provider's prompt cache (priced lower)."""
+    cache_write_tokens: int = 0
+    """Input written to the provider's prompt cache (Anthropic prices it higher)."""
+
+    def add(self, other: Usage) -> None:
+        """Add OTHER's counts to these (one step of an agent loop)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
 
 class TurnResult(BaseModel):

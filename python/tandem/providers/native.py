@@ -29,6 +29,7 @@ from tandem.providers.base import (
     Conversation,
     Message,
     ToolCallRef,
+    ToolSource,
     TurnRequest,
     TurnResult,
     TurnSink,
@@ -36,7 +37,7 @@ from tandem.providers.base import (
 )
 from tandem.providers.credentials import Credentials
 from tandem.tools.base import Tool, ToolContext
-from tandem.tools.executor import ToolExecutor, ToolOutcome
+from tandem.tools.executor import ToolExecutor, ToolOutcome, default_tools
 from tandem.tools.permissions import SessionGrants
 
 DEFAULT_SYSTEM = (
@@ -269,6 +270,7 @@ class NativeProvider:
         grants: SessionGrants | None = None,
         tools: list[Tool] | None = None,
         default_model: str = "",
+        tool_source: ToolSource | None = None,
     ) -> None:
         self.name = name
         self.default_model = default_model
@@ -276,6 +278,8 @@ class NativeProvider:
         self.limits = limits or LoopLimits()
         self.grants = grants
         self.tools = tools
+        self.tool_source = tool_source
+        """More tools per turn (the session's MCP servers); its error fails the turn."""
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
@@ -307,7 +311,15 @@ class NativeProvider:
             output_cap=self.limits.output_cap,
             tool_timeout=self.limits.tool_timeout,
         )
-        executor = ToolExecutor(request, sink, ctx, self.tools, self.grants, self._scrub)
+        tools = self.tools if self.tools is not None else default_tools()
+        if self.tool_source is not None:
+            try:
+                tools = [*tools, *await self.tool_source(request)]
+            except anyio.get_cancelled_exc_class():
+                return TurnResult(outcome="aborted", error="cancelled")
+            except Exception as exc:  # a named error (which server, why), never a hang
+                return TurnResult(outcome="failed", error=self._scrub(str(exc)))
+        executor = ToolExecutor(request, sink, ctx, tools, self.grants, self._scrub)
         system = request.system or DEFAULT_SYSTEM.format(root=request.root)
         wire_messages = self.wire.initial_messages(complete_tool_pairs(request.messages))
         usage = Usage()
@@ -330,8 +342,7 @@ class NativeProvider:
                 step = await self._step_with_retries(
                     request, system, wire_messages, executor.specs(), watch
                 )
-                usage.input_tokens += step.usage.input_tokens
-                usage.output_tokens += step.usage.output_tokens
+                usage.add(step.usage)
                 if watch.text:
                     sink.end_message()
                     watch.text = False

@@ -117,7 +117,12 @@ class OpenAIWire(Wire):
                 raise ProviderError(f"stream error: {msg}")
             usage = chunk.get("usage")
             if isinstance(usage, dict):
-                step.usage.input_tokens = int(usage.get("prompt_tokens") or 0)
+                # prompt_tokens includes the cached part; keep the two apart.
+                details = usage.get("prompt_tokens_details")
+                cached = int((details or {}).get("cached_tokens") or 0) if isinstance(
+                    details, dict) else 0
+                step.usage.input_tokens = max(0, int(usage.get("prompt_tokens") or 0) - cached)
+                step.usage.cache_read_tokens = cached
                 step.usage.output_tokens = int(usage.get("completion_tokens") or 0)
             for choice in chunk.get("choices") or []:
                 self._choice(choice, calls, sink, step)

@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 from tandem.config.model import AnthropicSettings, SettingsModel, validate
 from tandem.protocol.base import TandemError
 from tandem.providers.anthropic import AnthropicWire
-from tandem.providers.base import Provider
+from tandem.providers.base import Provider, ToolSource
 from tandem.providers.credentials import bound_credentials
 from tandem.providers.native import LoopLimits, NativeProvider
 from tandem.providers.openai import OpenAIWire
@@ -99,6 +99,7 @@ def build_provider(
     grants: SessionGrants | None = None,
     origin: Callable[[str], str] | None = None,
     conversation_id: str | None = None,
+    tool_source: ToolSource | None = None,
     **acp_kwargs: Any,
 ) -> Provider:
     """Build the provider NAME.
@@ -109,8 +110,9 @@ def build_provider(
     key bound to a host is sent nowhere else (see `bound_credentials`; ORIGIN
     names the file a setting came from, for its error). For
     ``acp:AGENT`` the agent must be in settings ``acp_agents``; ACP_KWARGS go to
-    `tandem.providers.acp.AcpProvider`; CONVERSATION_ID is the root chat's
-    conversation an agent continues (native providers keep none).
+    `tandem.providers.acp.AcpProvider` (``editor``, ``choices``, ``mcp_servers`` …);
+    CONVERSATION_ID is the root chat's conversation an agent continues (native
+    providers keep none); TOOL_SOURCE gives a native provider more tools per turn (MCP).
     """
     spec = parse_provider(name)
     typed = typed_settings(settings)
@@ -138,4 +140,5 @@ def build_provider(
         anthropic = typed.anthropic or AnthropicSettings()
         wire = AnthropicWire(creds, thinking_budget=anthropic.thinking_budget,
                              prompt_cache=anthropic.prompt_cache)
-    return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target)
+    return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target,
+                          tool_source=tool_source)

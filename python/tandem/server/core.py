@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tandem import __version__
+from tandem.config.keys import setting_keys
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.core import (
     PROTOCOL_VERSION,
@@ -27,6 +28,7 @@ from tandem.protocol.core import (
     SleepParams,
 )
 from tandem.server.connection import CURRENT
+from tandem.store.models import ENTRY_TYPES
 
 if TYPE_CHECKING:
     from tandem.app import App
@@ -95,6 +97,16 @@ async def call_emacs(app: App, p: CallEmacsParams) -> Any:
     return await CURRENT.get().call(p.method, *p.args)
 
 
+async def settings_keys(app: App, p: NoParams) -> list[str]:
+    """Every settings key, dotted (for the front end's customization tests)."""
+    return setting_keys()
+
+
+async def entry_types(app: App, p: NoParams) -> list[str]:
+    """The journal entry types this backend's models define (for the view's tests)."""
+    return sorted(ENTRY_TYPES)
+
+
 METHODS = [
     MethodSpec("hello", HelloParams, hello, "Authenticate with the token; describe the backend."),
     MethodSpec("ping", NoParams, ping, "Answer pong."),
@@ -104,4 +116,6 @@ METHODS = [
     MethodSpec("debug/emit", EmitParams, emit, "Diagnostics: publish COUNT events."),
     MethodSpec("debug/sleep", SleepParams, sleep, "Diagnostics: answer after SECONDS."),
     MethodSpec("debug/call-emacs", CallEmacsParams, call_emacs, "Diagnostics: call into Emacs."),
+    MethodSpec("debug/entry-types", NoParams, entry_types, "Diagnostics: the journal entry types."),
+    MethodSpec("debug/settings-keys", NoParams, settings_keys, "Diagnostics: every settings key."),
 ]

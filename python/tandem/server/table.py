@@ -21,6 +21,8 @@ DOMAIN_APIS = (
     "tandem.history.rewind_api",
     "tandem.turns.api",
     "tandem.turns.acp_api",
+    "tandem.turns.mcp_api",
+    "tandem.turns.provider_api",
     "tandem.checkpoints.api",
     "tandem.workspace.api",
     "tandem.remote.api",

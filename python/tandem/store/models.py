@@ -202,6 +202,24 @@ class AcpOption(Entry):
     value: str
 
 
+class Plan(Entry):
+    """An agent's plan for the turn (ACP ``plan``): what it means to do, and how far it got."""
+
+    type: Literal["plan"] = "plan"
+    turn: int
+    entries: list[dict[str, Any]] = Field(default_factory=list)
+    """Each as the agent sent it: ``content``, ``priority``, ``status`` (pending, in_progress,
+    completed)."""
+
+
+class ProviderChange(Entry):
+    """The user switched the session's provider (and model) for its next turns."""
+
+    type: Literal["provider_change"] = "provider_change"
+    provider: str = Field(min_length=1)
+    model: str = ""
+
+
 ENTRY_TYPES: dict[str, type[Entry]] = {
     cls.model_fields["type"].default: cls
     for cls in (
@@ -221,6 +239,8 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         Compaction,
         AcpSession,
         AcpOption,
+        Plan,
+        ProviderChange,
     )
 }
 """Known entry types by their ``type`` value."""

@@ -86,3 +86,4 @@ def cap_text(text: str, cap: int) -> str:
         return text
     kept = data[:cap].decode("utf-8", "ignore")
     return f"{kept}\n[output truncated: {len(data) - cap} more bytes not shown]"
+

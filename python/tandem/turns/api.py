@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import TYPE_CHECKING, Any
 
 from tandem.config.front_end import ClientConfig
+from tandem.config.model import validate
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.turns import (
     Accepted,
@@ -17,6 +19,7 @@ from tandem.protocol.turns import (
     TurnStatus,
 )
 from tandem.turns.engine import TurnSpec
+from tandem.turns.usage import session_provider_choice
 
 if TYPE_CHECKING:
     from tandem.app import App
@@ -27,8 +30,10 @@ async def send(app: App, p: SendParams) -> Accepted:
     sessions = app.sessions
     journal = sessions.journal(p.session)
     settings = sessions.settings(sessions.root_of(journal))
+    # The session's own choice (M-x tandem-set-provider) wins over the default.
+    requested = p.provider or session_provider_choice(sessions.entries(journal))
     spec = TurnSpec(session=journal.id, text=p.text,
-                    provider=sessions.provider_for(settings, p.provider), model=p.model or "",
+                    provider=sessions.provider_for(settings, requested), model=p.model or "",
                     permission_mode=sessions.permission_mode(settings, p.permission_mode))
     # Automatic compaction when the projected context passes the threshold
     # (a failed automatic compaction is logged and the turn goes ahead).
@@ -71,10 +76,18 @@ async def wait(app: App, p: TurnParams) -> TurnStatus:
 async def configure(app: App, p: ConfigureParams) -> dict[str, Any]:
     """Take the front end's configuration (in memory only)."""
     agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in p.acp_agents}
+    custom: dict[str, Any] = {}
+    if p.settings_json:
+        try:
+            data = json.loads(p.settings_json)
+        except ValueError as exc:
+            raise TandemError("invalid-settings", f"Settings from Emacs: invalid JSON: {exc}"
+                              ) from None
+        custom = validate(data, "from Emacs customization").plain()
     # Emacs sends this before every turn; providers are rebuilt only on a change.
     app.turns.configure(ClientConfig(acp_agents=agents, credentials=p.credentials,
                                      default_provider=p.default_provider,
-                                     permission_mode=p.permission_mode))
+                                     permission_mode=p.permission_mode, settings=custom))
     return {"acp_agents": sorted(agents), "credentials": sorted(p.credentials)}
 
 

@@ -16,6 +16,7 @@ from tandem.checkpoints.service import CheckpointService
 from tandem.config.front_end import ClientConfig
 from tandem.editor import EditorBridge
 from tandem.events import EventSink
+from tandem.mcp.service import McpService
 from tandem.providers.base import Provider, TurnResult
 from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
 from tandem.sessions.gate import SessionGate
@@ -65,8 +66,11 @@ class TurnService:
     """The backend's turn engine plus provider instances and front-end config."""
 
     def __init__(self, events: EventSink, sessions: SessionService, gate: SessionGate,
-                 checkpoints: Checkpoints, editor: EditorBridge | None = None) -> None:
+                 checkpoints: Checkpoints, editor: EditorBridge | None = None,
+                 mcp: McpService | None = None) -> None:
         self.events = events
+        self.mcp = mcp if mcp is not None else McpService()
+        """The sessions' MCP servers (started lazily, stopped with the session)."""
         self.editor = editor
         """The connected Emacs's buffers for ACP file requests (None: disk only)."""
         self.sessions = sessions
@@ -101,9 +105,19 @@ class TurnService:
                             if keeps_conversation(spec.provider) else None)
             # Agent processes read buffers through the editor and resume the mode and
             # model last chosen; the registry hands these only to providers that use them.
-            agent: dict[str, Any] = {"editor": self.editor,
-                                     "choices": acp_choices(self.sessions.entries(journal),
-                                                            parse_provider(spec.provider).target)}
+            # Agent processes read buffers through the editor, resume the mode and model
+            # last chosen and get the session's MCP servers; native loops get the MCP
+            # tools. The registry hands each provider only what it uses.
+
+            def settings_now() -> Any:  # MCP servers as the settings say at each turn
+                return self.sessions.resolved(self.sessions.root_of(journal)).settings
+
+            agent: dict[str, Any] = {
+                "editor": self.editor,
+                "choices": acp_choices(self.sessions.entries(journal),
+                                       parse_provider(spec.provider).target),
+                "mcp_servers": self.mcp.acp_source(spec.session, settings_now),
+                "tool_source": self.mcp.tool_source(settings_now)}
             self._providers[key] = build_provider(
                 spec.provider, resolved.settings, credentials=self._config.credentials,
                 grants=self._grants, origin=resolved.origin, conversation_id=conversation,
@@ -121,9 +135,10 @@ class TurnService:
             asyncio.get_running_loop().create_task(provider.close())
 
     async def close_session(self, session: str) -> None:
-        """Stop SESSION's providers (ACP agent processes)."""
+        """Stop SESSION's providers (ACP agent processes) and its MCP servers."""
         for key in [k for k in self._providers if k[0] == session]:
             await self._providers.pop(key).close()
+        await self.mcp.close_session(session)
 
     async def aclose(self) -> None:
         """Cancel running turns, then stop every provider."""
@@ -134,3 +149,4 @@ class TurnService:
             except Exception:  # closing is best effort at shutdown
                 pass
         self._providers.clear()
+        await self.mcp.aclose()

@@ -50,7 +50,13 @@ def _write(path: Path, data: Any) -> Path:
         ({"acp_agents": {"c": {"command": ["x" * 5000]}}}, "acp_agents.c.command.0"),
         ({"context_windows": {"m": 5}}, "context_windows.m: expected a number >= 1024"),
         ({"default_provider": "gemini:x"}, "default_provider"),
-        ({"mcp_servers": {"s": {"command": ["x"], "cwd": "/"}}}, "mcp_servers.s.cwd: unknown key"),
+        ({"mcp_servers": {"s": {"command": "x", "cwd": "/"}}}, "mcp_servers.s.cwd: unknown key"),
+        ({"mcp_servers": {"s": {"type": "sse", "url": "http://h"}}},
+         'mcp_servers.s: type must be "stdio" (the default) or "http"'),
+        ({"mcp_servers": {"s": {"type": "http", "url": "file:///x"}}},
+         "mcp_servers.s.url: 'file:///x' is not an http(s) URL"),
+        ({"mcp_servers": {"s": {"type": "http", "url": "http://h", "headers": {"A": "b\r\nX: y"}}}},
+         "mcp_servers.s.headers.A: String should match"),
         ({"compaction_threshold": True}, "compaction_threshold"),
     ],
 )
@@ -130,7 +136,7 @@ def test_untrusted_view_keeps_harmless_and_tighter_keys() -> None:
     project = {"permission_mode": "read-only", "default_provider": "openai:m",
                "native": {"shell_timeout": 30, "output_cap": 1 << 24, "max_steps": 10},
                "anthropic": {"base_url": "http://evil", "thinking_budget": 1024},
-               "mcp_servers": {"s": {"command": ["x"]}}}
+               "mcp_servers": {"s": {"command": "x"}}}
     kept, ignored = untrusted_view(project, user)
     assert kept == {"permission_mode": "read-only", "default_provider": "openai:m",
                     "native": {"shell_timeout": 30, "max_steps": 10},

@@ -119,6 +119,8 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "compaction": {"summary": "s", "first_kept_turn": 2},
         "acp_session": {"acp_session_id": "a", "how": "new"},
         "acp_option": {"agent": "claude", "option": "mode", "value": "plan"},
+        "plan": {"turn": 1, "entries": [{"content": "c", "status": "pending"}]},
+        "provider_change": {"provider": "openai:m", "model": "m"},
     }
     assert set(samples) == set(ENTRY_TYPES)
     with Journal.create(home, str(tmp_path)) as j:

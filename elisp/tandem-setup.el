@@ -1,0 +1,201 @@
+;;; tandem-setup.el --- First run and switching a session's provider  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; `tandem-setup' asks what a new user must choose: a provider
+;; (Anthropic, OpenAI, an OpenAI-compatible server such as llama.cpp,
+;; Ollama or vLLM, or an ACP agent found on PATH), where its key is (an
+;; auth-source entry, whose line it shows, or an environment variable),
+;; a model (listed by the server's /v1/models when it answers) and a
+;; permission mode, and saves them with `customize-save-variable'.
+;; `tandem' runs it when no provider is configured anywhere.
+;;
+;; `tandem-set-provider' switches the provider (and so the model) of
+;; one session: a `provider_change' journal entry that its next turns
+;; follow and the header shows.
+;;
+;; Every question goes through `tandem-setup-read-function', the seam
+;; tests answer at.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'url-parse)
+(require 'tandem-client)
+(require 'tandem-settings)
+(require 'tandem-turns)
+(require 'tandem-view-state)
+(require 'tandem-view-usage)
+
+(defvar tandem-setup-read-function #'tandem-setup--read
+  "Function asking one setup question: (PROMPT CHOICES &optional DEFAULT).
+CHOICES is a list of strings (nil: free text).  Returns a string.")
+
+(defun tandem-setup--read (prompt choices &optional default)
+  "Ask PROMPT with `completing-read' among CHOICES (or free text), DEFAULT first."
+  (if choices
+      (completing-read prompt choices nil nil nil nil default)
+    (read-string prompt nil nil default)))
+
+(defun tandem-setup--ask (prompt choices &optional default)
+  "Ask PROMPT (CHOICES, DEFAULT) through `tandem-setup-read-function'."
+  (funcall tandem-setup-read-function prompt choices default))
+
+(defconst tandem-setup-acp-programs
+  '(("claude" "claude-agent-acp" "claude-code-acp")
+    ("codex" "codex-acp")
+    ("gemini" "gemini"))
+  "Known ACP agents: (NAME PROGRAM...), the first program found on PATH is used.
+gemini is started with --experimental-acp.")
+
+(defun tandem-setup--acp-found ()
+  "Return the known ACP agents on PATH as (NAME . COMMAND)."
+  (cl-loop for (name . programs) in tandem-setup-acp-programs
+           for found = (cl-some #'executable-find programs)
+           when found
+           collect (cons name (if (equal name "gemini") (list found "--experimental-acp")
+                                (list found)))))
+
+(defconst tandem-setup--families
+  '(("Anthropic" "anthropic" "api.anthropic.com" "ANTHROPIC_API_KEY")
+    ("OpenAI" "openai" "api.openai.com" "OPENAI_API_KEY")
+    ("OpenAI-compatible server (llama.cpp, Ollama, vLLM…)" "openai" nil "OPENAI_API_KEY"))
+  "Provider kinds offered first: (LABEL FAMILY HOST KEY-VARIABLE).")
+
+(defun tandem-setup-needed-p ()
+  "Return non-nil when no provider is chosen, neither here nor in settings.json."
+  (and (null tandem-provider)
+       (null (plist-get (tandem-request "providers/default"
+                                        (list :cwd (directory-file-name (tandem-project-root))))
+                        :provider))))
+
+(defun tandem-setup--save (variable value)
+  "Set VARIABLE to VALUE and save it for future sessions when Emacs can."
+  (condition-case err
+      (customize-save-variable variable value)
+    (error
+     ;; emacs -Q has no init file to save into: the value holds for now.
+     (set-default variable value)
+     (message "tandem: %s set, not saved (%s)" variable (error-message-string err)))))
+
+(defun tandem-setup--key (family host variable)
+  "Ask where FAMILY's key is: auth-source for HOST, or the environment VARIABLE.
+Return nil when the key is found or not needed, else a note for the user."
+  (let* ((auth (format "auth-source (~/.authinfo.gpg: machine %s)" host))
+         (env (format "environment variable %s" variable))
+         (none "no key (a local server)")
+         (where (tandem-setup--ask (format "Where is the %s key? " family)
+                                   (if (equal family "openai") (list auth env none)
+                                     (list auth env))
+                                   auth)))
+    (cond
+     ((equal where none) nil)
+     ((equal where env)
+      (unless (getenv variable)
+        (format "Set %s in the environment Emacs starts from, then M-x tandem-restart"
+                variable)))
+     ((tandem--auth-key host) nil)
+     (t (let ((line (format "machine %s password YOUR-KEY" host)))
+          (with-current-buffer (get-buffer-create "*tandem-setup*")
+            (let ((inhibit-read-only t))
+              (erase-buffer)
+              (insert "Add this line to ~/.authinfo.gpg (or ~/.authinfo),\n"
+                      "with your key in place of YOUR-KEY:\n\n  " line "\n"))
+            (special-mode)
+            (display-buffer (current-buffer)))
+          (format "Add \"%s\" to ~/.authinfo.gpg" line))))))
+
+(defun tandem-setup--models (family base-url)
+  "Return the models FAMILY's server at BASE-URL lists.
+Return nil when it does not answer."
+  (condition-case nil
+      (progn
+        (tandem-configure)
+        (plist-get (tandem-request "providers/models"
+                                   (append (list :family family :timeout 10)
+                                           (and base-url (list :base-url base-url)))
+                                   20)
+                   :models))
+    (tandem-error nil)))
+
+;;;###autoload
+(defun tandem-setup ()
+  "Choose a provider, its key, a model and a permission mode; save them.
+Return the provider name chosen."
+  (interactive)
+  (let* ((agents (tandem-setup--acp-found))
+         (labels (append (mapcar #'car tandem-setup--families)
+                         (mapcar (lambda (a) (format "ACP agent: %s (%s)" (car a) (cadr a)))
+                                 agents)))
+         (label (tandem-setup--ask "Provider: " labels (car labels)))
+         (family-row (assoc label tandem-setup--families))
+         (agent (and (null family-row)
+                     (cl-find-if (lambda (a) (string-prefix-p (format "ACP agent: %s " (car a))
+                                                              label))
+                                 agents)))
+         (note nil) provider)
+    (cond
+     (agent
+      (tandem-setup--save 'tandem-acp-agents
+                          (cons (list (car agent) :command (cdr agent))
+                                (assoc-delete-all (car agent) (copy-sequence tandem-acp-agents))))
+      (setq provider (concat "acp:" (car agent))))
+     (family-row
+      (let* ((family (nth 1 family-row))
+             (base-url (unless (nth 2 family-row)
+                             (tandem-setup--ask "Base URL of the server (with /v1): " nil
+                                                "http://127.0.0.1:8080/v1")))
+             (host (or (nth 2 family-row) (url-host (url-generic-parse-url base-url)))))
+        (when base-url
+          (tandem-setup--save 'tandem-openai-base-url base-url)
+          (tandem-setup--save 'tandem-provider-hosts
+                              (cons (cons "openai" host)
+                                    (assoc-delete-all "openai"
+                                                      (copy-sequence tandem-provider-hosts)))))
+        (setq note (tandem-setup--key family host (nth 3 family-row)))
+        (let* ((models (tandem-setup--models family base-url))
+               (model (tandem-setup--ask (if models "Model: "
+                                           "Model (the server listed none; type its name): ")
+                                         models (car models))))
+          (setq provider (concat family ":" model)))))
+     (t (user-error "Unknown provider choice: %s" label)))
+    (let ((mode (tandem-setup--ask "Permission mode (ask before edits and commands, \
+auto-edit, read-only): " '("ask" "auto-edit" "read-only") "ask")))
+      (tandem-setup--save 'tandem-permission-mode (intern mode)))
+    (tandem-setup--save 'tandem-provider provider)
+    (message "tandem: provider %s%s" provider (if note (concat " · " note) ""))
+    provider))
+
+(defun tandem-setup--provider-choices ()
+  "Return provider names worth offering: the current ones and the ACP agents."
+  (delete-dups
+   (delq nil (append (list tandem-provider
+                           (plist-get (plist-get (and tandem-view--state
+                                                      (tandem-view-state-usage tandem-view--state))
+                                                 :totals)
+                                      :provider))
+                     (mapcar (lambda (a) (concat "acp:" (car a))) tandem-acp-agents)
+                     (mapcar (lambda (a) (concat "acp:" (car a))) (tandem-setup--acp-found))))))
+
+;;;###autoload
+(defun tandem-set-provider (provider &optional session)
+  "Make PROVIDER (\"openai:MODEL\", \"anthropic:MODEL\", \"acp:AGENT\") SESSION's.
+SESSION defaults to this buffer's.  The switch is a journal entry: the
+session's next turns use PROVIDER, and its header says so."
+  (interactive
+   (list (tandem-setup--ask "Provider for this session's next turns: "
+                            (tandem-setup--provider-choices))))
+  (let* ((session (or session (tandem-project-session)))
+         (entry (tandem-request "turns/set-provider"
+                                (list :session session :provider provider)))
+         (buffer (tandem-view-buffer session)))
+    (when buffer (tandem-view-usage-update buffer))
+    (message "tandem: next turns use %s" (plist-get entry :provider))
+    entry))
+
+(provide 'tandem-setup)
+;;; tandem-setup.el ends here

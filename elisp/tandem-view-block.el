@@ -1,0 +1,95 @@
+;;; tandem-view-block.el --- The blocks of a tandem session buffer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A block is one rendered unit of a session buffer: a turn (every
+;; journal entry naming it) or one entry outside turns.  This file holds
+;; the struct and the questions asked of it (its entries in order, its
+;; directive, its pending questions); tandem-view-render.el draws it.
+
+;;; Code:
+
+(require 'cl-lib)
+
+(cl-defstruct (tandem-view-block (:constructor tandem-view-block-create) (:copier nil))
+  "One rendered unit of the session buffer: a turn, or an entry outside turns."
+  (key nil :documentation "Unique key: seq of the block's first entry.")
+  (turn nil :documentation "Turn number, or nil for an entry outside turns.")
+  (entries nil :documentation "Journal entries (plists), newest first.")
+  (start nil :documentation "Marker at the block's first character once rendered.")
+  (meta nil :documentation "Plist from a `turn-started' event (:provider :model :directive).")
+  (live-text "" :documentation "Streamed assistant text not yet in an entry.")
+  (live-reasoning "" :documentation "Streamed reasoning not yet in an entry.")
+  (text-marker nil :documentation "Marker where streamed text is appended.")
+  (text-shown 0 :documentation "Characters of live-text already in the buffer.")
+  (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
+  (reasoning-shown 0 :documentation "Characters of live-reasoning already in the buffer.")
+  (interactions nil :documentation "Interaction plists announced by events, newest first.")
+  (files-changed nil :documentation "Files changed, from the `turn-ended' event."))
+
+
+(defconst tandem-view-answer-labels
+  '(("allow_once" . "Allow once") ("allow_session" . "Allow for session")
+    ("reject" . "Reject"))
+  "Answers of a permission interaction with their button labels.")
+
+(defconst tandem-view-answer-keys
+  '(("allow_once" . "y") ("allow_session" . "a") ("reject" . "n"))
+  "Default key of each answer while point is on an interaction row.
+The backend's options may name other keys.")
+
+;;;; Block queries
+
+(defun tandem-view-block-ordered (block)
+  "Return BLOCK's entries oldest first."
+  (reverse (tandem-view-block-entries block)))
+
+(defun tandem-view-block-find (block type)
+  "Return BLOCK's oldest entry of TYPE (a string), or nil."
+  (let ((found nil))
+    ;; Entries are kept newest first: the last match is the oldest.
+    (dolist (e (tandem-view-block-entries block) found)
+      (when (equal (plist-get e :type) type) (setq found e)))))
+
+(defun tandem-view-block-end-entry (block)
+  "Return BLOCK's `turn_end' entry, or nil while the turn is in flight."
+  (cl-find "turn_end" (tandem-view-block-entries block)
+           :key (lambda (e) (plist-get e :type)) :test #'equal))
+
+(defun tandem-view-block-directive (block)
+  "Return BLOCK's directive as (:directive ID :action ACTION), or nil."
+  (let ((open (tandem-view-block-find block "directive_open"))
+        (meta (plist-get (tandem-view-block-meta block) :directive))
+        (start (tandem-view-block-find block "turn_start")))
+    (cond (open (list :directive (plist-get open :directive)
+                      :action (plist-get open :action)))
+          ((stringp meta) (list :directive meta :action nil))
+          ((consp meta) (list :directive (or (plist-get meta :directive) (plist-get meta :id))
+                              :action (plist-get meta :action)))
+          ((equal (plist-get start :origin) "directive") (list :directive "?" :action nil)))))
+
+(defun tandem-view-block-answered (block interaction-id)
+  "Return the answer given to INTERACTION-ID in BLOCK, or nil."
+  (cl-loop for e in (tandem-view-block-entries block)
+           when (and (equal (plist-get e :type) "interaction_answer")
+                     (equal (plist-get e :interaction-id) interaction-id))
+           return (plist-get e :answer)))
+
+(defun tandem-view-block-pending-interactions (block)
+  "Return BLOCK's interactions still waiting for an answer (plists), oldest first."
+  (unless (tandem-view-block-end-entry block)
+    (let ((seen nil) (out nil))
+      (dolist (i (append (cl-remove-if-not (lambda (e) (equal (plist-get e :type) "interaction"))
+                                           (tandem-view-block-ordered block))
+                         (reverse (tandem-view-block-interactions block))))
+        (let ((id (plist-get i :interaction-id)))
+          (unless (or (member id seen) (tandem-view-block-answered block id))
+            (push id seen)
+            (push i out))))
+      (nreverse out))))
+
+(provide 'tandem-view-block)
+;;; tandem-view-block.el ends here

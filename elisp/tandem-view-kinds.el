@@ -1,0 +1,78 @@
+;;; tandem-view-kinds.el --- Journal entry kinds told in words  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every entry kind tandem writes either has a row that says what
+;; happened, in the user's words, or is part of another row (listed in
+;; `tandem-view-kinds-shown-elsewhere').  A kind from a newer tandem that
+;; this package does not know keeps its honest one-line row "· KIND (seq
+;; N)".  tandem-view-render.el draws the common kinds; the rest are here,
+;; registered in `tandem-view-render-kind-functions'.
+
+;;; Code:
+
+(require 'tandem-view-render)
+
+(defconst tandem-view-kinds-shown-elsewhere
+  '("turn_start" "directive_open" "tool_result" "interaction_answer")
+  "Entry kinds with no row of their own, and where they show instead.
+turn_start: the turn's header (time, provider, model).
+directive_open: the header of a directive turn (directive and action).
+tool_result: the status and output of its tool call's row.
+interaction_answer: the answered question's row says the answer.")
+
+(defconst tandem-view-kinds--acp-how
+  '(("new" . "started a new conversation")
+    ("load" . "reloaded its conversation")
+    ("resume" . "resumed its conversation")
+    ("seeded" . "started a new conversation from the session's history"))
+  "What each `acp_session' way of going on means, in words.")
+
+(defun tandem-view-kinds--acp-session (_block entry _folded-p)
+  "Insert the row of ENTRY, an `acp_session': how the agent went on."
+  (tandem-view-render--line
+   (propertize (format "%s↻ The agent %s" tandem-view-render-indent
+                       (or (cdr (assoc (plist-get entry :how) tandem-view-kinds--acp-how))
+                           (format "went on (%s)" (plist-get entry :how))))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
+(defun tandem-view-kinds--provider-change (_block entry _folded-p)
+  "Insert the row of ENTRY, a `provider_change': the session's new provider."
+  (tandem-view-render--line
+   (propertize (format "⇄ Provider for the next turns: %s · %s" (plist-get entry :provider)
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
+(defconst tandem-view-kinds--plan-marks
+  '(("pending" . "☐") ("in_progress" . "◐") ("completed" . "☑"))
+  "The mark of each plan step's status.")
+
+(defun tandem-view-kinds--plan (_block entry _folded-p)
+  "Insert the rows of ENTRY, an agent's `plan': one line per step."
+  (let ((steps (plist-get entry :entries)))
+    (tandem-view-render--line
+     (propertize (format "%sPlan (%d step%s)" tandem-view-render-indent (length steps)
+                         (if (= (length steps) 1) "" "s"))
+                 'font-lock-face 'tandem-view-muted)
+     nil)
+    (dolist (step steps)
+      (tandem-view-render--line
+       (format "%s  %s %s" tandem-view-render-indent
+               (or (cdr (assoc (plist-get step :status) tandem-view-kinds--plan-marks)) "·")
+               (tandem-view-render--first-line (format "%s" (or (plist-get step :content) "")) 100))
+       nil))))
+
+(setf (alist-get "plan" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--plan)
+(setf (alist-get "acp_session" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--acp-session
+      (alist-get "provider_change" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--provider-change)
+
+(provide 'tandem-view-kinds)
+;;; tandem-view-kinds.el ends here

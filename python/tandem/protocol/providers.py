@@ -1,0 +1,44 @@
+"""Params and replies of the provider-choice methods: switch, usage, model lists."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from tandem.protocol.base import Params, Reply
+from tandem.protocol.turns import SessionId
+
+
+class SetProviderParams(Params):
+    """Make PROVIDER (``openai:MODEL``, ``anthropic:MODEL``, ``acp:AGENT``) SESSION's choice."""
+
+    session: str = SessionId
+    provider: str = Field(min_length=1, max_length=300)
+
+
+class UsageParams(Params):
+    """The token totals of SESSION."""
+
+    session: str = SessionId
+
+
+class DefaultParams(Params):
+    """The provider a turn in CWD uses when none is asked for."""
+
+    cwd: str = Field(min_length=1, max_length=4096)
+
+
+class ModelsParams(Params):
+    """List the models of FAMILY's server (BASE_URL, else the configured one)."""
+
+    family: Literal["openai", "anthropic"]
+    base_url: str | None = Field(default=None, max_length=2048)
+    timeout: float = Field(default=10.0, gt=0, le=60)
+
+
+class ModelsReply(Reply):
+    """The model ids the server listed, and where it was asked."""
+
+    url: str
+    models: list[str]

@@ -1,0 +1,69 @@
+"""What a session's turns cost in tokens: totals from the journal's ``turn_end`` entries.
+
+Every turn that ended counts, rewound or compacted ones too: they were paid
+for. Totals are kept per provider name so that a price table keyed by model
+can price each part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+"""The counters of a turn's ``usage`` (a missing one counts as 0)."""
+
+
+class UsageTotals(BaseModel):
+    """Token counts summed over some turns."""
+
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def add(self, usage: Mapping[str, Any]) -> None:
+        """Count one turn whose ``usage`` is USAGE (non-numbers count as 0)."""
+        self.turns += 1
+        for key in TOKEN_KEYS:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                setattr(self, key, getattr(self, key) + value)
+
+
+class ProviderUsage(UsageTotals):
+    """The totals of the turns one provider ran."""
+
+    provider: str
+    model: str = ""
+
+
+def session_usage(entries: Iterable[Mapping[str, Any]]) -> tuple[UsageTotals, list[ProviderUsage]]:
+    """The session's totals and the same per provider, in order of first use."""
+    started: dict[int, tuple[str, str]] = {}
+    total = UsageTotals()
+    by_provider: dict[str, ProviderUsage] = {}
+    for e in entries:
+        kind, turn = e.get("type"), e.get("turn")
+        if kind == "turn_start" and isinstance(turn, int):
+            started[turn] = (str(e.get("provider") or ""), str(e.get("model") or ""))
+        elif kind == "turn_end" and isinstance(turn, int):
+            usage = e.get("usage")
+            usage = usage if isinstance(usage, Mapping) else {}
+            provider, model = started.get(turn, ("", ""))
+            total.add(usage)
+            part = by_provider.setdefault(provider, ProviderUsage(provider=provider, model=model))
+            part.add(usage)
+    return total, list(by_provider.values())
+
+
+def session_provider_choice(entries: Iterable[Mapping[str, Any]]) -> str | None:
+    """The provider the user last chose for this session (``provider_change``), or None."""
+    chosen: str | None = None
+    for e in entries:
+        if e.get("type") == "provider_change" and isinstance(e.get("provider"), str):
+            chosen = e["provider"]
+    return chosen

@@ -1,0 +1,119 @@
+;;; tandem-setup-tests.el --- First run and the settings as user options  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+;; The first-run flow of `M-x tandem' with answers given at the prompt
+;; seam (`tandem-setup-read-function'), against the real backend and the
+;; real fake OpenAI-compatible server; and the customization group: every
+;; option documented and typed, every key of the backend's settings model
+;; an option, and what is set reaching the backend through `configure'.
+
+;;; Code:
+
+(require 'tandem-view-test-helpers)
+(require 'tandem-setup)
+(require 'cus-edit)
+
+(defmacro tandem-setup-test--fresh (&rest body)
+  "Run BODY as a new user: nothing configured, empty settings, a scratch custom file.
+Binds `fake' (the fake server), `project' and `custom'."
+  (declare (indent 0) (debug t))
+  `(let* ((fake (tandem-view-test-start-fake '(:steps [(:reply (:text "Hello, new user!"))])))
+          (project (file-name-as-directory (make-temp-file "tandem-setup-project-" t)))
+          (config (make-temp-file "tandem-setup-config-" t))
+          (custom (make-temp-file "tandem-setup-custom-" nil ".el"))
+          (custom-file custom)
+          ;; Not "emacs -q": customize saves into `custom-file'.
+          (user-init-file custom)
+          (process-environment (append (list (concat "XDG_CONFIG_HOME=" config)
+                                             "OPENAI_API_KEY" "OPENAI_BASE_URL")
+                                       process-environment))
+          (tandem-provider nil) (tandem-permission-mode nil) (tandem-openai-base-url nil)
+          (tandem-provider-hosts tandem-provider-hosts) (tandem-acp-agents nil))
+     (unwind-protect
+         (tandem-test-with-backend ,@body)
+       (delete-process (car fake))
+       (dolist (b (buffer-list))
+         (when (string-prefix-p "*tandem: " (buffer-name b)) (kill-buffer b)))
+       (delete-directory project t)
+       (delete-directory config t)
+       (delete-file custom))))
+
+(ert-deftest tandem-setup-first-run-asks-saves-and-answers ()
+  "`M-x tandem' with nothing configured asks, saves with customize, then a turn streams."
+  (tandem-setup-test--fresh
+    (let* ((asked nil)
+           (tandem-setup-read-function
+            (lambda (prompt choices &optional _default)
+              (push (cons prompt choices) asked)
+              (cond ((string-prefix-p "Provider" prompt)
+                     (should (member "Anthropic" choices))
+                     (should (member "OpenAI" choices))
+                     (cl-find-if (lambda (c) (string-prefix-p "OpenAI-compatible" c)) choices))
+                    ((string-prefix-p "Base URL" prompt) (cdr fake))
+                    ((string-prefix-p "Where is the openai key" prompt)
+                     (car (last choices)))
+                    ((string-prefix-p "Model" prompt)
+                     ;; Listed by the fake's GET /v1/models.
+                     (should (equal choices '("fake-model")))
+                     "fake-model")
+                    ((string-prefix-p "Permission mode" prompt) "auto-edit")
+                    (t (ert-fail (format "unexpected question %S" prompt)))))))
+      (should (tandem-setup-needed-p))
+      (tandem project)
+      (should (equal (length asked) 5))
+      (should (equal tandem-provider "openai:fake-model"))
+      (should (eq tandem-permission-mode 'auto-edit))
+      (should (equal tandem-openai-base-url (cdr fake)))
+      (with-temp-buffer
+        (insert-file-contents custom)
+        (should (string-match-p "tandem-provider \"openai:fake-model\"" (buffer-string)))
+        (should (string-match-p "tandem-openai-base-url" (buffer-string))))
+      (should-not (tandem-setup-needed-p))
+      (with-current-buffer (tandem-view-buffer (tandem-project-session project))
+        (tandem-view-test-wait-turn (tandem-view-test-send "hi"))
+        (should (string-match-p "Hello, new user!" (tandem-view-test-text)))))))
+
+(defun tandem-setup-test--options (group)
+  "Return every user option of GROUP and its subgroups."
+  (let ((out nil))
+    (dolist (member (get group 'custom-group))
+      (pcase (cadr member)
+        ('custom-variable (push (car member) out))
+        ('custom-group (setq out (append (tandem-setup-test--options (car member)) out)))))
+    out))
+
+(ert-deftest tandem-setup-every-option-documented-and-typed ()
+  "`M-x customize-group RET tandem' lists options that each have a docstring and a type."
+  (let ((options (tandem-setup-test--options 'tandem)))
+    (should (memq 'tandem-prices options))
+    (should (memq 'tandem-native-max-steps options))
+    (dolist (option options)
+      (should (stringp (documentation-property option 'variable-documentation)))
+      (should (get option 'custom-type)))))
+
+(ert-deftest tandem-setup-every-settings-key-is-an-option ()
+  "Each key of the backend's settings model has a user option, and it reaches the backend."
+  (tandem-test-with-backend
+    (let ((keys (tandem-request "debug/settings-keys"))
+          (options (tandem-setup-test--options 'tandem)))
+      (should (member "native.max_steps" keys))
+      (dolist (key keys)
+        (let ((option (cdr (assoc key tandem-settings-keys))))
+          (unless option (ert-fail (format "settings key %s has no user option" key)))
+          (should (memq option options)))))
+    ;; What is set is laid on top of the settings files and validated.
+    (let ((tandem-compaction-threshold 0.5) (tandem-auto-compact 'off)
+          (tandem-native-max-steps 7)
+          (tandem-context-windows '(("openai:tiny" . 4096))))
+      (let ((json (json-read-from-string (tandem-settings-json))))
+        (should (equal (alist-get 'native json) '((max_steps . 7))))
+        (should (equal (alist-get 'context_windows json) '((openai:tiny . 4096))))
+        (should (equal (alist-get 'compaction_threshold json) 0.5))
+        (should (eq (alist-get 'auto_compact json) :json-false)))
+      (tandem-configure))
+    (let ((tandem-compaction-threshold 7))
+      (should (string-match-p "compaction_threshold"
+                              (cadr (should-error (tandem-configure) :type 'tandem-error)))))))
+
+(provide 'tandem-setup-tests)
+;;; tandem-setup-tests.el ends here
