@@ -90,7 +90,7 @@ class RewindService:
         seq = journal.last_seq
         entries = self.sessions.entries(journal)
         plan: RewindPlan = await run_blocking(build_plan, cp, journal.id, entries, seq,
-                                              before_turn)
+                                              before_turn, self.sessions.index(journal))
         return plan
 
     async def rewind(self, session: str, before_turn: int, digest: str | None,

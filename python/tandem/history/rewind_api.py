@@ -15,7 +15,6 @@ from pydantic import Field
 
 from tandem.checkpoints.models import Patch, PatchGap
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
-from tandem.sessions.projection import visible_turns
 from tandem.sessions.rewind import RewindPlan, RewindResult
 from tandem.turns.engine import run_blocking
 
@@ -73,24 +72,20 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
     """Handler of ``sessions/turn-patch``."""
     journal = app.sessions.journal(p.session)
     engine = app.turns.engine
-    start: dict[str, Any] | None = None
-    end: dict[str, Any] | None = None
-    entries = [e.model_dump() for e in journal.entries()]
-    for e in entries:
-        if e.get("turn") == p.turn and e.get("type") == "turn_start" and start is None:
-            start = e
-        elif e.get("turn") == p.turn and e.get("type") == "turn_end" and end is None:
-            end = e
+    index = app.sessions.index(journal)
+    rec = index.get(p.turn)
+    start = rec.start if rec is not None else None
+    end = rec.end if rec is not None else None
     if start is None:
         raise TandemError("not-found", f"Session {journal.id} has no turn {p.turn}")
     running = journal.id in engine.running and engine.running[journal.id].turn == p.turn
-    patch = end.get("patch") if end else None
+    patch = end.patch if end else None
     from_id = patch.get("from_id") if isinstance(patch, dict) else None
     to_id = patch.get("to_id") if isinstance(patch, dict) else None
     if running:
-        from_id, to_id = start.get("checkpoint"), None
+        from_id, to_id = start.checkpoint, None
     elif not (isinstance(from_id, str) and isinstance(to_id, str)):
-        why = "it has no checkpoint" if not start.get("checkpoint") else "it recorded no patch"
+        why = "it has no checkpoint" if not start.checkpoint else "it recorded no patch"
         raise TandemError("no-checkpoint", f"Turn {p.turn} has no patch to show: {why}")
     if not isinstance(from_id, str):
         raise TandemError("no-checkpoint", f"Turn {p.turn} has no checkpoint")
@@ -104,9 +99,8 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
         raise
     if not running and isinstance(patch, dict):
         result = _as_recorded(result, patch)
-    _, hidden = visible_turns(entries)
     return TurnPatch(session=journal.id, turn=p.turn, root=str(cp.root), running=running,
-                     rewound=p.turn in hidden, patch=result)
+                     rewound=p.turn in index.hidden, patch=result)
 
 
 def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:

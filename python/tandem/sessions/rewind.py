@@ -24,7 +24,7 @@ from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import compaction_blocks_rewind
-from tandem.sessions.projection import visible_turns
+from tandem.store.turn_index import TurnIndex
 
 GapKind = Literal[
     "gap-at-checkpoint",
@@ -152,11 +152,16 @@ def _first_line(text: Any, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int) -> TurnFacts:
-    """The facts of a rewind before BEFORE_TURN in ENTRIES (plain dicts), or a refusal."""
+def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int,
+               index: TurnIndex | None = None) -> TurnFacts:
+    """The facts of a rewind before BEFORE_TURN in ENTRIES (plain dicts), or a refusal.
+
+    INDEX is ENTRIES' `TurnIndex` when the caller has it (built here otherwise).
+    """
     if isinstance(before_turn, bool) or not isinstance(before_turn, int) or before_turn < 1:
         raise TandemError("invalid", f"before_turn must be a turn number >= 1, not {before_turn!r}")
-    seen, hidden = visible_turns(entries)
+    index = index if index is not None else TurnIndex(entries)
+    seen, hidden = index.seen, index.hidden
     if before_turn not in seen:
         raise TandemError("not-found", f"The session has no turn {before_turn}")
     if before_turn in hidden:
@@ -165,18 +170,9 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int) -> TurnFa
     if reason is not None:
         raise TandemError("compaction", reason)
     discarded = sorted(t for t in seen - hidden if t >= before_turn)
-    by_turn: dict[int, dict[str, Any]] = {t: {} for t in discarded}
-    for e in entries:
-        turn = e.get("turn")
-        if turn not in by_turn:
-            continue
-        info = by_turn[turn]
-        kind = e.get("type")
-        if kind in ("turn_start", "directive_open", "turn_end") and kind not in info:
-            info[kind] = e
-        elif kind == "user" and "user" not in info:
-            info["user"] = e
-    checkpoint = by_turn[before_turn].get("turn_start", {}).get("checkpoint")
+    records = {t: index.turns[t] for t in discarded}
+    first = records[before_turn].start
+    checkpoint = first.checkpoint if first is not None else None
     if not isinstance(checkpoint, str) or not checkpoint:
         raise TandemError(
             "no-checkpoint",
@@ -185,31 +181,32 @@ def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int) -> TurnFa
     facts = TurnFacts(before_turn, checkpoint, discarded[-1], None)
     ends: dict[int, str | None] = {}
     for t in discarded:
-        info = by_turn[t]
-        start, end = info.get("turn_start", {}), info.get("turn_end")
-        opened = info.get("directive_open")
-        patch = end.get("patch") if end else None
+        rec = records[t]
+        start, end, opened, user = rec.start, rec.end, rec.directive_open, rec.user
+        raw_end = rec.first.get("turn_end") if end is not None else None
+        patch = end.patch if end is not None else None
         patch = patch if isinstance(patch, Mapping) else None
         files = [str(f.get("path")) for f in (patch or {}).get("files", [])
                  if isinstance(f, Mapping)]
+        provider = start.provider if start is not None else ""
         facts.turns.append(DiscardedTurn(
-            turn=t, origin=str(start.get("origin", "chat")),
-            request=_first_line(info.get("user", {}).get("text")),
-            outcome=end.get("outcome") if end else None, provider=str(start.get("provider", "")),
-            directive=str(opened.get("directive")) if opened else None,
-            files=files, completeness=end.get("completeness") if end else None))
+            turn=t, origin=start.origin if start is not None else "chat",
+            request=_first_line(user.text if user is not None else None),
+            outcome=end.outcome if end else None, provider=provider,
+            directive=opened.directive if opened else None,
+            files=files, completeness=end.completeness if end else None))
         if opened:
             facts.attempts.append(DiscardedAttempt(
-                turn=t, workspace=str(opened.get("workspace", "")),
-                directive=str(opened.get("directive", "")), action=str(opened.get("action", "")),
-                attempt=opened.get("attempt") if isinstance(opened.get("attempt"), int) else None))
-        elif keeps_conversation(str(start.get("provider", ""))):
+                turn=t, workspace=opened.workspace, directive=opened.directive,
+                action=opened.action, attempt=opened.attempt))
+        elif keeps_conversation(provider):
             facts.acp_reset = True  # the root chat's agent conversation saw this turn
-        facts.gaps.extend(_patch_gaps(t, end, patch))
+        facts.gaps.extend(_patch_gaps(t, raw_end, patch))
         to_id = patch.get("to_id") if patch else None
         ends[t] = to_id if isinstance(to_id, str) and to_id else None
     for a, b in zip(discarded, discarded[1:], strict=False):
-        nxt = by_turn[b].get("turn_start", {}).get("checkpoint")
+        nxt_start = records[b].start
+        nxt = nxt_start.checkpoint if nxt_start is not None else None
         if ends[a] and isinstance(nxt, str) and nxt and ends[a] != nxt:
             facts.spans.append((a, b, ends[a] or "", nxt))
     facts.expected_after = ends[facts.latest]
@@ -249,9 +246,10 @@ def _digest(plan: RewindPlan) -> str:
 
 
 def build_plan(cp: Checkpointer, session: str, entries: Sequence[Mapping[str, Any]],
-               journal_seq: int, before_turn: int) -> RewindPlan:
-    """The plan of a rewind before BEFORE_TURN (blocking: runs git)."""
-    facts = turn_facts(entries, before_turn)
+               journal_seq: int, before_turn: int, index: TurnIndex | None = None
+               ) -> RewindPlan:
+    """The plan of a rewind before BEFORE_TURN (blocking: runs git); INDEX: ENTRIES' index."""
+    facts = turn_facts(entries, before_turn, index)
     try:
         cp.get(facts.checkpoint)
     except TandemError as e:

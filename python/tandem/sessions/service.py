@@ -19,6 +19,7 @@ from tandem.sessions.choice import choose_permission_mode, choose_provider, reso
 from tandem.sessions.manager import SessionManager
 from tandem.store.entry_cache import EntryCache
 from tandem.store.journal import Journal
+from tandem.store.turn_index import TurnIndex
 
 
 class SessionService:
@@ -41,6 +42,18 @@ class SessionService:
     def entries(self, journal: Journal) -> list[dict[str, Any]]:
         """JOURNAL's entries as dicts, parsing only what was appended since last time."""
         return self.entry_cache.entries(journal.path)
+
+    def index(self, journal: Journal) -> TurnIndex:
+        """JOURNAL's entries by turn (built once per journal state; shared, read-only)."""
+        return self.entry_cache.index(journal.path)
+
+    def read_entries(self, path: Path) -> list[dict[str, Any]]:
+        """The entries of the journal file at PATH, held or not ([] when unreadable)."""
+        return self.entry_cache.read(path)
+
+    def index_at(self, path: Path) -> TurnIndex:
+        """The `TurnIndex` of the journal file at PATH (empty when unreadable)."""
+        return self.entry_cache.index_at(path)
 
     def root_of(self, journal: Journal) -> Path:
         """Where JOURNAL's tools work: the active directory when it is the current session."""

@@ -1,34 +1,50 @@
-"""Journal entries as plain dicts, and a cache that parses only what was appended.
+"""The one reader of journal entries as plain dicts, and a cache that parses only what was appended.
 
-The projection, the compaction check and the rewind plan read entries as the
-dicts written; going through the pydantic models of `tandem.store.models` is
-several times slower on a long journal, and these readers need no validation
-beyond "a JSON object".
+The projection, the compaction check, the rewind plan, the engine and the
+workspace read entries as the dicts written; going through the pydantic
+models of `tandem.store.models` is several times slower on a long journal
+(measured: ``bench/bench_projection.py``), and these readers need no
+validation beyond "a JSON object". Where a decision reads an entry's fields,
+it gets the entry's model from the `TurnIndex` kept beside the entries.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
+from tandem.store.turn_index import TurnIndex
+
+MAX_FILES = 64
+"""Journals kept parsed at once; the least recently read goes first."""
 
 
 def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
     """Every entry of JOURNAL as the dict written (one strict `loads_line` per line).
 
-    The projection reads plain dicts; skipping the pydantic models makes this
-    several times faster than ``Journal.entries`` on a long journal. A line
-    that is not a JSON object is skipped here; ``Journal.entries`` reports it.
+    A line that is not a JSON object is skipped here; ``Journal.entries``
+    reports it.
     """
     out: list[dict[str, Any]] = []
-    for _, line in journal.raw_lines():
-        data = _loads(line)
-        if data is not None:
-            out.append(data)
+    for _, line in journal.raw_lines():  # line by line: no copy of the whole file
+        entry = _loads(line)
+        if entry is not None and entry.get("type") != "header":
+            out.append(entry)
+    return out
+
+
+def parse_chunk(data: bytes) -> list[dict[str, Any]]:
+    """The entries of DATA, whole entry lines (no header); bad lines skipped."""
+    out: list[dict[str, Any]] = []
+    for line in data.splitlines():
+        entry = _loads(line)
+        if entry is not None and entry.get("type") != "header":
+            out.append(entry)
     return out
 
 
@@ -45,6 +61,7 @@ class _Cached:
     inode: tuple[int, int]
     offset: int
     entries: list[dict[str, Any]]
+    index: TurnIndex = field(default_factory=TurnIndex)
 
 
 class EntryCache:
@@ -53,14 +70,50 @@ class EntryCache:
     `maybe_compact` runs before every chat request; re-parsing a 10k-turn
     journal each time would cost hundreds of milliseconds. Journals only
     grow by whole lines; a header rewrite (write-temp-rename: a new inode)
-    or a cut-back tail (a smaller file) makes the next read start over.
+    or a cut-back tail (a smaller file) makes the next read start over. At
+    most MAX_FILES journals are kept (least recently read dropped first), so
+    a backend that reads many sessions' journals does not grow without bound.
     """
 
-    def __init__(self) -> None:
-        self._files: dict[str, _Cached] = {}
+    def __init__(self, max_files: int = MAX_FILES) -> None:
+        self._files: OrderedDict[str, _Cached] = OrderedDict()
+        self.max_files = max_files
 
     def entries(self, path: Path) -> list[dict[str, Any]]:
         """The entries of the journal at PATH (a fresh list; the dicts are shared)."""
+        return list(self._read(path).entries)
+
+    def index(self, path: Path) -> TurnIndex:
+        """The `TurnIndex` of the journal at PATH, extended to its current entries.
+
+        Shared: callers read it and must not change it.
+        """
+        cached = self._read(path)
+        if cached.index.count < len(cached.entries):
+            cached.index.extend(cached.entries[cached.index.count:])
+        return cached.index
+
+    def read(self, path: Path) -> list[dict[str, Any]]:
+        """Like `entries`, but a journal that cannot be read has no entries (no error).
+
+        For readers of other sessions' journals (the workspace), where a
+        journal gone or unreadable hides nothing and must not fail the call.
+        """
+        try:
+            return self.entries(path)
+        except OSError:
+            self._files.pop(str(path), None)
+            return []
+
+    def index_at(self, path: Path) -> TurnIndex:
+        """Like `index`, but an unreadable journal has an empty index (see `read`)."""
+        try:
+            return self.index(path)
+        except OSError:
+            self._files.pop(str(path), None)
+            return TurnIndex()
+
+    def _read(self, path: Path) -> _Cached:
         key = str(path)
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -68,14 +121,16 @@ class EntryCache:
             cached = self._files.get(key)
             if cached is None or cached.inode != inode or st.st_size < cached.offset:
                 header = f.readline()
-                cached = _Cached(inode, len(header), [])
+                cached = _Cached(inode, len(header) if header.endswith(b"\n") else 0, [])
+                if not header.endswith(b"\n"):
+                    return cached  # not even a whole header yet: nothing to keep
             f.seek(cached.offset)
             data = f.read(st.st_size - cached.offset)
         end = data.rfind(b"\n") + 1  # a torn or half-written last line waits
-        for line in data[:end].splitlines():
-            entry = _loads(line)
-            if entry is not None:
-                cached.entries.append(entry)
+        cached.entries.extend(parse_chunk(data[:end]))
         cached.offset += end
         self._files[key] = cached
-        return list(cached.entries)
+        self._files.move_to_end(key)
+        while len(self._files) > self.max_files:
+            self._files.popitem(last=False)
+        return cached

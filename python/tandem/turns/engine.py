@@ -42,6 +42,7 @@ from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.projection import project
 from tandem.store.journal import Journal
 from tandem.store.oserrors import io_error
+from tandem.store.turn_index import TurnIndex
 from tandem.turns.sink import Asker, JournalSink
 
 log = logging.getLogger("tandem.turns")
@@ -129,11 +130,14 @@ class TurnEngine:
                  checkpoints: Checkpoints | None = None,
                  root_of: Callable[[Journal], Path] | None = None,
                  entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None,
-                 gate: SessionGate | None = None) -> None:
+                 gate: SessionGate | None = None,
+                 index_of: Callable[[Journal], TurnIndex] | None = None) -> None:
         self.events = events
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
         self.entries_of = entries_of or (lambda j: [e.model_dump() for e in j.entries()])
         """A journal's entries as dicts (the service passes an incremental cache)."""
+        self.index_of = index_of or (lambda j: TurnIndex(self.entries_of(j)))
+        """A journal's entries by turn (the service passes the cache's shared index)."""
         self.journal_of = journal_of
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
@@ -168,9 +172,7 @@ class TurnEngine:
         self.repair(journal)
         root = writable_root(journal, self.root_of(journal))
         entries = self.entries_of(journal)
-        turn = 1 + max((e["turn"] for e in entries
-                        if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)),
-                       default=0)
+        turn = self.index_of(journal).next_turn()
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
         try:
             checkpoint = await self.checkpoints.before(root, spec.session, turn)
@@ -360,18 +362,16 @@ class TurnEngine:
             self.repair(journal)  # a turn a crash or a full disk left open ends here
         except TandemError as err:
             log.warning("cannot repair %s yet: %s", session, err.message)
-        started = False
-        for e in journal.entries():
-            started = started or (e.type == "turn_start" and e.turn == turn)
-            if e.type == "turn_end" and e.turn == turn:
-                d = e.model_dump()
-                patch = d.get("patch") if isinstance(d.get("patch"), dict) else None
-                files = [f.get("path") for f in (patch or {}).get("files", [])
-                         if isinstance(f, dict)]
-                return TurnEnded(session, turn, d["outcome"], d.get("error"), "", None, patch,
-                                 d.get("completeness"), [f for f in files if f],
-                                 d.get("usage") or {})
-        if started:  # open in the journal, running nowhere: the repair could not write yet
+        rec = self.index_of(journal).get(turn)
+        end = rec.end if rec is not None else None
+        if end is not None:
+            patch = end.patch if isinstance(end.patch, dict) else None
+            files = [f.get("path") for f in (patch or {}).get("files", [])
+                     if isinstance(f, dict)]
+            return TurnEnded(session, turn, end.outcome, end.error, "", None, patch,
+                             end.completeness, [f for f in files if f], end.usage or {})
+        # Open in the journal, running nowhere: the repair could not write yet.
+        if rec is not None and rec.start is not None:
             why = self._unrecorded.get((session, turn))
             return TurnEnded(session, turn, "failed" if why else "aborted", why or CRASH_ERROR,
                              "", None, None, None)
@@ -385,16 +385,8 @@ class TurnEngine:
         """
         if journal.id in self._repaired or journal.id in self.running or not journal.writable:
             return []
-        open_turns: dict[int, str | None] = {}
-        for e in journal.entries():
-            if e.type == "turn_start" and e.turn is not None:
-                open_turns[e.turn] = None
-            elif e.type == "directive_open" and e.turn in open_turns:
-                open_turns[e.turn] = e.model_dump().get("directive")
-            elif e.type == "directive_close" and e.turn in open_turns:
-                open_turns[e.turn] = None
-            elif e.type == "turn_end" and e.turn is not None:
-                open_turns.pop(e.turn, None)
+        open_turns = {rec.turn: rec.open_directive
+                      for rec in self.index_of(journal).open_turns()}
         for turn, directive in sorted(open_turns.items()):
             why = self._unrecorded.get((journal.id, turn))
             outcome, error = ("failed", why) if why else ("aborted", CRASH_ERROR)

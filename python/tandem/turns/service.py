@@ -80,7 +80,7 @@ class TurnService:
         self._grants = SessionGrants()
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  root_of=sessions.root_of, entries_of=sessions.entries,
-                                 gate=gate)
+                                 gate=gate, index_of=sessions.index)
 
     @property
     def config(self) -> ClientConfig:

@@ -118,7 +118,7 @@ class WorkspaceService:
         for sid in sessions:
             path = self.journal_path(sid, ws.root)
             if path is not None:
-                out[sid] = journals.hidden_turns(journals.read_entries(path))
+                out[sid] = journals.hidden_turns(self.sessions.index_at(path))
         return out
 
     def states(self, ws: Workspace) -> dict[str, DirectiveState]:
@@ -299,13 +299,13 @@ class WorkspaceService:
             path = self.journal_path(sid, ws.root)
             if path is None or sid in engine.running:
                 continue
-            found = journals.directive_turns(journals.read_entries(path), ws.id)
+            found = journals.directive_turns(self.sessions.index_at(path), ws.id)
             if any(not t.get("ended") for t in found):
                 try:  # close turns a crash left open (aborted), then record them
                     engine.repair(self.sessions.journal(sid))
                 except TandemError as exc:
                     log.warning("cannot close open turns of %s: %s", sid, exc.message)
-                found = journals.directive_turns(journals.read_entries(path), ws.id)
+                found = journals.directive_turns(self.sessions.index_at(path), ws.id)
             todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done
                     and str(t["directive"]) in states]
             if todo and sid not in self.sessions.manager.journals and is_locked(lock_path(path)):

@@ -10,28 +10,15 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tandem.server import framing
 from tandem.server.connection import Connection
 from tandem.server.pusher import EventPusher
 from tandem.server.sexp import Symbol
 
-from .epc_peer import Peer, start_backend
-
-TOKEN = "secret-token"
-
-
-@pytest.fixture
-def backend(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
-    proc = start_backend(tmp_path, TOKEN)
-    yield proc
-    proc.terminate()
-    proc.wait(10)
+from .conftest import TOKEN
+from .epc_peer import Peer
 
 
 def _authed(backend: subprocess.Popen[str]) -> Peer:

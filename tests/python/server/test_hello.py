@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tandem import __version__
 from tandem.protocol.core import PROTOCOL_VERSION
 
-from .epc_peer import Peer, start_backend
-
-TOKEN = "hello-token"
-
-
-@pytest.fixture
-def backend(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
-    proc = start_backend(tmp_path, TOKEN)
-    yield proc
-    proc.terminate()
-    proc.wait(10)
+from .conftest import TOKEN
+from .epc_peer import Peer
 
 
 def test_hello_reports_versions_and_the_interpreter(backend: subprocess.Popen[str]) -> None:

@@ -17,17 +17,8 @@ from tandem.server import framing, sexp
 from tandem.server.connection import CURRENT, Connection
 from tandem.server.sexp import Symbol
 
-from .epc_peer import Peer, start_backend
-
-TOKEN = "secret-token"
-
-
-@pytest.fixture
-def backend(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
-    proc = start_backend(tmp_path, TOKEN)
-    yield proc
-    proc.terminate()
-    proc.wait(10)
+from .conftest import TOKEN
+from .epc_peer import Peer
 
 
 @pytest.fixture

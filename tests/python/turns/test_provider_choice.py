@@ -22,7 +22,6 @@ from tandem.protocol.turns import SendParams
 from tandem.sessions.api import NewParams, new
 from tandem.turns import api as turn_api
 from tandem.turns import provider_api
-from tandem.turns.service import turns
 
 
 @pytest.fixture
@@ -45,16 +44,16 @@ def test_switch_is_journaled_used_by_the_next_turn_and_counted(
             monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
             info = await new(app, NewParams(cwd=str(project)))
             try:
-                turns(app).config.default_provider = "openai:default-model"
+                app.turns.config.default_provider = "openai:default-model"
                 one = await turn_api.send(app, SendParams(session=info.id, text="a"))
-                await turns(app).engine.wait(info.id, one.turn)
+                await app.turns.engine.wait(info.id, one.turn)
                 entry = await provider_api.set_provider(
                     app, SetProviderParams(session=info.id, provider="openai:other-model"))
                 two = await turn_api.send(app, SendParams(session=info.id, text="b"))
-                await turns(app).engine.wait(info.id, two.turn)
+                await app.turns.engine.wait(info.id, two.turn)
                 totals = await provider_api.usage(app, UsageParams(session=info.id))
             finally:
-                await turns(app).aclose()
+                await app.turns.aclose()
             bodies = [r.body for r in fake.api_requests("/v1/chat/completions")]
         assert entry["type"] == "provider_change" and entry["model"] == "other-model"
         assert "turn" not in entry
@@ -74,13 +73,13 @@ def test_malformed_provider_is_refused_and_nothing_written(project: Path, tmp_pa
     async def main() -> None:
         app = App(home=tmp_path / "home", events=RecordingSink())
         info = await new(app, NewParams(cwd=str(project)))
-        before = len(list(turns(app).journal(info.id).entries()))
+        before = len(list(app.sessions.journal(info.id).entries()))
         with pytest.raises(TandemError) as err:
             await provider_api.set_provider(app, SetProviderParams(session=info.id,
                                                                    provider="gpt-4o"))
         assert err.value.code == "invalid"
-        assert len(list(turns(app).journal(info.id).entries())) == before
-        await turns(app).aclose()
+        assert len(list(app.sessions.journal(info.id).entries())) == before
+        await app.turns.aclose()
 
     asyncio.run(main())
 

@@ -1,0 +1,99 @@
+"""A new user's first minute, in a real terminal: tmux send-keys, then capture-pane.
+
+`emacs -Q -nw` with the package on the load path and nothing configured:
+`M-x tandem` asks the setup questions (provider, base URL, key, model from
+the server's `/v1/models`, permission mode), the user answers them with keys,
+types a first message and sees the answer stream in. The model is the
+scripted fake OpenAI-compatible server of the test suite; the checks read
+the screen only, as a person would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from demo.test_demo_tmux import Pane, _missing
+
+ROOT = Path(__file__).resolve().parents[3]
+ANSWER = "Welcome to tandem; this first answer streamed from the local test server."
+
+
+@pytest.fixture
+def fake_server(tmp_path: Path) -> Iterator[str]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"default": {"text": ANSWER, "chunk_size": 4,
+                                              "delay": 0.01}}))
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fakes/openai_server.py"),
+                             "--port", "0", "--script", str(script)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def pane(tmp_path: Path) -> Iterator[Pane]:
+    reason = _missing()
+    if reason:
+        print(f"SKIP test_first_minute_tmux: {reason}")
+        pytest.skip(reason)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.py").write_text('print("hello")\n')
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith("_API_KEY") and not k.endswith("_BASE_URL")}
+    env.update(TERM="xterm-256color", HOME=str(home), TANDEM_HOME=str(tmp_path / "state"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
+    name = f"tandem-first-{uuid.uuid4().hex[:8]}"
+    emacs = f"emacs -nw -Q -L {ROOT / 'elisp'} -l tandem; sleep 30"
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
+                    "-c", str(project), emacs], check=True, env=env)
+    p = Pane(name)
+    try:
+        yield p
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_a_new_users_first_minute(pane: Pane, fake_server: str) -> None:
+    pane.wait_for(r"scratch|GNU Emacs", timeout=60)
+    pane.keys("M-x")
+    pane.text("tandem")
+    pane.keys("Enter")
+    pane.wait_for(r"Provider:", timeout=60)
+    pane.text("OpenAI-c")
+    pane.keys("Tab", "Enter")
+    pane.wait_for(r"Base URL of the server")
+    pane.keys("C-a", "C-k")
+    pane.text(fake_server)
+    pane.keys("Enter")
+    pane.wait_for(r"Where is the openai key\?")
+    pane.text("no k")
+    pane.keys("Tab", "Enter")
+    screen = pane.wait_for(r"Model:", timeout=60)  # listed from the server's /v1/models
+    assert "listed none" not in screen
+    pane.keys("Enter")  # the first model the server listed
+    pane.wait_for(r"Permission mode")
+    pane.keys("Enter")  # ask
+    screen = pane.wait_for(r"chat ❯", timeout=60)
+    assert "openai:fake-model" in screen  # the header names the provider chosen
+    pane.text("Hello, what is this?")
+    pane.keys("C-c", "C-c")
+    screen = pane.wait_for(r"first answer streamed", timeout=60)
+    assert "Hello, what is this?" in screen
+    pane.wait_for(r"✔ succeeded", timeout=30)
+    pane.keys("C-x", "C-c")
