@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import sys
 from typing import Any
 
+from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.protocol.errors import shell_text
 from tandem.providers.base import PermissionAnswer, PermissionRequest
@@ -35,7 +37,7 @@ class StdoutSink:
             sys.stdout.flush()
 
 
-def _terminal() -> tuple[Any, Any] | None:
+def _terminal() -> tuple[io.FileIO, io.FileIO] | None:
     """Open the controlling terminal as (reader, writer), or None when there is none.
 
     Two unbuffered byte streams: a text stream opened ``r+`` on ``/dev/tty``
@@ -76,7 +78,6 @@ async def ask_on_terminal(request: PermissionRequest, interaction: str) -> Permi
 
 async def _ask(args: argparse.Namespace) -> int:
     from tandem.app import App
-    from tandem.paths import tandem_home
     from tandem.turns.engine import TurnSpec
 
     app = App(home=tandem_home(), events=StdoutSink(show=True))

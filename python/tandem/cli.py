@@ -1,7 +1,8 @@
 """The ``tandem`` command: ``serve`` for Emacs, and commands for terminals and scripts.
 
-Imports stay lazy: ``tandem serve`` must print its port before anything can
-warn, and ``tandem --help`` should be instant.
+Heavy imports stay lazy (each subcommand imports its own module): ``tandem
+serve`` must print its port before anything can warn, and ``tandem --help``
+should be instant.
 """
 
 from __future__ import annotations
@@ -9,8 +10,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+
+# Light (the standard library and the state folder's helpers): every real
+# process needs them before its command runs.
+from tandem import __version__, reaper, secrets
+from tandem.store.home import prepare_home, secure_home
 
 # Domains that add sub-commands: each module has ``register(subparsers)``.
 DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.ask", "tandem.config.cli")
@@ -30,8 +37,6 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     """Return the parser of every sub-command (only the core ones unless DOMAINS)."""
-    from tandem import __version__
-
     parser = argparse.ArgumentParser(
         prog="tandem", description="Work with a coding agent on a project, from Emacs."
     )
@@ -58,8 +63,6 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
 
 
 def _tighten(home: Path) -> None:
-    from tandem.store.home import prepare_home
-
     try:
         prepare_home(home)
     except OSError:
@@ -73,15 +76,8 @@ def _start_process() -> None:
     some: `tandem.secrets.bootstrap`), and the state is made private (except
     for ``doctor``, which reports loose modes instead of fixing them).
     """
-    from tandem import secrets
-
     secrets.bootstrap()
     if sys.argv[1:2] not in (["doctor"], ["--help"], ["-h"], ["--version"], []):
-        import threading
-
-        from tandem.reaper import sweep_stale
-        from tandem.store.home import secure_home
-
         try:
             home = secure_home()
         except OSError:
@@ -90,7 +86,7 @@ def _start_process() -> None:
         threading.Thread(target=_tighten, args=(home,), daemon=True,
                          name="tandem-private-modes").start()
         if sys.argv[1:2] != ["serve"]:  # serve sweeps itself, into its log
-            sweep_stale(home)
+            reaper.sweep_stale(home)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

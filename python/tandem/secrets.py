@@ -68,7 +68,7 @@ def secrets() -> Mapping[str, str]:
 def lookup_env() -> Mapping[str, str]:
     """The secrets over ``os.environ``: what code that read keys from the
     environment reads now (in-process callers that set ``os.environ`` still work)."""
-    return ChainMap(_store, os.environ)  # type: ignore[arg-type]
+    return ChainMap(_store, os.environ)
 
 
 def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

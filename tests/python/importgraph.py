@@ -49,8 +49,38 @@ FORBIDDEN: dict[str, frozenset[str]] = {
 TYPE_ONLY: frozenset[str] = frozenset({"tandem.app"})
 """Modules a domain package may import under ``if TYPE_CHECKING:`` (handlers' `App`)."""
 
-FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
-"""(importing module, imported module) -> why the import sits in a function."""
+_SUBCOMMAND = ("the CLI's start-up: `tandem --help` registers every subcommand; its work loads "
+               "when run")
+_PORT_LINE = ("`tandem serve`'s port line: the log captures warnings first, then the server's "
+              "parts (pydantic and the domain) load")
+_DOCTOR = "the doctor: a broken part is a finding, not a crash of `tandem doctor`"
+
+FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("tandem.cli", "tandem.server.main"): _SUBCOMMAND,
+    ("tandem.cli", "tandem.doctor"): _SUBCOMMAND,
+    ("tandem.cli", "tandem.store.oserrors"): (
+        "`tandem serve`'s port line: it pulls pydantic (protocol errors), needed only when a "
+        "command fails"),
+    ("tandem.config.cli", "tandem.config.grants"): _SUBCOMMAND + " (the settings layers)",
+    ("tandem.config.cli", "tandem.config.trust"): _SUBCOMMAND,
+    ("tandem.ask", "tandem.app"): _SUBCOMMAND + " (every service: ~0.4 s)",
+    ("tandem.ask", "tandem.turns.engine"): _SUBCOMMAND,
+    ("tandem.doctor", "tandem.config.grants"): _DOCTOR,
+    ("tandem.doctor", "tandem.config.layers"): _DOCTOR,
+    ("tandem.server.main", "tandem.app"): _PORT_LINE,
+    ("tandem.server.main", "tandem.server.connection"): _PORT_LINE,
+    ("tandem.server.main", "tandem.server.editor"): _PORT_LINE,
+    ("tandem.server.main", "tandem.server.pusher"): _PORT_LINE,
+    ("tandem.server.main", "tandem.server.table"): _PORT_LINE,
+    ("tandem.server.main", "tandem.turns.engine"): _PORT_LINE,
+    ("tandem.providers.registry", "tandem.providers.acp"): (
+        "start-up of `tandem serve` and `tandem ask`: the acp SDK takes ~1.5 s to import; "
+        "it loads with the first ACP provider"),
+}
+"""(importing module, imported module) -> why the import sits in a function.
+
+Only start-up speed (the CLI's subcommands, `tandem serve`'s port line) and
+the doctor are reasons; anything else is a top-level import."""
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 
 
-def _home() -> Any:
-    from tandem.paths import tandem_home
-
+def _home() -> Path:
     return tandem_home()
 
 

@@ -22,7 +22,7 @@ from tandem.mcp.adapter import adapt, token_estimate
 from tandem.mcp.connection import McpConnection, McpServerError, Timeouts
 from tandem.mcp.servers import ServerConfig, acp_server, configured, describe, fingerprint
 from tandem.protocol.base import TandemError
-from tandem.providers.base import TurnRequest
+from tandem.providers.base import ToolSource, TurnRequest
 from tandem.tools.base import Tool
 
 SettingsOf = Callable[[], SettingsModel]
@@ -135,7 +135,7 @@ class McpService:
         return [acp_server(n, c) for n, c in
                 sorted(self.enabled(session, configured(settings)).items())]
 
-    def tool_source(self, settings_of: SettingsOf) -> Any:
+    def tool_source(self, settings_of: SettingsOf) -> ToolSource:
         """A native provider's tool source: REQUEST → MCP tools (see `tools_for`)."""
         async def source(request: TurnRequest) -> list[Tool]:
             return await self.tools_for(request, settings_of())

@@ -9,15 +9,23 @@ journal itself.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-PermissionMode = Literal["ask", "auto-edit", "read-only"]
-ToolKind = Literal["read", "edit", "execute", "other"]
+from tandem.tools.base import Tool
+from tandem.tools.types import PermissionAnswer, PermissionMode, PermissionRequest, ToolKind
+
+__all__ = [
+    "Conversation", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
+    "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "ToolSource", "TurnRequest",
+    "TurnResult", "TurnSink", "Usage",
+]
+"""The permission types are `tools.types`'s, re-exported: providers import them from here."""
+
 Outcome = Literal["succeeded", "failed", "aborted"]
-PermissionAnswer = Literal["allow_once", "allow_session", "reject"]
 
 
 class ToolCallRef(BaseModel):
@@ -62,14 +70,8 @@ class TurnRequest(BaseModel):
     max_tokens: int = 8192
 
 
-class PermissionRequest(BaseModel):
-    """A question for the user about one tool call."""
-
-    call_id: str
-    tool: str
-    kind: ToolKind
-    title: str
-    input: dict[str, Any] = Field(default_factory=dict)
+ToolSource = Callable[[TurnRequest], Awaitable[list[Tool]]]
+"""Extra tools for one turn, from its `TurnRequest` (the session's MCP servers)."""
 
 
 class Usage(BaseModel):

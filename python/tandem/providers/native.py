@@ -29,13 +29,14 @@ from tandem.providers.base import (
     Conversation,
     Message,
     ToolCallRef,
+    ToolSource,
     TurnRequest,
     TurnResult,
     TurnSink,
     Usage,
 )
 from tandem.providers.credentials import Credentials
-from tandem.tools.base import Tool, ToolContext, ToolSource
+from tandem.tools.base import Tool, ToolContext
 from tandem.tools.executor import ToolExecutor, ToolOutcome, default_tools
 from tandem.tools.permissions import SessionGrants
 

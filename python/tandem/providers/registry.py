@@ -21,11 +21,10 @@ from typing import Any, Literal, cast
 from tandem.config.model import AnthropicSettings, SettingsModel, validate
 from tandem.protocol.base import TandemError
 from tandem.providers.anthropic import AnthropicWire
-from tandem.providers.base import Provider
+from tandem.providers.base import Provider, ToolSource
 from tandem.providers.credentials import bound_credentials
 from tandem.providers.native import LoopLimits, NativeProvider
 from tandem.providers.openai import OpenAIWire
-from tandem.tools.base import ToolSource
 from tandem.tools.permissions import SessionGrants
 
 Family = Literal["openai", "anthropic", "acp"]
@@ -61,7 +60,7 @@ def parse_provider(name: str) -> ProviderSpec:
         raise TandemError(
             "invalid", f"provider {name!r}: the part after ':' is empty or has spaces"
         )
-    return ProviderSpec(cast(Family, family), target)
+    return ProviderSpec(family, target)
 
 
 def typed_settings(settings: Mapping[str, Any] | SettingsModel | None) -> SettingsModel:

@@ -18,8 +18,9 @@ import sys
 import threading
 from pathlib import Path
 
-from tandem import secrets
+from tandem import reaper, secrets
 from tandem.paths import logs_dir, tandem_home
+from tandem.server.limits import Limits
 from tandem.store import fsutil
 
 log = logging.getLogger("tandem.server")
@@ -61,7 +62,6 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     from tandem.app import App
     from tandem.server.connection import Connection
     from tandem.server.editor import EmacsEditor
-    from tandem.server.limits import Limits
     from tandem.server.pusher import EventPusher
     from tandem.server.table import build_table
     from tandem.turns.engine import run_blocking
@@ -132,8 +132,6 @@ def main(port: int = 0, watch_stdin: bool = True) -> int:
         sys.stdout.write("error: no token: write {\"token\": …} as the first line on stdin"
                          " (Emacs does)\n")
         return 2
-    from tandem import reaper
-
     swept = reaper.sweep_stale(home)
     if swept:
         log.warning("killed %d processes a dead backend had left running", swept)

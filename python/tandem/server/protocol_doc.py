@@ -73,7 +73,7 @@ def _type(schema: dict[str, Any]) -> str:
     if "const" in schema:
         return f"`{schema['const']}`"
     if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[-1]
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
     kind = schema.get("type", "any")
     if kind == "array" and "items" in schema:
         return f"list of {_type(schema['items'])}"

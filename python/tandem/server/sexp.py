@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -38,7 +38,7 @@ class SexpError(ValueError):
 # The C string encoder of the json module writes exactly what Emacs reads:
 # it escapes " and \ and control characters (\n, \t, \u00NN) and keeps
 # other characters raw. It is several times faster than a regex substitution.
-_encode_string: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring
 
 _KEYS: dict[str, str] = {}
 
@@ -60,7 +60,7 @@ def dumps(value: Any) -> str:
     return "".join(out)
 
 
-def _dump(value: Any, emit: Any) -> None:
+def _dump(value: Any, emit: Callable[[str], None]) -> None:
     # Dispatch on the exact type first: this runs once per value of every
     # reply, and a 10k-element reply must encode in a few milliseconds.
     t = type(value)

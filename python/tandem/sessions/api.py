@@ -20,7 +20,7 @@ from tandem.sessions.manager import (
     needs_terminal,
     relocation_prompt,
 )
-from tandem.store.journal import read_header
+from tandem.store.jsonl import read_header
 from tandem.store.models import entry_to_dict
 
 if TYPE_CHECKING:

@@ -34,7 +34,8 @@ from tandem.sessions.relocate import MoveOps, relocate
 from tandem.sessions.settings import Settings
 from tandem.store import layout
 from tandem.store.ids import is_id_prefix
-from tandem.store.journal import Journal, read_header
+from tandem.store.journal import Journal
+from tandem.store.jsonl import read_header
 from tandem.store.listing import SessionSummary, list_sessions, summarize
 
 CANCELLED = "Resume cancelled: session was not moved."

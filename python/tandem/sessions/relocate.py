@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
-from tandem.store.journal import read_header, rewrite_header_file
+from tandem.store.jsonl import read_header, rewrite_header_file
 from tandem.store.lock import JournalLock, LockHeld
 
 

@@ -323,7 +323,7 @@ _ANY_ENTRY: Any = Annotated[
 ]
 _NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}")
 """What may be a non-finite number (or text that looks like one: then the slow path)."""
-_MANY = TypeAdapter(list[_ANY_ENTRY])  # type: ignore[valid-type]
+_MANY = TypeAdapter(list[_ANY_ENTRY])
 
 
 def parse_lines(lines: list[bytes]) -> list[Entry] | None:
@@ -338,6 +338,6 @@ def parse_lines(lines: list[bytes]) -> list[Entry] | None:
     if _NON_FINITE.search(payload):
         return None  # pydantic's parser accepts NaN and 1e999; the strict path does not
     try:
-        return _MANY.validate_json(payload)  # type: ignore[no-any-return]
+        return _MANY.validate_json(payload)
     except (ValidationError, ValueError):
         return None

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from tandem.providers.base import ToolKind, TurnRequest
+from tandem.tools.types import ToolKind
 
 
 class ToolError(Exception):
@@ -86,8 +86,4 @@ def cap_text(text: str, cap: int) -> str:
         return text
     kept = data[:cap].decode("utf-8", "ignore")
     return f"{kept}\n[output truncated: {len(data) - cap} more bytes not shown]"
-
-
-ToolSource = Callable[[TurnRequest], Awaitable[list[Tool]]]
-"""Extra tools for one turn, from its `TurnRequest` (the session's MCP servers)."""
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tandem.providers.base import PermissionRequest, TurnRequest, TurnSink
 from tandem.tools.base import INVALID_INPUT, Tool, ToolContext, ToolError
 from tandem.tools.edit import EDIT_TOOLS
 from tandem.tools.files import READ_TOOLS
 from tandem.tools.permissions import GRANTS, SessionGrants, decide
 from tandem.tools.shell import SHELL_TOOLS
+from tandem.tools.types import PermissionRequest, ToolSink, ToolTurn
 
 
 def default_tools() -> list[Tool]:
@@ -46,8 +46,8 @@ class ToolExecutor:
 
     def __init__(
         self,
-        request: TurnRequest,
-        sink: TurnSink,
+        request: ToolTurn,
+        sink: ToolSink,
         ctx: ToolContext,
         tools: list[Tool] | None = None,
         grants: SessionGrants | None = None,

@@ -10,7 +10,7 @@ and are read up to a per-file and a per-call byte cap; the search stops at
 from __future__ import annotations
 
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Protocol
 
 import re2
 from pydantic import Field
@@ -42,18 +42,26 @@ class GrepArgs(ToolArgs):
     ignore_case: bool = False
 
 
-def _compile(pattern: str, ignore_case: bool) -> tuple[Any, Any]:
+class _Pattern(Protocol):
+    """What grep uses of a compiled `re2` pattern (re2 ships no types)."""
+
+    def search(self, text: str) -> object | None:
+        """A match object, or None when TEXT has no match."""
+
+
+def _compile(pattern: str, ignore_case: bool) -> tuple[_Pattern, _Pattern | None]:
     """The per-line matcher and a whole-file prefilter (None when unsound)."""
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case
     try:
-        line_rx = re2.compile(pattern, options)
+        line_rx: _Pattern = re2.compile(pattern, options)
         # A line that matches is also a match of the multi-line pattern over the
         # whole file (``^``/``$`` at line ends), so a file with no whole-text
         # match is skipped in one linear pass. ``\A``/``\z`` break that.
         anchored = "\\A" in pattern or "\\z" in pattern
-        file_rx = None if anchored else re2.compile("(?m)" + pattern, options)
+        file_rx: _Pattern | None = (
+            None if anchored else re2.compile("(?m)" + pattern, options))
     except re2.error as exc:
         why = exc.args[0] if exc.args else exc
         why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)

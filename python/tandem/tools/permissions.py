@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Literal
 
-from tandem.providers.base import PermissionMode, ToolKind
+from tandem.tools.types import PermissionMode, ToolKind
 
 Decision = Literal["allow", "ask", "refuse"]
 

@@ -29,7 +29,7 @@ from tandem.paths import workspaces_dir
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
-from tandem.store.journal import now_iso
+from tandem.store.jsonl import now_iso
 from tandem.workspace.models import Event
 
 Items = list[tuple[str, dict[str, Any]]]

@@ -68,7 +68,7 @@ class Reference(Record):
     @field_validator("path")
     @classmethod
     def _relative(cls, value: str) -> str:
-        return Anchor._relative(value)  # type: ignore[no-any-return]
+        return Anchor._relative(value)
 
 
 class SystemDirective(Record):

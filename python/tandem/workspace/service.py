@@ -18,7 +18,7 @@ from typing import Any
 from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
 from tandem.sessions.service import SessionService
-from tandem.store.journal import read_header
+from tandem.store.jsonl import read_header
 from tandem.store.layout import lock_path
 from tandem.store.lock import is_locked
 from tandem.turns.service import TurnService
@@ -75,7 +75,7 @@ class WorkspaceService:
         self.checkpoints = checkpoints
         self.registry = Registry(self.home)
         self._repaired: set[str] = set()
-        self._folded: dict[str, tuple[Any, Any]] = {}
+        self._folded: dict[str, tuple[object, dict[str, DirectiveState]]] = {}
 
     # -- workspaces ------------------------------------------------------------
 
@@ -129,7 +129,7 @@ class WorkspaceService:
                tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items())))
         if self._folded.get(ws.id, (None, None))[0] != key:
             self._folded[ws.id] = (key, fold(events, hidden))
-        return self._folded[ws.id][1]  # type: ignore[return-value]
+        return self._folded[ws.id][1]
 
     def get(self, ws: Workspace, directive: str) -> DirectiveState:
         """Directive DIRECTIVE of WS; a clear error when there is none."""
