@@ -8,20 +8,28 @@ a log or an event.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from tandem.checkpoints.maintenance import Retention
 from tandem.config.layers import Resolved, resolve
+from tandem.config.model import SettingsModel
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionMode, Provider, TurnResult
 from tandem.providers.registry import build_provider, parse_provider
+from tandem.store import layout
 from tandem.store.entry_cache import EntryCache
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
 from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
+
+if TYPE_CHECKING:
+    from tandem.checkpoints.checkpointer import Checkpointer
 
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "auto-edit", "read-only")
 
@@ -75,17 +83,26 @@ def choose_permission_mode(settings: dict[str, Any], requested: str | None,
 
 
 class GitCheckpoints(Checkpoints):
-    """Pre-turn and post-turn checkpoints through `tandem.checkpoints`."""
+    """Pre-turn and post-turn checkpoints through `tandem.checkpoints`.
 
-    def __init__(self, home: Path) -> None:
+    After each turn the root's store is maintained in the background
+    (`tandem.checkpoints.maintenance`) with RETENTION_OF(root).
+    """
+
+    def __init__(self, home: Path,
+                 retention_of: Callable[[Path], Retention] | None = None) -> None:
         from tandem.checkpoints.service import CheckpointService
 
         self.service = CheckpointService(home)
+        self.home = home
+        self.retention_of = retention_of or (lambda _root: retention_from(None))
+        self._background: set[asyncio.Task[None]] = set()
 
     async def before(self, root: Path, session: str, turn: int) -> str | None:
         """Snapshot ROOT before the turn."""
         cp = self.service.for_root(root)
-        snap = await run_blocking(cp.snapshot, f"before turn {turn} of {session}")
+        snap = await run_blocking(
+            lambda: cp.snapshot(f"before turn {turn} of {session}", owner=session, turn=turn))
         return str(snap.id)
 
     async def after(self, root: Path, checkpoint: str | None, result: TurnResult
@@ -94,13 +111,45 @@ class GitCheckpoints(Checkpoints):
         if checkpoint is None:
             return None, None
         cp = self.service.for_root(root)
-        end = await run_blocking(cp.snapshot, "after a turn")
+        start = await run_blocking(cp.get, checkpoint)
+        end = await run_blocking(
+            lambda: cp.snapshot("after a turn", owner=start.owner, turn=start.turn))
         patch = await run_blocking(
             lambda: cp.diff(checkpoint, end.id, ran_shell=result.ran_shell,
                             wrote_outside=result.wrote_outside))
         summary = patch.model_dump(mode="json", exclude={"diff"})
         summary["diff_chars"] = len(patch.diff)
+        task = asyncio.get_running_loop().create_task(self._maintain(cp, root))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
         return summary, str(patch.completeness)
+
+    async def _maintain(self, cp: Checkpointer, root: Path) -> None:
+        """Pack and prune ROOT's store, off the turn's path; a failure is only logged."""
+        try:
+            retention = self.retention_of(root)
+            await run_blocking(lambda: cp.maintain(retention, lambda: live_sessions(self.home)))
+        except Exception as e:  # maintenance must never fail a turn
+            logging.getLogger("tandem.checkpoints").warning("store maintenance failed: %s", e)
+
+
+def live_sessions(home: Path) -> set[str]:
+    """The id of every session whose journal exists under HOME."""
+    ids = set()
+    for folder in layout.slug_dirs(home):
+        for path in layout.iter_journals(folder):
+            parsed = layout.parse_journal_name(path.name)
+            if parsed:
+                ids.add(parsed[1])
+    return ids
+
+
+def retention_from(settings: SettingsModel | None) -> Retention:
+    """The checkpoint retention SETTINGS ask for (``checkpoints.keep_*``)."""
+    section = settings.checkpoints if settings is not None else None
+    if section is None:
+        return Retention()
+    return Retention(keep_turns=section.keep_turns, keep_days=section.keep_days)
 
 
 class TurnService:
@@ -118,7 +167,9 @@ class TurnService:
         """Parsed journals, shared by turns, compaction and rewind."""
         self.engine = TurnEngine(app.events, self.journal, self.provider,
                                  checkpoints if checkpoints is not None
-                                 else GitCheckpoints(Path(app.home)),
+                                 else GitCheckpoints(
+                                     Path(app.home),
+                                     lambda root: retention_from(self.resolved(root).settings)),
                                  root_of=self.root_of, entries_of=self.entries)
 
     def entries(self, journal: Journal) -> list[dict[str, Any]]:
