@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
+from tandem.lru import LRU
 
 
 class CheckpointService:
@@ -16,7 +17,8 @@ class CheckpointService:
         self.home = home
         self.size_cap = size_cap
         self._lock = threading.Lock()
-        self._by_root: dict[Path, Checkpointer] = {}
+        self._by_root: LRU[Path, Checkpointer] = LRU(64)
+        """Roots in use (a dropped one is rebuilt on its next use: the store is on disk)."""
 
     def for_root(self, root: Path | str) -> Checkpointer:
         """The checkpointer of ROOT (validated and created on first use)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tandem.lru import LRU
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
 
@@ -56,8 +57,9 @@ class EntryCache:
     or a cut-back tail (a smaller file) makes the next read start over.
     """
 
-    def __init__(self) -> None:
-        self._files: dict[str, _Cached] = {}
+    def __init__(self, limit: int = 32) -> None:
+        self._files: LRU[str, _Cached] = LRU(limit)
+        """Journals kept parsed; a 10k-turn one is tens of megabytes."""
 
     def entries(self, path: Path) -> list[dict[str, Any]]:
         """The entries of the journal at PATH (a fresh list; the dicts are shared)."""

@@ -12,9 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tandem.lru import LRU
 from tandem.sessions.projection import visible_turns
 
-_cache: dict[Path, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+CACHE_LIMIT = 32
+"""Journals kept parsed for directive bindings (a long one is megabytes)."""
+_cache: LRU[Path, tuple[tuple[int, int], list[dict[str, Any]]]] = LRU(CACHE_LIMIT)
 
 
 def read_entries(path: Path) -> list[dict[str, Any]]:

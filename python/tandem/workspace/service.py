@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 from tandem.workspace import journals
 from tandem.workspace.log import Registry, WorkspaceLog, canonical_root
@@ -40,6 +41,10 @@ from tandem.workspace.state import (
 log = logging.getLogger("tandem.workspace")
 
 REBIND_HINT = "M-x tandem-directive-rebind"
+
+
+FOLDED_LIMIT = 64
+"""Workspaces whose folded directive state is kept."""
 
 
 @dataclass
@@ -69,7 +74,7 @@ class WorkspaceService:
         self.home = Path(app.home)
         self.registry = Registry(self.home)
         self._repaired: set[str] = set()
-        self._folded: dict[str, tuple[Any, Any]] = {}
+        self._folded: LRU[str, tuple[Any, Any]] = LRU(FOLDED_LIMIT)
 
     # -- workspaces ------------------------------------------------------------
 
