@@ -71,6 +71,17 @@ def test_entry_cache_is_bounded(tmp_path: Path) -> None:
     assert len(cache._files) == 4 and str(path) in cache._files
 
 
+def test_entry_cache_is_bounded_in_bytes(tmp_path: Path) -> None:
+    big = _journal(tmp_path / "big.jsonl", 2000)
+    cache = EntryCache(max_bytes=big.stat().st_size)
+    small = _journal(tmp_path / "small.jsonl", 2)
+    cache.entries(small)
+    cache.entries(big)  # over the budget with both: the older one goes
+    assert list(cache._files) == [str(big)]
+    huge = EntryCache(max_bytes=10)
+    assert len(huge.entries(big)) == 2000 and list(huge._files) == [str(big)]  # kept: just read
+
+
 def test_sexp_symbol_and_key_tables_are_bounded() -> None:
     for i in range(5000):
         sexp.loads(f"(sym-{i} :key-{i} 1)")

@@ -57,9 +57,12 @@ class EntryCache:
     or a cut-back tail (a smaller file) makes the next read start over.
     """
 
-    def __init__(self, limit: int = 32) -> None:
+    def __init__(self, limit: int = 32, max_bytes: int = 64 << 20) -> None:
         self._files: LRU[str, _Cached] = LRU(limit)
-        """Journals kept parsed; a 10k-turn one is tens of megabytes."""
+        """Journals kept parsed, at most LIMIT of them."""
+        self.max_bytes = max_bytes
+        """Journal bytes kept parsed at most (a 10 MB journal is ~55 MB of dicts);
+        the least recently read go first, the one just read always stays."""
 
     def entries(self, path: Path) -> list[dict[str, Any]]:
         """The entries of the journal at PATH (a fresh list; the dicts are shared)."""
@@ -80,4 +83,10 @@ class EntryCache:
                 cached.entries.append(entry)
         cached.offset += end
         self._files[key] = cached
+        total = sum(c.offset for c in (self._files[k] for k in self._files))
+        for old in self._files:  # oldest first
+            if total <= self.max_bytes or old == key:
+                break
+            dropped = self._files.pop(old)
+            total -= dropped.offset if dropped is not None else 0
         return list(cached.entries)
