@@ -98,3 +98,19 @@ def test_checkpointer_registry_is_bounded(tmp_path: Path) -> None:
         root.mkdir()
         last = service.for_root(root)
     assert len(service._by_root) == limit and service.for_root(root) is last
+
+
+def test_folded_directive_state_cache_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tandem.app import App
+    from tandem.workspace import service as wservice
+
+    monkeypatch.setattr(wservice, "FOLDED_LIMIT", 4)
+    service = wservice.workspaces(App(home=tmp_path / "home"))
+    for i in range(7):
+        root = tmp_path / f"p{i}"
+        root.mkdir()
+        ws = service.open(str(root))
+        assert service.states(ws) == {}
+    assert len(service._folded) == 4 and ws.id in service._folded
