@@ -12,7 +12,10 @@ and the trees are built by ``git fast-import`` into a pack before
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import subprocess
 from pathlib import Path
 
 from tandem.checkpoints.git import Git
@@ -22,6 +25,25 @@ BULK_FILES = 500
 
 BULK_BLOBS = ["-c", "core.bigFileThreshold=1"]
 """git options that stream every blob of one call into a single pack."""
+BULK_GIT = (2, 37)
+"""First git whose ``update-index`` puts a whole call's big blobs in one pack
+(before, each blob over the threshold became a pack of its own)."""
+
+
+def blob_options(git: Git) -> list[str]:
+    """`BULK_BLOBS` when this git packs a call's blobs together, else none (loose)."""
+    return BULK_BLOBS if git_version(git.exe) >= BULK_GIT else []
+
+
+@functools.cache
+def git_version(exe: str) -> tuple[int, int]:
+    """(major, minor) of the git at EXE; (0, 0) when it cannot be told."""
+    try:
+        out = subprocess.run([exe, "version"], capture_output=True, check=False).stdout
+    except OSError:
+        return (0, 0)
+    found = re.search(rb"(\d+)\.(\d+)", out)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
 
 
 def pack_trees(git: Git, work: Path, index: Path) -> None:

@@ -175,7 +175,7 @@ def _capture_region(
     if update:
         # Many files at once (a first capture): packs, not loose files (bulk.py).
         many = len(update) >= bulk.BULK_FILES
-        opts = bulk.BULK_BLOBS if many else []
+        opts = bulk.blob_options(git) if many else []
         git.run(
             [*opts, "update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
             work_tree=work,

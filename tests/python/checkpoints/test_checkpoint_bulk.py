@@ -54,3 +54,16 @@ def test_bulk_capture_equals_loose_capture(
     patch = cp.diff(packed, after)
     assert [f.path for f in patch.files] == ["pkg0/sub0/f0.py"]
     assert "changed" in patch.diff  # diffed as text: the threshold is per call only
+
+
+def test_old_git_keeps_blobs_loose(
+    root: Path, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before 2.37 each big blob would be a pack of its own: such a git stays loose."""
+    _tree(root)
+    monkeypatch.setattr(bulk, "BULK_FILES", 10)
+    monkeypatch.setattr(bulk, "git_version", lambda exe: (2, 34))
+    cp = make(root)
+    cp.snapshot("old git")
+    assert len(list((cp.layout.git_dir / "objects" / "pack").glob("*.pack"))) <= 1  # trees
+    assert _loose_files(cp) > 40
