@@ -125,3 +125,21 @@ def test_bad_owner_is_refused(root: Path, make: Make) -> None:
         with pytest.raises(TandemError) as e:
             cp.snapshot("t", owner=owner)
         assert e.value.code == "invalid"
+
+
+def test_store_from_before_per_checkpoint_refs_keeps_its_chain(root: Path, make: Make) -> None:
+    """A store written by the chained layout still lists and restores its checkpoints."""
+    cp = make(root)
+    write(root, "a.txt", "old layout\n")
+    new = cp.snapshot("turn 1", owner="s1", turn=1)
+    # What an older tandem wrote: a commit chained under refs/tandem/chain, no ref of its own.
+    message = b'{"tandem_checkpoint":1,"label":"legacy","created":"2026-01-01T00:00:00Z",' + (
+        b'"root":"' + str(cp.root).encode() + b'","gaps":[]}')
+    legacy = cp.git.out(["commit-tree", new.tree], input=message)
+    cp.git.run(["update-ref", "refs/tandem/chain", legacy])
+    assert [c.id for c in cp.history()] == [new.id, legacy]
+    maintenance.maintain(cp.git, cp.layout, NOW, lambda: set(), prune_now=True, now=LATER)
+    assert [c.id for c in cp.history()] == [legacy]  # s1 is gone; the legacy one is kept
+    write(root, "a.txt", "changed\n")
+    cp.restore(legacy)
+    assert (root / "a.txt").read_text() == "old layout\n"
