@@ -21,7 +21,7 @@ from tandem.paths import tandem_home
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
-from tandem.turns.service import GitCheckpoints, TurnService
+from tandem.turns.service import GitCheckpoints, TurnService, retention_from
 from tandem.workspace.service import WorkspaceService
 
 
@@ -38,8 +38,10 @@ class App:
         """Who holds each session (a turn, a rewind, a compaction)."""
         self.checkpoints = CheckpointService(self.home)
         self.sessions = SessionService(self.home)
-        self.turns = TurnService(self.events, self.sessions, self.gate,
-                                 GitCheckpoints(self.checkpoints), editor)
+        # After each turn the store is packed and pruned with the root's retention.
+        checkpoints = GitCheckpoints(
+            self.checkpoints, lambda root: retention_from(self.sessions.resolved(root).settings))
+        self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
         self.workspaces = WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
         self.compactions = CompactionService(self.events, self.sessions, self.turns, self.gate)
         self.rewinds = RewindService(self.events, self.sessions, self.turns, self.checkpoints,

@@ -25,6 +25,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tandem.checkpoints import bulk
 from tandem.checkpoints.git import Git, GitError
 from tandem.checkpoints.layout import Layout
 from tandem.checkpoints.models import Gap
@@ -172,12 +173,17 @@ def _capture_region(
             input=_nul_join(drop),
         )
     if update:
+        # Many files at once (a first capture): packs, not loose files (bulk.py).
+        many = len(update) >= bulk.BULK_FILES
+        opts = bulk.blob_options(git) if many else []
         git.run(
-            ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
+            [*opts, "update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
             work_tree=work,
             index=index,
             input=_nul_join(update),
         )
+        if many:
+            bulk.pack_trees(git, work, index)
     tree = _write_tree(git, work, index, region, watch)
     watch.seen[region] = fingerprint  # only once the capture succeeded
     return _Region(tree, gaps, nested)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tandem.checkpoints import diffing, undo
+from tandem.checkpoints import diffing, maintenance, refs, undo
 from tandem.checkpoints.capture import Capture, IgnoreWatch, capture
-from tandem.checkpoints.git import Git, GitError, user_excludes_file
-from tandem.checkpoints.layout import CHAIN_REF, Layout
+from tandem.checkpoints.git import Git, user_excludes_file
+from tandem.checkpoints.layout import Layout
+from tandem.checkpoints.maintenance import LiveSessions, MaintenanceResult, Retention
 from tandem.checkpoints.models import (
     Checkpoint,
     CheckpointRecord,
@@ -91,18 +92,34 @@ class Checkpointer:
         if home_path.is_relative_to(root_path) and home_path != root_path:
             rel = home_path.relative_to(root_path).as_posix()
             self._excludes.append("/" + _literal_pattern(rel) + "/")
-        self._head: str | None = None  # chain head as we last wrote it
         with self.layout.locked():
             self.layout.ensure(self.git)
 
     # -- checkpoints ---------------------------------------------------------
 
-    def snapshot(self, label: str) -> Checkpoint:
-        """Capture the root now and keep it as a checkpoint named LABEL."""
+    def snapshot(self, label: str, *, owner: str | None = None,
+                 turn: int | None = None) -> Checkpoint:
+        """Capture the root now and keep it as a checkpoint named LABEL.
+
+        OWNER is the session taking it and TURN its turn: `maintain` drops
+        the checkpoints of sessions that are gone, and retention counts turns.
+        """
         label = _check_label(label)
+        refs.check_owner(owner)
+        if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool)):
+            raise TandemError("invalid", f"turn must be an integer: {turn!r}")
         with self.layout.locked():
             self._recover_locked()
-            return self._snapshot_locked(label)
+            return self._snapshot_locked(label, owner, turn)
+
+    def maintain(self, retention: Retention, live: LiveSessions | None = None,
+                 *, prune_now: bool = False) -> MaintenanceResult | None:
+        """Pack the store, drop checkpoints of gone sessions and past RETENTION.
+
+        Skipped (None) while another operation holds the workspace: this
+        runs after a turn, never in the middle of one. See `maintenance`.
+        """
+        return maintenance.maintain(self.git, self.layout, retention, live, prune_now=prune_now)
 
     def get(self, checkpoint_id: str) -> Checkpoint:
         """The checkpoint CHECKPOINT_ID of this workspace (``not-found`` if none)."""
@@ -127,10 +144,15 @@ class Checkpointer:
         """The most recent kept checkpoints, newest first."""
         if not isinstance(limit, int) or limit < 1:
             raise TandemError("invalid", f"limit must be a positive integer: {limit!r}")
-        proc = self.git.run(["rev-list", f"--max-count={limit}", CHAIN_REF, "--"], check=False)
-        if proc.returncode != 0:
-            return []
-        return [self.get(line) for line in proc.stdout.decode().split()]
+        ids = [r.commit for r in refs.kept(self.git)[:limit]]
+        # A store from before per-checkpoint refs keeps its older ones chained.
+        proc = self.git.run(
+            ["rev-list", f"--max-count={limit}", refs.LEGACY_CHAIN, "--"], check=False
+        )
+        if proc.returncode == 0:
+            ids += proc.stdout.decode().split()
+        found = [self.get(i) for i in dict.fromkeys(ids)]
+        return sorted(found, key=lambda c: c.created, reverse=True)[:limit]
 
     def paths(self, checkpoint: Checkpoint | str) -> list[str]:
         """Every file path CHECKPOINT captured, sorted (gaps are not among them)."""
@@ -291,7 +313,9 @@ class Checkpointer:
             raise TandemError("invalid", f"not a tree id: {expected_current!r}")
         with self.layout.locked():
             self._recover_locked()
-            backup = self._snapshot_locked(f"before restore to {target.id[:12]}")
+            backup = self._snapshot_locked(
+                f"before restore to {target.id[:12]}", target.owner, None
+            )
             if expected_current is not None and backup.tree != expected_current:
                 raise TandemError(
                     "conflict",
@@ -388,7 +412,9 @@ class Checkpointer:
     ) -> UndoResult:
         ops = undo.planned_ops(self.git, backup, target)
         removed = undo.sweep(self.root, ops, token)
-        now = self._snapshot_locked(f"before undoing the restore to {target.id[:12]}")
+        now = self._snapshot_locked(
+            f"before undoing the restore to {target.id[:12]}", backup.owner, None
+        )
         put_back, left = undo.undo(self.git, self.root, ops, now, target, backup, token)
         return UndoResult(safety=now.id, put_back=put_back, left=left, temp_removed=removed)
 
@@ -398,42 +424,33 @@ class Checkpointer:
         except OSError as e:
             raise TandemError("checkpoint-failed", f"cannot capture {self.root}: {e}") from e
 
-    def keep(self, tree: str, gaps: list[Gap], label: str) -> Checkpoint:
+    def keep(self, tree: str, gaps: list[Gap], label: str, owner: str | None = None,
+             turn: int | None = None) -> Checkpoint:
         """Keep TREE (already in the store, e.g. a derived one) as a checkpoint with GAPS."""
         label = _check_label(label)
         with self.layout.locked():
-            return self._keep_locked(tree, gaps, label)
+            return self._keep_locked(tree, gaps, label, owner, turn)
 
-    def _snapshot_locked(self, label: str) -> Checkpoint:
+    def _snapshot_locked(
+        self, label: str, owner: str | None = None, turn: int | None = None
+    ) -> Checkpoint:
         now = self._capture_locked()
-        return self._keep_locked(now.tree, now.gaps, label)
+        return self._keep_locked(now.tree, now.gaps, label, owner, turn)
 
-    def _keep_locked(self, tree: str, gaps: list[Gap], label: str) -> Checkpoint:
+    def _keep_locked(self, tree: str, gaps: list[Gap], label: str, owner: str | None = None,
+                     turn: int | None = None) -> Checkpoint:
         record = CheckpointRecord(
-            label=label, created=datetime.now(UTC), root=str(self.root), gaps=gaps
+            label=label, created=datetime.now(UTC), root=str(self.root), gaps=gaps,
+            owner=owner, turn=turn,
         )
-        message = record.model_dump_json().encode()
-        old = self._head if self._head is not None else self._read_head()
-        commit = self._commit(tree, old, message)
-        try:
-            self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
-        except GitError:
-            # Another process moved the chain since we last looked: chain after it.
-            old = self._read_head()
-            commit = self._commit(tree, old, message)
-            self.git.run(["update-ref", CHAIN_REF, commit, old or "0" * 40])
-        self._head = commit
+        # Parentless, kept by a ref of its own (refs.py): one can be dropped
+        # without the others. The ref publishes record and snapshot at once.
+        commit = self.git.out(["commit-tree", tree], input=record.model_dump_json().encode())
+        self.git.run(["update-ref", refs.ref_of(refs.check_owner(owner), commit), commit,
+                      "0" * 40])
         return Checkpoint(
             id=commit, tree=tree, **record.model_dump(exclude={"tandem_checkpoint"})
         )
-
-    def _read_head(self) -> str:
-        proc = self.git.run(["rev-parse", "-q", "--verify", CHAIN_REF], check=False)
-        return proc.stdout.decode().strip()
-
-    def _commit(self, tree: str, parent: str, message: bytes) -> str:
-        args = ["commit-tree", tree] + (["-p", parent] if parent else [])
-        return self.git.out(args, input=message)
 
     def _resolve(self, checkpoint: Checkpoint | str) -> Checkpoint:
         if isinstance(checkpoint, Checkpoint):

@@ -34,7 +34,10 @@ class GitError(TandemError):
     """A git command failed: ``code`` is ``checkpoint-failed``; DATA has stderr."""
 
     def __init__(self, args: list[str], returncode: int, stderr: str) -> None:
-        message = f"git {' '.join(args[:2])} failed ({returncode}): {stderr.strip()[:500]}"
+        shown = args
+        while shown[:1] == ["-c"]:  # per-call options: name the command itself
+            shown = shown[2:]
+        message = f"git {' '.join(shown[:2])} failed ({returncode}): {stderr.strip()[:500]}"
         super().__init__("checkpoint-failed", message, {"stderr": stderr})
         self.returncode = returncode
         self.stderr = stderr

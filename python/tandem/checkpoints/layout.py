@@ -2,13 +2,14 @@
 
 ``$TANDEM_HOME/checkpoints/<workspace-key>/`` holds:
 
-* ``repo/`` — the private git directory (objects, one ref ``refs/tandem/chain``);
+* ``repo/`` — the private git directory (objects, a ref per checkpoint: `refs`);
 * ``index/<region>`` — one private index per region (the root, and each
   nested repository captured as its own region); it keeps stat data so an
   unchanged tree is not re-hashed;
 * ``workspace.json`` — which root this is, for people reading the folder;
 * ``restore.json`` — present only while a restore is in progress;
-* ``lock`` — a ``flock`` that serialises snapshots and restores.
+* ``lock`` — a ``flock`` that serialises snapshots, restores and maintenance;
+* ``maintained`` — its mtime is when the last pruning pass ran.
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ from tandem.checkpoints.git import Git
 from tandem.paths import checkpoints_dir
 from tandem.store.fsutil import atomic_write, private_dir
 
-CHAIN_REF = "refs/tandem/chain"
-"""The one ref of the private repository: every kept checkpoint is reachable from it."""
-
 # Our own attributes win over every .gitattributes in the work tree: a
 # snapshot stores bytes exactly (no eol conversion, no clean filter).
 _ATTRIBUTES = "* -text !eol -filter -ident !working-tree-encoding\n"
@@ -42,7 +40,7 @@ _CONFIG = [
     ("core.safecrlf", "false"),
     ("core.quotepath", "false"),
     ("core.logallrefupdates", "false"),
-    ("gc.auto", "0"),
+    ("gc.auto", "0"),  # packing runs only from maintenance.py, off the turn's path
     ("index.version", "4"),  # path-prefix compression: a smaller index to read and write
 ]
 
@@ -65,6 +63,7 @@ class Layout:
         self.index_dir = self.dir / "index"
         self.pending = self.dir / "restore.json"
         self.lock_file = self.dir / "lock"
+        self.maintained = self.dir / "maintained"
 
     def index_for(self, region: str) -> Path:
         """The private index of REGION (``""`` is the root)."""
@@ -100,5 +99,20 @@ class Layout:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def try_locked(self) -> Iterator[bool]:
+        """Hold the lock if it is free now; yields False (not held) when it is busy."""
+        private_dir(self.dir)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
         finally:
             os.close(fd)

@@ -53,6 +53,10 @@ class CheckpointRecord(_Model):
     created: datetime
     root: str
     gaps: list[Gap] = Field(default_factory=list)
+    owner: str | None = None
+    """The session that took it (its checkpoints go when its journal does)."""
+    turn: int | None = None
+    """The turn it belongs to (retention by turns counts these)."""
 
 
 class Checkpoint(_Model):
@@ -64,6 +68,8 @@ class Checkpoint(_Model):
     created: datetime
     root: str
     gaps: list[Gap] = Field(default_factory=list)
+    owner: str | None = None
+    turn: int | None = None
 
 
 class FileChange(_Model):

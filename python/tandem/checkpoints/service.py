@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
+from tandem.lru import LRU
 
 
 class CheckpointService:
@@ -15,7 +16,8 @@ class CheckpointService:
         self.home = home
         self.size_cap = size_cap
         self._lock = threading.Lock()
-        self._by_root: dict[Path, Checkpointer] = {}
+        self._by_root: LRU[Path, Checkpointer] = LRU(64)
+        """Roots in use (a dropped one is rebuilt on its next use: the store is on disk)."""
 
     def for_root(self, root: Path | str) -> Checkpointer:
         """The checkpointer of ROOT (validated and created on first use)."""

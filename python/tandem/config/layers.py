@@ -25,6 +25,7 @@ from tandem.config.model import (
     validate,
 )
 from tandem.config.trust import TrustStore, canonical_root, digest
+from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 
 
@@ -74,7 +75,9 @@ class FileLayer:
         return self.model or SettingsModel()
 
 
-_cache: dict[str, tuple[tuple[int, ...], FileLayer]] = {}
+CACHE_LIMIT = 256
+"""Settings files kept parsed (least recently read go first)."""
+_cache: LRU[str, tuple[tuple[int, ...], FileLayer]] = LRU(CACHE_LIMIT)
 
 
 def _strict_constant(name: str) -> Any:

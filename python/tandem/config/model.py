@@ -104,6 +104,18 @@ class NativeSettings(Section):
     tool_timeout: Seconds = 30.0
 
 
+class CheckpointSettings(Section):
+    """``checkpoints``: how long the private checkpoint store keeps history.
+
+    Unset: every checkpoint is kept as long as its session's journal. Either
+    key deletes history Rewind needs, so only the user (or a trusted
+    project) may set it.
+    """
+
+    keep_turns: int | None = Field(default=None, ge=1, le=1_000_000)
+    keep_days: int | None = Field(default=None, ge=1, le=36_500)
+
+
 class AcpAgent(Section):
     """One ``acp_agents`` entry: the program to start and its extra environment."""
 
@@ -163,6 +175,7 @@ class SettingsModel(Section):
     compaction_threshold: float | None = Field(default=None, ge=0.05, le=1.0)
     compaction_keep_turns: int | None = Field(default=None, ge=0, le=10_000)
     auto_compact: bool | None = None
+    checkpoints: CheckpointSettings | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
 
     def plain(self) -> dict[str, Any]:
         """The keys that were set, as plain JSON data."""

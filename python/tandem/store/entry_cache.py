@@ -11,11 +11,11 @@ it gets the entry's model from the `TurnIndex` kept beside the entries.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tandem.lru import LRU
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
 from tandem.store.turn_index import TurnIndex
@@ -75,9 +75,12 @@ class EntryCache:
     a backend that reads many sessions' journals does not grow without bound.
     """
 
-    def __init__(self, max_files: int = MAX_FILES) -> None:
-        self._files: OrderedDict[str, _Cached] = OrderedDict()
-        self.max_files = max_files
+    def __init__(self, limit: int = MAX_FILES, max_bytes: int = 64 << 20) -> None:
+        self._files: LRU[str, _Cached] = LRU(limit)
+        """Journals kept parsed, at most LIMIT of them."""
+        self.max_bytes = max_bytes
+        """Journal bytes kept parsed at most (a 10 MB journal is ~55 MB of dicts);
+        the least recently read go first, the one just read always stays."""
 
     def entries(self, path: Path) -> list[dict[str, Any]]:
         """The entries of the journal at PATH (a fresh list; the dicts are shared)."""
@@ -130,7 +133,10 @@ class EntryCache:
         cached.entries.extend(parse_chunk(data[:end]))
         cached.offset += end
         self._files[key] = cached
-        self._files.move_to_end(key)
-        while len(self._files) > self.max_files:
-            self._files.popitem(last=False)
+        total = sum(c.offset for c in (self._files[k] for k in self._files))
+        for old in self._files:  # oldest first
+            if total <= self.max_bytes or old == key:
+                break
+            dropped = self._files.pop(old)
+            total -= dropped.offset if dropped is not None else 0
         return cached

@@ -9,11 +9,15 @@ sessions side's (`tandem.sessions.service`); this service asks there.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tandem.checkpoints.maintenance import Retention
 from tandem.checkpoints.service import CheckpointService
 from tandem.config.front_end import ClientConfig
+from tandem.config.model import SettingsModel
 from tandem.editor import EditorBridge
 from tandem.events import EventSink
 from tandem.mcp.service import McpService
@@ -21,10 +25,13 @@ from tandem.providers.base import Provider, TurnResult
 from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
+from tandem.store import layout
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
 from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
 
+if TYPE_CHECKING:
+    from tandem.checkpoints.checkpointer import Checkpointer
 
 def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
     """The mode and model last chosen for AGENT in a session's ENTRIES (``acp_option``)."""
@@ -36,15 +43,24 @@ def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
 
 
 class GitCheckpoints(Checkpoints):
-    """Pre-turn and post-turn checkpoints through the backend's `CheckpointService`."""
+    """Pre-turn and post-turn checkpoints through the backend's `CheckpointService`.
 
-    def __init__(self, service: CheckpointService) -> None:
+    After each turn the root's store is maintained in the background
+    (`tandem.checkpoints.maintenance`) with RETENTION_OF(root).
+    """
+
+    def __init__(self, service: CheckpointService,
+                 retention_of: Callable[[Path], Retention] | None = None) -> None:
         self.service = service
+        self.home = service.home
+        self.retention_of = retention_of or (lambda _root: retention_from(None))
+        self._background: set[asyncio.Task[None]] = set()
 
     async def before(self, root: Path, session: str, turn: int) -> str | None:
         """Snapshot ROOT before the turn."""
         cp = self.service.for_root(root)
-        snap = await run_blocking(cp.snapshot, f"before turn {turn} of {session}")
+        snap = await run_blocking(
+            lambda: cp.snapshot(f"before turn {turn} of {session}", owner=session, turn=turn))
         return str(snap.id)
 
     async def after(self, root: Path, checkpoint: str | None, result: TurnResult
@@ -53,13 +69,45 @@ class GitCheckpoints(Checkpoints):
         if checkpoint is None:
             return None, None
         cp = self.service.for_root(root)
-        end = await run_blocking(cp.snapshot, "after a turn")
+        start = await run_blocking(cp.get, checkpoint)
+        end = await run_blocking(
+            lambda: cp.snapshot("after a turn", owner=start.owner, turn=start.turn))
         patch = await run_blocking(
             lambda: cp.diff(checkpoint, end.id, ran_shell=result.ran_shell,
                             wrote_outside=result.wrote_outside))
         summary = patch.model_dump(mode="json", exclude={"diff"})
         summary["diff_chars"] = len(patch.diff)
+        task = asyncio.get_running_loop().create_task(self._maintain(cp, root))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
         return summary, str(patch.completeness)
+
+    async def _maintain(self, cp: Checkpointer, root: Path) -> None:
+        """Pack and prune ROOT's store, off the turn's path; a failure is only logged."""
+        try:
+            retention = self.retention_of(root)
+            await run_blocking(lambda: cp.maintain(retention, lambda: live_sessions(self.home)))
+        except Exception as e:  # maintenance must never fail a turn
+            logging.getLogger("tandem.checkpoints").warning("store maintenance failed: %s", e)
+
+
+def live_sessions(home: Path) -> set[str]:
+    """The id of every session whose journal exists under HOME."""
+    ids = set()
+    for folder in layout.slug_dirs(home):
+        for path in layout.iter_journals(folder):
+            parsed = layout.parse_journal_name(path.name)
+            if parsed:
+                ids.add(parsed[1])
+    return ids
+
+
+def retention_from(settings: SettingsModel | None) -> Retention:
+    """The checkpoint retention SETTINGS ask for (``checkpoints.keep_*``)."""
+    section = settings.checkpoints if settings is not None else None
+    if section is None:
+        return Retention()
+    return Retention(keep_turns=section.keep_turns, keep_days=section.keep_days)
 
 
 class TurnService:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tandem.lru import LRU
 from tandem.paths import workspaces_dir
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
@@ -47,7 +48,9 @@ class _Parsed:
     lines: int
 
 
-_cache: dict[Path, _Parsed] = {}
+CACHE_LIMIT = 64
+"""Workspace logs kept parsed (least recently read go first)."""
+_cache: LRU[Path, _Parsed] = LRU(CACHE_LIMIT)
 
 
 @contextmanager

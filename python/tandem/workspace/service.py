@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
+from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 from tandem.sessions.service import SessionService
 from tandem.store.jsonl import read_header
@@ -44,6 +45,11 @@ from tandem.workspace.state import (
 )
 
 log = logging.getLogger("tandem.workspace")
+
+
+FOLDED_LIMIT = 64
+"""Workspaces whose folded directive state is kept."""
+
 
 @dataclass
 class Workspace:
@@ -75,7 +81,7 @@ class WorkspaceService:
         self.checkpoints = checkpoints
         self.registry = Registry(self.home)
         self._repaired: set[str] = set()
-        self._folded: dict[str, tuple[object, dict[str, DirectiveState]]] = {}
+        self._folded: LRU[str, tuple[object, dict[str, DirectiveState]]] = LRU(FOLDED_LIMIT)
 
     # -- workspaces ------------------------------------------------------------
 
@@ -127,9 +133,11 @@ class WorkspaceService:
         hidden = self.hidden(ws, events)
         key = (ws.id, len(events), events[-1].seq if events else 0,
                tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items())))
-        if self._folded.get(ws.id, (None, None))[0] != key:
-            self._folded[ws.id] = (key, fold(events, hidden))
-        return self._folded[ws.id][1]
+        kept = self._folded.get(ws.id)
+        if kept is None or kept[0] != key:
+            kept = (key, fold(events, hidden))
+            self._folded[ws.id] = kept
+        return kept[1]
 
     def get(self, ws: Workspace, directive: str) -> DirectiveState:
         """Directive DIRECTIVE of WS; a clear error when there is none."""

@@ -101,7 +101,7 @@ def test_the_cache_extends_the_index_as_the_journal_grows(tmp_path: Path) -> Non
 
 
 def test_the_cache_keeps_a_bounded_number_of_journals(tmp_path: Path) -> None:
-    cache = EntryCache(max_files=2)
+    cache = EntryCache(limit=2)
     paths = []
     for n in range(3):
         cwd = tmp_path / f"p{n}"

@@ -1,0 +1,75 @@
+"""Write a large capture's objects into packs, not thousands of loose files.
+
+A first capture of a 20k-file tree stores 20k blobs and a few thousand
+trees; as loose objects that is one file (and a directory entry, a chmod) per
+object, which is where the time of a naive ``git add -A && git commit``
+goes. Blobs go through git's bulk check-in (one pack per ``update-index``
+when every blob is "big", ``core.bigFileThreshold=1``, given per call only:
+in the repository's config it would also make diffs treat files as binary),
+and the trees are built by ``git fast-import`` into a pack before
+``write-tree`` runs, which then finds every tree present and writes none.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from tandem.checkpoints.git import Git
+
+BULK_FILES = 500
+"""From this many new or changed files in one region, its objects are packed."""
+
+BULK_BLOBS = ["-c", "core.bigFileThreshold=1"]
+"""git options that stream every blob of one call into a single pack."""
+BULK_GIT = (2, 37)
+"""First git whose ``update-index`` puts a whole call's big blobs in one pack
+(before, each blob over the threshold became a pack of its own)."""
+
+
+def blob_options(git: Git) -> list[str]:
+    """`BULK_BLOBS` when this git packs a call's blobs together, else none (loose)."""
+    return BULK_BLOBS if git_version(git.exe) >= BULK_GIT else []
+
+
+@functools.cache
+def git_version(exe: str) -> tuple[int, int]:
+    """(major, minor) of the git at EXE; (0, 0) when it cannot be told."""
+    try:
+        out = subprocess.run([exe, "version"], capture_output=True, check=False).stdout
+    except OSError:
+        return (0, 0)
+    found = re.search(rb"(\d+)\.(\d+)", out)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def pack_trees(git: Git, work: Path, index: Path) -> None:
+    """Write the trees of INDEX into one pack (``fast-import``), leaving no ref behind."""
+    listing = git.run(["ls-files", "-s", "-z"], work_tree=work, index=index).stdout
+    ref = f"refs/tandem/tmp/pack-{os.getpid()}"
+    lines = [f"commit {ref}\ncommitter tandem <tandem@localhost> 0 +0000\ndata 0\n".encode()]
+    for entry in listing.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition(b"\t")
+        mode, sha, _stage = meta.split(b" ")
+        lines.append(b"M %s %s %s\n" % (mode, sha, _quote(path)))
+    lines.append(b"\n")
+    try:
+        git.run(
+            ["-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--force"],
+            input=b"".join(lines),
+        )
+    finally:
+        git.run(["update-ref", "-d", ref], check=False)
+
+
+def _quote(path: bytes) -> bytes:
+    """PATH as fast-import reads it: C-style quoted when it must be."""
+    if b"\n" not in path and not path.startswith(b'"'):
+        return path
+    escaped = path.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+    return b'"' + escaped + b'"'

@@ -1,0 +1,69 @@
+"""A large capture is packed (bulk.py) and stores exactly what the loose path stores."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cp_helpers import write
+
+from tandem.checkpoints import Checkpointer, bulk
+
+Make = Callable[..., Checkpointer]
+
+
+def _tree(root: Path) -> None:
+    for i in range(40):
+        write(root, f"pkg{i % 4}/sub{i % 3}/f{i}.py", f"x = {i}\n" * (i + 1))
+    write(root, "odd/new\nline.txt", "newline in the name\n")
+    write(root, 'odd/"quoted".txt', "quote first\n")
+    write(root, "odd/back\\slash \"and\" space.txt", "both\n")
+    write(root, "bin/run.sh", "#!/bin/sh\n", mode=0o755)
+    write(root, "empty.txt", "")
+    os.symlink("pkg0/sub0/f0.py", root / "link.py")
+
+
+def _loose_files(cp: Checkpointer) -> int:
+    objects = cp.layout.git_dir / "objects"
+    return sum(
+        1 for d in objects.iterdir() if len(d.name) == 2 for _ in d.iterdir()
+    )
+
+
+def test_bulk_capture_equals_loose_capture(
+    tmp_path: Path, root: Path, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(root)
+    monkeypatch.setattr(bulk, "BULK_FILES", 10**9)
+    loose = Checkpointer(tmp_path / "home-loose", root).snapshot("loose")
+    monkeypatch.setattr(bulk, "BULK_FILES", 10)
+    cp = make(root)
+    packed = cp.snapshot("bulk")
+    assert packed.tree == loose.tree
+    assert cp.paths(packed) == Checkpointer(tmp_path / "home-loose", root).paths(loose)
+    # Blobs and trees are in packs: the empty blob (too small for bulk
+    # check-in), the symlink's blob and the commit may be loose, not ~70 objects.
+    assert _loose_files(cp) < 5
+    refs = cp.git.out(["for-each-ref", "--format=%(refname)"])
+    assert "tmp" not in refs  # fast-import's scratch ref is gone
+    # And the next (small, loose) capture still works against the packed store.
+    write(root, "pkg0/sub0/f0.py", "changed\n")
+    after = cp.snapshot("after")
+    patch = cp.diff(packed, after)
+    assert [f.path for f in patch.files] == ["pkg0/sub0/f0.py"]
+    assert "changed" in patch.diff  # diffed as text: the threshold is per call only
+
+
+def test_old_git_keeps_blobs_loose(
+    root: Path, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before 2.37 each big blob would be a pack of its own: such a git stays loose."""
+    _tree(root)
+    monkeypatch.setattr(bulk, "BULK_FILES", 10)
+    monkeypatch.setattr(bulk, "git_version", lambda exe: (2, 34))
+    cp = make(root)
+    cp.snapshot("old git")
+    assert len(list((cp.layout.git_dir / "objects" / "pack").glob("*.pack"))) <= 1  # trees
+    assert _loose_files(cp) > 40
