@@ -113,13 +113,13 @@ class RewindPlan(_Model):
     """Guard token: `rewind` refuses (``stale``) when the plan differs from this one."""
 
 
-class RewindResult(_Model):
-    """What a completed rewind did."""
+class RestoreDone(_Model):
+    """What a completed rewind, or undo of one, did to the files and the turns."""
 
     session: str
     before_turn: int
     seq: int
-    """Seq of the ``rewind`` entry."""
+    """Seq of the entry written (``rewind`` or ``rewind_undo``)."""
     checkpoint: str
     backup: str
     """Checkpoint of the files as they were just before the restore."""
@@ -127,6 +127,10 @@ class RewindResult(_Model):
     deleted: list[str] = Field(default_factory=list)
     turns: list[int] = Field(default_factory=list)
     acp_reset: bool = False
+
+
+class RewindResult(RestoreDone):
+    """What a completed rewind did."""
 
 
 # -- reading the journal ----------------------------------------------------------

@@ -30,6 +30,7 @@ from tandem.sessions.rewind import (
     DiscardedTurn,
     ExternalChange,
     KnownGap,
+    RestoreDone,
     _Model,
     turn_facts,
 )
@@ -71,22 +72,11 @@ class UndoPlan(_Model):
     digest: str = ""
 
 
-class UndoResult(_Model):
-    """What a completed undo did."""
+class UndoResult(RestoreDone):
+    """What a completed undo did (its backup: the files just before it)."""
 
-    session: str
     rewind_seq: int
-    before_turn: int
-    seq: int
-    """Seq of the ``rewind_undo`` entry."""
-    checkpoint: str
-    backup: str
-    """Checkpoint of the files just before the undo (undo the undo by restoring it)."""
-    restored: list[str] = Field(default_factory=list)
-    deleted: list[str] = Field(default_factory=list)
-    turns: list[int] = Field(default_factory=list)
     files_only: bool = False
-    acp_reset: bool = False
 
 
 @dataclass
