@@ -17,53 +17,14 @@ from typing import Any
 
 from tandem.gcpause import cyclic_gc_paused
 from tandem.providers.base import Message, ToolCallRef
+from tandem.store.rewinds import RewindLedger
 
 SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
 
 
-def cancels(e: Mapping[str, Any]) -> int | None:
-    """The seq of the rewind entry E cancels, when E is a ``rewind_undo`` that cancels one."""
-    if e.get("type") != "rewind_undo" or e.get("files_only"):
-        return None
-    seq = e.get("rewind_seq")
-    return seq if isinstance(seq, int) else None
-
-
-class _Rewinds:
-    """Collects rewinds and their undos in one pass; `hidden` applies the live ones."""
-
-    __slots__ = ("order", "rewinds", "cancelled")
-
-    def __init__(self) -> None:
-        self.order: list[int] = []
-        """Turns in the order their ``turn_start`` appeared."""
-        self.rewinds: list[tuple[Any, int, int]] = []
-        """(seq, before_turn, how many turns had started before it)."""
-        self.cancelled: set[int] = set()
-
-    def see(self, e: Mapping[str, Any], kind: Any) -> None:
-        """Note E (of type KIND) when it is a rewind or an undo."""
-        if kind == "rewind":
-            before = e.get("before_turn")
-            if isinstance(before, int):
-                self.rewinds.append((e.get("seq"), before, len(self.order)))
-        else:
-            seq = cancels(e)
-            if seq is not None:
-                self.cancelled.add(seq)
-
-    def hidden(self) -> set[int]:
-        """Turns hidden by the rewinds no undo cancelled."""
-        out: set[int] = set()
-        for seq, before, n in self.rewinds:
-            if seq not in self.cancelled:
-                out.update(t for t in self.order[:n] if t >= before)
-        return out
-
-
 def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[int]]:
     """Return (every turn seen, turns hidden by rewinds no undo cancelled) in ENTRIES."""
-    rw = _Rewinds()
+    rw = RewindLedger()
     for e in entries:
         kind = e.get("type")
         turn = e.get("turn")
@@ -91,7 +52,7 @@ def project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
 
 def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
     # One pass to learn what is excluded and where the context starts ...
-    rw = _Rewinds()
+    rw = RewindLedger()
     excluded: set[int] = set()
     start = 0
     summary: str | None = None

@@ -24,7 +24,6 @@ from pydantic import Field
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
-from tandem.sessions.projection import cancels
 from tandem.sessions.rewind import (
     DiscardedAttempt,
     DiscardedTurn,
@@ -34,6 +33,7 @@ from tandem.sessions.rewind import (
     _Model,
     turn_facts,
 )
+from tandem.store.rewinds import cancels
 
 
 class UndoPlan(_Model):

@@ -31,6 +31,7 @@ from tandem.store.models import (
     User,
     parse_entry,
 )
+from tandem.store.rewinds import RewindLedger
 
 _T = TypeVar("_T", bound=Entry)
 
@@ -116,11 +117,19 @@ class TurnIndex:
         """Every turn any entry names, by number."""
         self.seen: set[int] = set()
         """Turns with a ``turn_start``."""
-        self.hidden: set[int] = set()
-        """Turns a ``rewind`` entry hides."""
+        self.rewinds = RewindLedger()
+        """The journal's rewinds and the undos that cancel some of them."""
+        self._hidden: set[int] | None = set()
         self.count = 0
         """How many entries were indexed (the cache extends from here)."""
         self.extend(entries)
+
+    @property
+    def hidden(self) -> set[int]:
+        """Turns hidden by the rewinds no undo cancelled."""
+        if self._hidden is None:
+            self._hidden = self.rewinds.hidden()
+        return self._hidden
 
     def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
         """Index ENTRIES, which follow those indexed so far."""
@@ -128,10 +137,9 @@ class TurnIndex:
             self.count += 1
             kind = e.get("type")
             turn = e.get("turn")
-            if kind == "rewind":
-                before = e.get("before_turn")
-                if isinstance(before, int):
-                    self.hidden.update(t for t in self.seen if t >= before)
+            if kind == "rewind" or kind == "rewind_undo":
+                self.rewinds.see(e, kind)
+                self._hidden = None
                 continue
             if turn.__class__ is not int or not isinstance(kind, str):
                 continue
@@ -144,6 +152,8 @@ class TurnIndex:
             rec.first.setdefault(kind, e)
             rec.last[kind] = e
             if kind == "turn_start":
+                if turn not in self.seen:
+                    self.rewinds.order.append(turn)
                 self.seen.add(turn)
                 rec.open, rec.open_directive = True, None
             elif kind == "turn_end":

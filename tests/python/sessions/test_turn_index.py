@@ -74,6 +74,18 @@ def test_a_rewound_turn_is_hidden_and_a_later_turn_is_not() -> None:
     assert index.next_turn() == 4
 
 
+def test_an_undone_rewind_hides_nothing_and_a_files_only_undo_keeps_it() -> None:
+    rewound = [_start(1), _end(1), _start(2), _end(2),
+               {"type": "rewind", "seq": 5, "before_turn": 1}]
+    index = TurnIndex(rewound)
+    assert index.hidden == {1, 2}
+    index.extend([{"type": "rewind_undo", "seq": 6, "rewind_seq": 5, "files_only": True}])
+    assert index.hidden == {1, 2}  # only the files came back
+    index.extend([{"type": "rewind_undo", "seq": 7, "rewind_seq": 5}])
+    assert index.hidden == set()
+    assert TurnIndex(rewound + [{"type": "rewind_undo", "rewind_seq": 99}]).hidden == {1, 2}
+
+
 def test_an_open_directive_is_named_until_closed() -> None:
     opened = {"type": "directive_open", "turn": 1, "workspace": "w", "directive": "D1",
               "action": "implement"}
