@@ -271,6 +271,9 @@
                   (should (eq (tandem-directive-test--menu-face label)
                               'transient-inapt-suffix)))
                 (transient-quit-all))))
+        ;; Batch Emacs runs no command loop, so quitting leaves the menu's
+        ;; keymap active: later tests' keys would run its suffixes.
+        (when transient--prefix (transient--emergency-exit))
         (kill-buffer (get-file-buffer file))
         (delete-directory project t)))))
 
