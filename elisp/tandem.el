@@ -46,6 +46,7 @@
 (require 'tandem-compact)
 (require 'tandem-remote)
 (require 'tandem-rewind)
+(require 'tandem-session-menu)
 (require 'tandem-acp)
 (require 'tandem-mcp)
 (require 'tandem-indicator)
@@ -87,6 +88,7 @@ asks for one first."
 ;; Keys one part binds in another's map, once both are loaded.
 (define-key tandem-view-transcript-map (kbd "C-c C-d") #'tandem-directive-menu)
 (define-key tandem-view-mode-map (kbd "C-c C-d") #'tandem-directive-menu)
+(define-key tandem-view-mode-map (kbd "C-c C-t") #'tandem-session-menu)
 (define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
 (define-key tandem-view-transcript-map "=" #'tandem-review-turn-at-point)
 
