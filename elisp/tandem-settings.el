@@ -99,6 +99,16 @@ An alist, e.g. ((\"openai:my-model\" . 32768))."
   "Newest chat turns a compaction keeps verbatim."
   (integer :tag "Turns"))
 
+(tandem-settings--option tandem-checkpoints-keep-turns
+  "Checkpoints of the newest turns kept per session; older ones are pruned.
+Unset keeps every checkpoint while its session's journal exists."
+  (integer :tag "Turns"))
+
+(tandem-settings--option tandem-checkpoints-keep-days
+  "Days a checkpoint is kept; older ones are pruned.
+Unset keeps every checkpoint while its session's journal exists."
+  (integer :tag "Days"))
+
 (tandem-settings--option tandem-auto-compact
   "Whether a long session is compacted automatically before a turn."
   (choice (const :tag "On" on) (const :tag "Off" off)))
@@ -124,6 +134,8 @@ An alist, e.g. ((\"openai:my-model\" . 32768))."
     ("context_windows" . tandem-context-windows)
     ("compaction_threshold" . tandem-compaction-threshold)
     ("compaction_keep_turns" . tandem-compaction-keep-turns)
+    ("checkpoints.keep_turns" . tandem-checkpoints-keep-turns)
+    ("checkpoints.keep_days" . tandem-checkpoints-keep-days)
     ("auto_compact" . tandem-auto-compact))
   "Each settings.json key (dotted) and the user option that sets it.
 default_provider, permission_mode and acp_agents are sent by
