@@ -15,20 +15,7 @@
 (require 'tandem-composer)
 (require 'tandem-directive)
 (require 'tandem-rewind)
-
-(defconst tandem-rewind-test--script
-  (expand-file-name "scripts/rewind-two-turns.json"
-                    (file-name-directory (or load-file-name buffer-file-name)))
-  "Turn 1 writes notes.txt; turn 2 rewrites a.txt and creates b.txt.")
-
-(defun tandem-rewind-test--read (file)
-  "Return FILE's contents, or nil when it does not exist."
-  (and (file-exists-p file)
-       (with-temp-buffer (insert-file-contents file) (buffer-string))))
-
-(defun tandem-rewind-test--text (buffer)
-  "Return BUFFER's text without properties."
-  (with-current-buffer buffer (buffer-substring-no-properties (point-min) (point-max))))
+(require 'tandem-rewind-test-helpers)
 
 (ert-deftest tandem-rewind-two-turns ()
   "Two turns edit files; rewind before the second: view and files as after the first."
@@ -134,17 +121,7 @@
            (a (expand-file-name "a.txt" project))
            (notes (expand-file-name "notes.txt" project)))
       (write-region "hello\nworld\n" nil a)
-      (let* ((session (plist-get (tandem-request "sessions/new"
-                                                 (list :cwd (directory-file-name project)))
-                                 :id))
-             (view (tandem-directive-session-buffer session project t))
-             (id (tandem-directive-create a 1 7 "Make the greeting loud")))
-        (should (equal (tandem-send "FIRST please write notes" session) (cons session 1)))
-        (should (equal (plist-get (tandem-wait-turn session 1 60) :outcome) "succeeded"))
-        (should (equal (tandem-directive-act id 'implement) (cons session 2)))
-        (should (equal (plist-get (tandem-wait-turn session 2 60) :outcome) "succeeded"))
-        (should (equal (tandem-rewind-test--read a) "HELLO\nworld\n"))
-        (should (= 1 (length (plist-get (tandem-directive-record id) :attempts))))
+      (pcase-let ((`(,session ,view ,id) (tandem-rewind-test--chat-then-implement project a)))
         (let ((plan (tandem-rewind-plan session 2)))
           (should (equal (plist-get (car (plist-get plan :attempts)) :directive) id))
           (should (equal (plist-get (car (plist-get plan :attempts)) :action) "implement")))

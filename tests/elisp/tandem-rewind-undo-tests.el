@@ -15,20 +15,7 @@
 (require 'tandem-view)
 (require 'tandem-directive)
 (require 'tandem-rewind)
-
-(defconst tandem-rewind-undo-test--script
-  (expand-file-name "scripts/rewind-two-turns.json"
-                    (file-name-directory (or load-file-name buffer-file-name)))
-  "Turn 1 writes notes.txt; turn 2 rewrites a.txt and creates b.txt.")
-
-(defun tandem-rewind-undo-test--read (file)
-  "Return FILE's contents, or nil when it does not exist."
-  (and (file-exists-p file)
-       (with-temp-buffer (insert-file-contents file) (buffer-string))))
-
-(defun tandem-rewind-undo-test--text (buffer)
-  "Return BUFFER's text without properties."
-  (with-current-buffer buffer (buffer-substring-no-properties (point-min) (point-max))))
+(require 'tandem-rewind-test-helpers)
 
 (defun tandem-rewind-undo-test--requests (file)
   "The chat request bodies recorded in FILE, as JSON strings."
@@ -41,27 +28,17 @@
   "Run BODY after a chat turn and a directive attempt in a fresh session.
 BODY sees `session', `view', `id' (the directive), `a', `b', `notes'."
   (declare (indent 0) (debug t))
-  `(tandem-test-with-fake-openai tandem-rewind-undo-test--script
+  `(tandem-test-with-fake-openai tandem-rewind-test--script
      (let* ((tandem-permission-mode 'auto-edit)
             (default-directory project)
             (a (expand-file-name "a.txt" project))
             (b (expand-file-name "b.txt" project))
             (notes (expand-file-name "notes.txt" project)))
        (write-region "hello\nworld\n" nil a)
-       (let* ((session (plist-get (tandem-request "sessions/new"
-                                                  (list :cwd (directory-file-name project)))
-                                  :id))
-              (view (tandem-directive-session-buffer session project t))
-              (id (tandem-directive-create a 1 7 "Make the greeting loud")))
-         (should (equal (tandem-send "FIRST please write notes" session) (cons session 1)))
-         (should (equal (plist-get (tandem-wait-turn session 1 60) :outcome) "succeeded"))
-         (should (equal (tandem-directive-act id 'implement) (cons session 2)))
-         (should (equal (plist-get (tandem-wait-turn session 2 60) :outcome) "succeeded"))
-         (should (equal (tandem-rewind-undo-test--read a) "HELLO\nworld\n"))
-         (should (equal (tandem-rewind-undo-test--read b) "new file\n"))
-         (should (= 1 (length (plist-get (tandem-directive-record id) :attempts))))
+       (pcase-let ((`(,session ,view ,id) (tandem-rewind-test--chat-then-implement project a)))
+         (should (equal (tandem-rewind-test--read b) "new file\n"))
          (should (plist-get (tandem-rewind session 1 t) :seq))
-         (should (equal (tandem-rewind-undo-test--read a) "hello\nworld\n"))
+         (should (equal (tandem-rewind-test--read a) "hello\nworld\n"))
          (should-not (file-exists-p b))
          (should-not (file-exists-p notes))
          (should (null (plist-get (tandem-directive-record id) :attempts)))
@@ -75,7 +52,7 @@ BODY sees `session', `view', `id' (the directive), `a', `b', `notes'."
            (tandem-rewind-confirm-function
             (lambda (prompt)
               (setq asked prompt)
-              (let ((impact (tandem-rewind-undo-test--text (get-buffer "*tandem-rewind*"))))
+              (let ((impact (tandem-rewind-test--text (get-buffer "*tandem-rewind*"))))
                 (should (string-match-p "Turns returning (2)" impact))
                 (should (string-match-p
                          "Directive attempts returning (1)\n  D1 · implement · attempt 1 (turn 2)"
@@ -86,16 +63,16 @@ BODY sees `session', `view', `id' (the directive), `a', `b', `notes'."
       (should (equal (plist-get result :turns) '(1 2)))
       (should-not (plist-get result :files-only)))
     ;; The files byte for byte as before the rewind.
-    (should (equal (tandem-rewind-undo-test--read a) "HELLO\nworld\n"))
-    (should (equal (tandem-rewind-undo-test--read b) "new file\n"))
-    (should (equal (tandem-rewind-undo-test--read notes) "first\n"))
+    (should (equal (tandem-rewind-test--read a) "HELLO\nworld\n"))
+    (should (equal (tandem-rewind-test--read b) "new file\n"))
+    (should (equal (tandem-rewind-test--read notes) "first\n"))
     ;; The directive's attempt is live again.
     (let ((record (tandem-directive-record id)))
       (should (= 1 (length (plist-get record :attempts)))))
     ;; The view shows both turns again, and the undo row.
     (tandem-test-wait-until
-     (lambda () (string-match-p "Turn 1 · You" (tandem-rewind-undo-test--text view))) 20)
-    (let ((text (tandem-rewind-undo-test--text view)))
+     (lambda () (string-match-p "Turn 1 · You" (tandem-rewind-test--text view))) 20)
+    (let ((text (tandem-rewind-test--text view)))
       (should (string-match-p "FIRST-DONE" text))
       (should (string-match-p "Undid the rewind before turn 1" text)))
     ;; The next chat request carries turn 1 again.
@@ -131,15 +108,15 @@ BODY sees `session', `view', `id' (the directive), `a', `b', `notes'."
       (should (string-match-p "put back only the files" (cadr prompts)))
       (should (string-match-p "turns stay rewound" (car prompts)))
       (should (plist-get result :files-only)))
-    (should (equal (tandem-rewind-undo-test--read a) "HELLO\nworld\n"))
-    (should (equal (tandem-rewind-undo-test--read b) "new file\n"))
+    (should (equal (tandem-rewind-test--read a) "HELLO\nworld\n"))
+    (should (equal (tandem-rewind-test--read b) "new file\n"))
     ;; The turns stay rewound: view and attempts unchanged.
     (should (null (plist-get (tandem-directive-record id) :attempts)))
     (tandem-test-wait-until
      (lambda () (string-match-p "Files put back as before the rewind"
-                                (tandem-rewind-undo-test--text view)))
+                                (tandem-rewind-test--text view)))
      20)
-    (should-not (string-match-p "Turn 1 · You" (tandem-rewind-undo-test--text view)))))
+    (should-not (string-match-p "Turn 1 · You" (tandem-rewind-test--text view)))))
 
 (provide 'tandem-rewind-undo-tests)
 ;;; tandem-rewind-undo-tests.el ends here
