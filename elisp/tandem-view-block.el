@@ -42,7 +42,7 @@
                whole)))))
 
 (defun tandem-view-rope-since (rope from)
-  "Return ROPE's text from character FROM on; costs what it returns."
+  "Return ROPE's text from character FROM on, at the cost of that text only."
   (let ((want (- (tandem-view-rope-length rope) from)) (got 0) (pieces nil)
         (parts (tandem-view-rope-parts rope)))
     (while (and parts (< got want))
