@@ -149,10 +149,12 @@ only.  Errors of the language's mode never reach the caller."
     (goto-char (point-min))
     ;; Fenced code blocks first: nothing inside them is Markdown.
     (let ((code-spans nil))
-      (while (re-search-forward "^\\([ \t]*\\)```[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n" nil t)
+      (while (re-search-forward
+              "^\\([ \t]*\\)\\(```\\|~~~\\)[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n" nil t)
         (let* ((open-beg (match-beginning 0)) (body-beg (match-end 0))
-               (lang (match-string 2))
-               (close (and (re-search-forward "^[ \t]*```[ \t]*$" nil t) (match-beginning 0)))
+               (lang (match-string 3))
+               (close (and (re-search-forward (concat "^[ \t]*" (match-string 2) "[ \t]*$") nil t)
+                           (match-beginning 0)))
                (body-end (or close (point-max)))
                (code (buffer-substring-no-properties body-beg body-end)))
           (put-text-property open-beg body-beg 'font-lock-face 'shadow)
