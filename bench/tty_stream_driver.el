@@ -10,6 +10,7 @@
 ;;   tandem  the session buffer, through the real path: a real backend,
 ;;           the fake OpenAI server streaming the answer in CHUNK-character
 ;;           deltas at RATE a second, the client's dispatch, the view;
+;;   tandem-builtin  the same with the built-in Markdown fontifier;
 ;;   anchor  a `markdown-mode' buffer (code blocks fontified natively) the
 ;;           same chunks are appended to at the same rate, point at its end.
 ;;
@@ -44,6 +45,7 @@
 (defvar bench-tty-last nil "When the last chunk arrived (or the turn ended).")
 (defvar bench-tty-chunks 0 "Chunks (events) applied.")
 (defvar bench-tty-extra nil "More to report: a plist.")
+(defvar bench-tty-go nil "When the stream was asked for (the idle phase ends).")
 
 (defun bench-tty-key ()
   "Record when this key was handled."
@@ -59,8 +61,24 @@
       ;; Fields after the command name start at field 3; utime is 14, stime 15.
       (+ (string-to-number (nth 11 fields)) (string-to-number (nth 12 fields))))))
 
+(defun bench-tty-profile ()
+  "Return the file name stem for a profile of this run, or nil for none."
+  (let ((stem (getenv "BENCH_TTY_PROFILE"))) (and stem (not (string-empty-p stem)) stem)))
+
+(defvar bench-tty-sync nil "Synchronous requests during the stream: (METHOD . SECONDS).")
+
+(defun bench-tty--time-request (fn method &rest args)
+  "Call FN with METHOD and ARGS, noting how long Emacs waited."
+  (let ((t0 (float-time)))
+    (prog1 (apply fn method args)
+      (when bench-tty-first (push (cons method (- (float-time) t0)) bench-tty-sync)))))
+
 (defun bench-tty-chunk-arrived ()
   "Note one chunk."
+  (when (and (not bench-tty-first) (bench-tty-profile))
+    (require 'profiler)
+    (advice-add 'tandem-request :around #'bench-tty--time-request)
+    (profiler-start 'cpu))
   (unless bench-tty-first
     (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed)))
   (cl-incf bench-tty-chunks))
@@ -74,6 +92,16 @@
 
 (defun bench-tty-report ()
   "Write the figures of this run and exit."
+  (when (bench-tty-profile)
+    (profiler-report)
+    (with-current-buffer (seq-find (lambda (b) (string-match-p "Profiler-Report" (buffer-name b)))
+                                   (buffer-list))
+      (goto-char (point-min))
+      (while (not (eobp)) (ignore-errors (profiler-report-expand-entry t)) (forward-line 1))
+      (write-region (point-min) (point-max)
+                    (concat (bench-tty-profile) "-" bench-tty-mode ".txt")))
+    (with-temp-file (concat (bench-tty-profile) "-" bench-tty-mode "-sync.txt")
+      (insert (format "%S" bench-tty-sync))))
   (let* ((log (get-buffer "*tandem-events*"))
          (bench-tty-extra
           (append bench-tty-extra
@@ -85,7 +113,7 @@
     (with-temp-file (getenv "BENCH_TTY_OUT")
       (insert (json-encode
                (append
-                (list :mode bench-tty-mode :cpu_ticks cpu :start (car bench-tty-first)
+                (list :mode bench-tty-mode :cpu_ticks cpu :go bench-tty-go :start (car bench-tty-first)
                       :last bench-tty-last :end end :chunks bench-tty-chunks
                       :wall (- (float-time) (car bench-tty-first))
                       :keys (vconcat (reverse bench-tty-keys))
@@ -153,12 +181,16 @@
 (defun bench-tty-main ()
   "Set up the mode's buffer, signal readiness, idle a while, then stream."
   (let* ((text (tandem-view-test-markdown-answer bench-tty-size))
-         (go (if (equal bench-tty-mode "tandem") (bench-tty-tandem text) (bench-tty-anchor text))))
+         (go (pcase bench-tty-mode
+               ("tandem" (bench-tty-tandem text))
+               ("tandem-builtin" (setq tandem-view-markdown-engine 'builtin)
+                (bench-tty-tandem text))
+               (_ (bench-tty-anchor text)))))
     (global-set-key [f5] #'bench-tty-key)
     (run-at-time 0.01 0.01 (lambda () (push (float-time) bench-tty-ticks)))
     (garbage-collect)
     (with-temp-file (getenv "BENCH_TTY_READY") (insert "ready"))
-    (run-at-time bench-tty-idle nil go)))
+    (run-at-time bench-tty-idle nil (lambda () (setq bench-tty-go (float-time)) (funcall go)))))
 
 (run-at-time 0.2 nil #'bench-tty-main)
 

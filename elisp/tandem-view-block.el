@@ -69,6 +69,7 @@
                   :documentation "Streamed reasoning not yet in an entry (a rope).")
   (text-marker nil :documentation "Marker where streamed text is appended.")
   (text-shown 0 :documentation "Characters of the streamed text already in the buffer.")
+  (text-fontified 0 :documentation "When the growing end of the streamed text was last marked.")
   (text-scan nil :documentation "Markdown segment scan of the streamed text (a `tandem-view-scan').")
   (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
   (reasoning-shown 0 :documentation "Characters of the streamed reasoning already in the buffer.")

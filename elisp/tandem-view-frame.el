@@ -193,7 +193,7 @@ what arrived since the last one, not the answer so far."
       (when start
         (let ((end (marker-position (tandem-view-block-text-marker block))))
           (when (tandem-view-block-text-scan block)
-            (tandem-view-render-live-mark block (- start shown) end)))
+            (tandem-view-render-live-mark block (- start shown) end t)))
         (setf (tandem-view-block-text-shown block) (tandem-view-rope-length rope))))))
 
 (defun tandem-view-flush ()

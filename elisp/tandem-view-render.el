@@ -379,15 +379,25 @@ indented by PREFIX; FOLDED-P as for a turn."
                    'font-lock-face 'tandem-view-muted)
        nil))))
 
-(defun tandem-view-render-live-mark (block beg end)
+(defvar tandem-view-live-fontify-interval 0.25
+  "Seconds between two fontifications of the paragraph still streaming.
+Completed segments are fontified as soon as they are shown; the last,
+growing one is redone at most this often (it costs its whole length each
+time), and shows plain in between.")
+
+(defun tandem-view-render-live-mark (block beg end &optional throttle)
   "Mark BLOCK's streamed text, from BEG (its start) to END, for fontification.
-Only lines not scanned before are read (see tandem-view-segments.el);
-outside a session buffer (eager rendering) the open part is fontified now."
-  (let ((scan (tandem-view-block-text-scan block)))
-    (if tandem-view-render-lazy
-        (tandem-view-segments-mark beg end scan t)
-      (let ((from (tandem-view-segments-mark beg end scan t)))
-        (tandem-view-fontify-region from end)))))
+Only lines not scanned before are read (see tandem-view-segments.el).
+With THROTTLE, the segment still growing is marked only when
+`tandem-view-live-fontify-interval' has passed since it last was.
+Outside a session buffer (eager rendering) it is fontified now."
+  (let* ((scan (tandem-view-block-text-scan block))
+         (now (float-time))
+         (skip (and throttle (< (- now (tandem-view-block-text-fontified block))
+                                tandem-view-live-fontify-interval))))
+    (unless skip (setf (tandem-view-block-text-fontified block) now))
+    (let ((from (tandem-view-segments-mark beg end scan t skip)))
+      (unless tandem-view-render-lazy (tandem-view-fontify-region from end)))))
 
 (defun tandem-view-render--live (block folded-p)
   "Insert BLOCK's streamed reasoning and text, with their markers.

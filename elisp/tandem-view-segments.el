@@ -28,10 +28,13 @@
 
 (require 'cl-lib)
 
-(defconst tandem-view-segments-min 1024
+;; Sizes: markdown-mode costs about 7 us a character in pieces of a few
+;; hundred characters and more per character in larger ones; small
+;; segments keep the piece still growing at the end cheap to redo.
+(defconst tandem-view-segments-min 384
   "Characters a segment has before a blank line may end it.")
 
-(defconst tandem-view-segments-max 4096
+(defconst tandem-view-segments-max 1024
   "Characters after which a segment ends at the next line end.")
 
 (defconst tandem-view-segments--fence-re
@@ -104,12 +107,12 @@ TEXT-ENDS-IN-NEWLINE tells whether the body's text ends a line."
         (concat (if text-ends-in-newline "" "\n") (tandem-view-segments--closer fence))
       "")))
 
-(defun tandem-view-segments-mark (beg end scan &optional open)
+(defun tandem-view-segments-mark (beg end scan &optional open skip-open)
   "Cut the body from BEG to END into segments and mark them for fontification.
 SCAN is the body's `tandem-view-scan' (updated); only lines after its
 point are read.  The segment still open at END is marked too, with OPEN
-non-nil when more text will come (it is then not cached).  Return the
-first position marked."
+non-nil when more text will come (it is then not cached), unless
+SKIP-OPEN.  Return the first position marked."
   (let* ((closed (tandem-view-segments-scan beg end scan))
          (open-start (+ beg (tandem-view-scan-start scan)))
          (from (if closed (car (car closed)) open-start)))
@@ -117,13 +120,14 @@ first position marked."
       (dolist (seg closed)
         (put-text-property (nth 0 seg) (nth 1 seg) 'tandem-markdown
                            (vector (nth 2 seg) (nth 3 seg) nil)))
-      (when (< open-start end)
+      (when (and (< open-start end) (not skip-open))
         (put-text-property open-start end 'tandem-markdown
                            (vector (tandem-view-scan-prefix scan)
                                    (tandem-view-segments-open-suffix
                                     scan (eq (char-before end) ?\n))
                                    open)))
-      (when (< from end) (put-text-property from end 'fontified nil)))
+      (let ((to (if skip-open open-start end)))
+        (when (< from to) (put-text-property from to 'fontified nil))))
     from))
 
 (provide 'tandem-view-segments)

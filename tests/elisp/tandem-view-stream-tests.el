@@ -68,7 +68,8 @@
 Deltas are cut every 7 characters and inside fences (\"``\" | \"`python\");
 each frame is followed by what jit-lock would run.  Both engines."
   (dolist (engine '(markdown-mode builtin))
-    (let ((tandem-view-markdown-engine engine))
+    ;; Every frame redoes the growing paragraph (no throttle), as when idle.
+    (let ((tandem-view-markdown-engine engine) (tandem-view-live-fontify-interval 0))
       (tandem-view-test-with-session '(:steps [])
         (let* ((text (tandem-view-test-markdown-answer 14000))
                (fence (string-match "```python" text))
