@@ -120,7 +120,8 @@ def _run(mode: str, elc: Path, work: Path) -> dict[str, Any]:
            "PYTHONPATH": str(ROOT / "python"), "TERM": "screen-256color",
            "BENCH_TTY_SIZE": os.environ.get("BENCH_TTY_SIZE", "200000"),
            "BENCH_TTY_PROFILE": os.environ.get("BENCH_TTY_PROFILE", "")}
-    cmd = ["env", *(f"{k}={v}" for k, v in env.items()), "emacs", "-nw", "--no-init-file", "--no-splash",
+    cmd = ["env", *(f"{k}={v}" for k, v in env.items()),
+           "emacs", "-nw", "--no-init-file", "--no-splash",
            # Measure the byte code loaded, not native compilation running beside it.
            "--eval", "(setq native-comp-deferred-compilation nil)",
            "-L", str(elc), "-L", str(ROOT / "tests" / "elisp"),
@@ -167,7 +168,8 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
     ticks = [t for t in r["ticks"] if start <= t <= end]
     gaps = [(b - a) * 1000 - 10 for a, b in zip(ticks, ticks[1:], strict=False)]
     span = end - start
-    return {"cpu": 100 * r["cpu_ticks"] / CLK_TCK / span, "cpu_seconds": r["cpu_ticks"] / CLK_TCK, "p99": _percentile(lat, 0.99),
+    return {"cpu": 100 * r["cpu_ticks"] / CLK_TCK / span, "cpu_seconds": r["cpu_ticks"] / CLK_TCK,
+            "p99": _percentile(lat, 0.99),
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
             "chunks": r["chunks"], "gc_seconds": r["gc_seconds"]}
@@ -196,7 +198,8 @@ def main() -> int:
 
     load = os.getloadavg()[0]
     every = {m: [{k: round(v, 2) for k, v in f.items()} for f in fs] for m, fs in runs.items()}
-    for mode, name in (("tandem", "view_stream_tty"), ("tandem-builtin", "view_stream_tty_builtin")):
+    names = (("tandem", "view_stream_tty"), ("tandem-builtin", "view_stream_tty_builtin"))
+    for mode, name in names:
         _emit(f"{name}_cpu", med(mode, "cpu"), "% of a core", "markdown_mode_append_cpu",
               med("anchor", "cpu"), 15, load_average=load)
         # The same stream's CPU seconds: a starved anchor stretches its stream,
