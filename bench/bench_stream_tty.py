@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("BENCH_TTY_RUNS", "3"))
 KEY_PERIOD = 0.04
-MODES = ("tandem", "anchor", "tandem-builtin")
+MODES = tuple(os.environ.get("BENCH_TTY_MODES", "tandem,anchor,tandem-builtin").split(","))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

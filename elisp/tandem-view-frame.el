@@ -46,8 +46,12 @@
       (`(block ,b ,offset)
        (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b))
                 (memq b (tandem-view-state-blocks tandem-view--state)))
-           (min (+ (tandem-view-block-start b) offset) (max (tandem-view-block-start b)
-                                                           (1- (tandem-view--block-end b))))
+           (let ((pos (+ (tandem-view-block-start b) offset)))
+             ;; Still inside its block: no need for the block's end, whose
+             ;; search costs every face change of a long streamed answer.
+             (if (and (< pos (point-max)) (eq (get-text-property pos 'tandem-block) b))
+                 pos
+               (min pos (max (tandem-view-block-start b) (1- (tandem-view--block-end b))))))
          tail))
       (`(progress) tail)
       (`(top ,offset) (min (+ (point-min) offset) (point-max))))))
