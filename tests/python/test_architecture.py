@@ -131,3 +131,23 @@ def test_serve_and_the_cli_load_no_pydantic_before_their_command_runs() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=SOURCE)
     assert done.stdout.strip() == ""
+
+
+def test_the_adapter_layer_sits_between_the_server_and_a_self_contained_protocol() -> None:
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tandem.app import App\n"
+    imports = _graph_of({
+        "tandem.adapters.sessions": typed + "from tandem.sessions.manager import Active\n"
+                                            "from tandem.protocol.sessions import NewParams\n",
+        "tandem.adapters.core": "from tandem.server.connection import CURRENT\n",
+        "tandem.adapters.turns": "from tandem.app import App\n",
+        "tandem.sessions.manager": "from tandem.adapters import sessions\n",
+        "tandem.protocol.sessions": "from tandem.store.models import Entry\n",
+        "tandem.server.table": "from tandem.adapters import core\n",
+    })
+    assert g.layer_violations(imports) == [
+        "tandem.adapters.core -> tandem.server.connection",
+        "tandem.adapters.turns -> tandem.app",
+        "tandem.protocol.sessions -> tandem.store.models",
+        "tandem.sessions.manager -> tandem.adapters",
+    ]
+

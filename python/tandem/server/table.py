@@ -15,7 +15,8 @@ from tandem.protocol.base import MethodSpec
 log = logging.getLogger("tandem.server")
 
 DOMAIN_APIS = (
-    "tandem.server.core",
+    "tandem.adapters.core",
+    "tandem.adapters.debug",
     "tandem.sessions.api",
     "tandem.history.compaction_api",
     "tandem.history.rewind_api",
@@ -29,7 +30,6 @@ DOMAIN_APIS = (
     "tandem.workspace.api",
     "tandem.remote.api",
     "tandem.config.api",
-    "tandem.doctor",
 )
 
 
