@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from tandem.checkpoints.models import Patch, PatchGap
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
+from tandem.protocol.checkpoints import Patch, PatchGap
 from tandem.sessions.rewind import RewindPlan, RewindResult
 from tandem.sessions.rewind_undo import UndoPlan, UndoResult
 from tandem.turns.engine import run_blocking

@@ -21,9 +21,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.history.restore_back import put_back
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestoreResult, RestoreStart
 from tandem.sessions.gate import writable_root
 from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
 from tandem.sessions.rewind_undo import UndoPlan, UndoResult, build_undo_plan

@@ -26,7 +26,7 @@ DOMAIN_APIS = (
     "tandem.turns.acp_api",
     "tandem.turns.mcp_api",
     "tandem.turns.provider_api",
-    "tandem.checkpoints.api",
+    "tandem.adapters.checkpoints",
     "tandem.workspace.api",
     "tandem.remote.api",
     "tandem.config.api",
