@@ -17,12 +17,6 @@ class SetProviderParams(Params):
     provider: str = Field(min_length=1, max_length=300)
 
 
-class UsageParams(Params):
-    """The token totals of SESSION."""
-
-    session: str = SessionId
-
-
 class DefaultParams(Params):
     """The provider a turn in CWD uses when none is asked for."""
 

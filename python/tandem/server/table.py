@@ -17,11 +17,8 @@ log = logging.getLogger("tandem.server")
 DOMAIN_APIS = (
     "tandem.adapters.core",
     "tandem.adapters.debug",
-    "tandem.sessions.api",
-    "tandem.history.compaction_api",
-    "tandem.history.rewind_api",
+    "tandem.adapters.sessions",
     "tandem.review.api",
-    "tandem.overview.api",
     "tandem.turns.api",
     "tandem.turns.acp_api",
     "tandem.turns.mcp_api",

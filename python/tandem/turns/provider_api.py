@@ -16,13 +16,11 @@ from tandem.protocol.providers import (
     ModelsParams,
     ModelsReply,
     SetProviderParams,
-    UsageParams,
 )
 from tandem.providers.credentials import resolve_credentials
 from tandem.providers.model_list import list_models, models_url
 from tandem.providers.registry import parse_provider
 from tandem.store.models import entry_to_dict
-from tandem.turns.usage import session_provider_choice, session_usage
 
 if TYPE_CHECKING:
     from tandem.app import App
@@ -38,23 +36,6 @@ async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:
     written = entry_to_dict(entry)
     app.events.publish(journal.id, "entry", {"entry": written})
     return written
-
-
-async def usage(app: App, p: UsageParams) -> dict[str, Any]:
-    """SESSION's token totals, overall and per provider."""
-    sessions = app.sessions
-    journal = sessions.journal(p.session)
-    entries = sessions.entries(journal)
-    total, parts = session_usage(entries)
-    chosen = session_provider_choice(entries)
-    provider = chosen
-    if provider is None:  # the default the next turn would use, if any
-        try:
-            provider = sessions.provider_for(sessions.settings(sessions.root_of(journal)), None)
-        except TandemError:
-            provider = None
-    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
-            "provider": provider, "chosen": chosen is not None}
 
 
 async def models(app: App, p: ModelsParams) -> ModelsReply:
@@ -78,7 +59,6 @@ async def default(app: App, p: DefaultParams) -> dict[str, Any]:
 METHODS = [
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,
                "Switch a session's provider and model (a journal entry)."),
-    MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
     MethodSpec("providers/default", DefaultParams, default,
                "The default provider in a directory (none: the first run)."),
     MethodSpec("providers/models", ModelsParams, models,

@@ -20,9 +20,10 @@ from acp_adapter import AdapterUnavailable, ensure_adapter
 from fakes.anthropic_server import FakeAnthropic
 from fakes.script import Reply, Script, ToolCallSpec, last_user_text
 
+from tandem.adapters.sessions import new
 from tandem.app import App
+from tandem.protocol.sessions import NewParams
 from tandem.providers.acp import AcpProvider
-from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
 from tandem.workspace import api
 

@@ -14,12 +14,14 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply
 
+from tandem.adapters import sessions as sessions_api
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.protocol.providers import ModelsParams, SetProviderParams, UsageParams
+from tandem.protocol.providers import ModelsParams, SetProviderParams
+from tandem.protocol.sessions import NewParams, UsageParams
 from tandem.protocol.turns import SendParams
-from tandem.sessions.api import NewParams, new
 from tandem.turns import api as turn_api
 from tandem.turns import provider_api
 
@@ -51,7 +53,7 @@ def test_switch_is_journaled_used_by_the_next_turn_and_counted(
                     app, SetProviderParams(session=info.id, provider="openai:other-model"))
                 two = await turn_api.send(app, SendParams(session=info.id, text="b"))
                 await app.turns.engine.wait(info.id, two.turn)
-                totals = await provider_api.usage(app, UsageParams(session=info.id))
+                totals = await sessions_api.usage(app, UsageParams(session=info.id))
             finally:
                 await app.turns.aclose()
             bodies = [r.body for r in fake.api_requests("/v1/chat/completions")]

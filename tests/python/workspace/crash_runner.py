@@ -15,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+from tandem.adapters.sessions import new
 from tandem.app import App
-from tandem.sessions.api import NewParams, new
+from tandem.protocol.sessions import NewParams
 from tandem.workspace import api
 from tandem.workspace.service import WorkspaceService
 

@@ -8,9 +8,10 @@ from typing import Any
 
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.sessions.api import NewParams, new
+from tandem.protocol.sessions import NewParams
 from tandem.turns.engine import TurnSpec
 from tandem.workspace import api
 
