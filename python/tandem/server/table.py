@@ -18,7 +18,7 @@ DOMAIN_APIS = (
     "tandem.adapters.core",
     "tandem.adapters.debug",
     "tandem.adapters.sessions",
-    "tandem.review.api",
+    "tandem.adapters.review",
     "tandem.adapters.turns",
     "tandem.adapters.providers",
     "tandem.adapters.acp",
@@ -26,7 +26,7 @@ DOMAIN_APIS = (
     "tandem.adapters.checkpoints",
     "tandem.workspace.api",
     "tandem.remote.api",
-    "tandem.config.api",
+    "tandem.adapters.settings",
 )
 
 
