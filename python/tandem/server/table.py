@@ -25,7 +25,7 @@ DOMAIN_APIS = (
     "tandem.adapters.mcp",
     "tandem.adapters.checkpoints",
     "tandem.workspace.api",
-    "tandem.remote.api",
+    "tandem.adapters.remote",
     "tandem.adapters.settings",
 )
 
