@@ -151,3 +151,26 @@ def test_the_adapter_layer_sits_between_the_server_and_a_self_contained_protocol
         "tandem.sessions.manager -> tandem.adapters",
     ]
 
+
+
+def test_methods_live_in_the_adapters_only() -> None:
+    # No domain `api` module is left: every method table is an adapter module.
+    root = SOURCE / "tandem"
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                  if p.stem == "api" or p.stem.endswith("_api"))
+    assert left == []
+    from tandem.server.table import DOMAIN_APIS
+    assert all(m.startswith("tandem.adapters.") for m in DOMAIN_APIS)
+
+
+def test_each_namespace_has_its_adapter_module() -> None:
+    # `sessions/rewind` is in tandem.adapters.sessions, `directives/act` in …directives;
+    # the un-namespaced methods (hello, ping, page, doctor) are the core's.
+    import importlib
+
+    from tandem.server.table import DOMAIN_APIS
+    for name in DOMAIN_APIS:
+        module = name.rsplit(".", 1)[1]
+        for spec in importlib.import_module(name).METHODS:
+            space = spec.name.split("/")[0] if "/" in spec.name else "core"
+            assert space == module, f"{spec.name} is declared in {name}"

@@ -1,8 +1,10 @@
 """The method table: every method the backend answers, gathered by name.
 
-Each domain declares ``METHODS`` in its ``api`` module; the table imports
-those modules by name so that a domain still being built (no ``api`` module
-yet) does not stop the server from starting.
+Each method namespace has one module in `tandem.adapters` declaring
+``METHODS`` (``sessions/…`` in ``tandem.adapters.sessions``; ``hello``,
+``ping``, ``page`` and ``doctor`` in ``tandem.adapters.core``). The table
+imports them by name, only when the server builds it: `tandem serve` prints
+its port line before pydantic and the domain load.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ DOMAIN_APIS = (
     "tandem.adapters.acp",
     "tandem.adapters.mcp",
     "tandem.adapters.checkpoints",
-    "tandem.workspace.api",
+    "tandem.adapters.directives",
     "tandem.adapters.remote",
     "tandem.adapters.settings",
 )
