@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tandem.history.compaction import CompactReply, StatusReply
 from tandem.history.turn_patch import turn_patch as patch_of
 from tandem.overview.rows import overview as overview_of
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.sessions import (
     CloseParams,
     CompactParams,
+    CompactReply,
     ContinueParams,
     CurrentParams,
     EntriesParams,
@@ -29,20 +29,23 @@ from tandem.protocol.sessions import (
     RelocateParams,
     ResumeParams,
     RewindParams,
+    RewindPlan,
+    RewindResult,
     SessionInfo,
     SessionOnlyParams,
     StatusParams,
+    StatusReply,
     SwitchParams,
     TurnPatch,
     TurnPatchParams,
     UndoParams,
+    UndoPlan,
     UndoPlanParams,
+    UndoResult,
     UsageParams,
 )
 from tandem.sessions import requests
 from tandem.sessions.requests import absolute_dir, info
-from tandem.sessions.rewind import RewindPlan, RewindResult
-from tandem.sessions.rewind_undo import UndoPlan, UndoResult
 from tandem.turns.usage import usage_report
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tandem.protocol.base import Params, Reply
 from tandem.protocol.checkpoints import Patch
@@ -220,3 +220,190 @@ class Overview(Reply):
     """Every session, those waiting for the user first."""
 
     rows: list[OverviewRow] = Field(default_factory=list)
+
+
+# -- compaction ----------------------------------------------------------------
+
+
+class CompactReply(Reply):
+    """What a compaction recorded."""
+
+    session: str
+    seq: int
+    """Seq of the ``compaction`` entry."""
+    first_kept_turn: int
+    tokens_before: int
+    tokens_after: int
+    provider: str
+    acp_session_id: str | None = None
+    """For an agent's root chat (ACP): the new, seeded conversation."""
+
+
+class StatusReply(Reply):
+    """The projected context against the model's window."""
+
+    session: str
+    provider: str | None
+    tokens: int
+    window: int | None
+    threshold: float | None
+    limit: int | None
+    auto: bool
+    would_compact: bool
+    compacting: bool
+    latest: dict[str, Any] | None
+    """The latest ``compaction`` entry (seq, first_kept_turn, token counts), if any."""
+
+
+# -- rewind and its undo ----------------------------------------------------------
+
+
+GapKind = Literal[
+    "gap-at-checkpoint",
+    "gap-now",
+    "not-captured-now",
+    "skipped-file-changed",
+    "ran-shell",
+    "wrote-outside",
+    "no-patch",
+    "no-end-state",
+]
+
+
+class _Model(BaseModel):
+    """A frozen reply record (rewind plans and results)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DiscardedTurn(_Model):
+    """A turn the rewind hides: its number, origin, request and outcome."""
+
+    turn: int
+    origin: str
+    request: str = ""
+    """First line of the request (for a directive: of its exact prompt)."""
+    outcome: str | None = None
+    """None while it has no ``turn_end``."""
+    provider: str = ""
+    directive: str | None = None
+    files: list[str] = Field(default_factory=list)
+    completeness: str | None = None
+
+
+class DiscardedAttempt(_Model):
+    """A directive turn among the discarded ones (an attempt or a discussion turn)."""
+
+    turn: int
+    workspace: str
+    directive: str
+    action: str
+    attempt: int | None = None
+    """The attempt number; None for a discussion turn."""
+
+
+class KnownGap(_Model):
+    """Something the rewind cannot put back exactly, or does not know about."""
+
+    kind: GapKind
+    path: str | None = None
+    detail: str = ""
+    turn: int | None = None
+
+
+class ExternalChange(_Model):
+    """A file changed by something other than tandem after a discarded turn began."""
+
+    path: str
+    when: str
+    """``since turn K ended`` or ``between turns K and K+1``."""
+
+
+class RewindPlan(_Model):
+    """What a rewind before ``before_turn`` would do now (for the user to confirm)."""
+
+    session: str
+    before_turn: int
+    root: str
+    checkpoint: str
+    """The pre-turn checkpoint of ``before_turn``: the state the files go back to."""
+    expected_after: str | None
+    """The checkpoint at the end of the newest visible turn (what tandem last left)."""
+    current_tree: str
+    journal_seq: int
+    to_restore: list[str] = Field(default_factory=list)
+    to_delete: list[str] = Field(default_factory=list)
+    changed_externally: list[ExternalChange] = Field(default_factory=list)
+    turns: list[DiscardedTurn] = Field(default_factory=list)
+    attempts: list[DiscardedAttempt] = Field(default_factory=list)
+    gaps: list[KnownGap] = Field(default_factory=list)
+    diff: str = ""
+    """Unified diff from the files now to the checkpoint (what the restore does)."""
+    diff_truncated: bool = False
+    acp_reset: bool = False
+    """The root chat's ACP conversation saw discarded turns and starts afresh."""
+    digest: str = ""
+    """Guard token: `rewind` refuses (``stale``) when the plan differs from this one."""
+
+
+class RestoreDone(_Model):
+    """What a completed rewind, or undo of one, did to the files and the turns."""
+
+    session: str
+    before_turn: int
+    seq: int
+    """Seq of the entry written (``rewind`` or ``rewind_undo``)."""
+    checkpoint: str
+    backup: str
+    """Checkpoint of the files as they were just before the restore."""
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    turns: list[int] = Field(default_factory=list)
+    acp_reset: bool = False
+
+
+class RewindResult(RestoreDone):
+    """What a completed rewind did."""
+
+
+class UndoPlan(_Model):
+    """What undoing the latest rewind would do now (for the user to confirm)."""
+
+    session: str
+    rewind_seq: int
+    """Seq of the ``rewind`` entry this undo cancels."""
+    before_turn: int
+    root: str
+    checkpoint: str
+    """The rewind's backup: the state the files go back to."""
+    expected_after: str
+    """The rewind's target checkpoint: the state the rewind left the files in."""
+    current_tree: str
+    journal_seq: int
+    files_only: bool = False
+    """Only the files go back; the turns stay rewound (no turn returns)."""
+    to_restore: list[str] = Field(default_factory=list)
+    to_delete: list[str] = Field(default_factory=list)
+    changed_externally: list[ExternalChange] = Field(default_factory=list)
+    """Files changed since the rewind by something other than it: the undo overwrites them."""
+    turns: list[DiscardedTurn] = Field(default_factory=list)
+    """The turns that come back (none with ``files_only``)."""
+    attempts: list[DiscardedAttempt] = Field(default_factory=list)
+    """The directive attempts that come back."""
+    later_turns: list[int] = Field(default_factory=list)
+    """Turns that ran after the rewind: they block a full undo."""
+    refusal: str | None = None
+    """Why a full undo is refused (None: allowed); ``files_only`` is still possible."""
+    gaps: list[KnownGap] = Field(default_factory=list)
+    diff: str = ""
+    diff_truncated: bool = False
+    acp_reset: bool = False
+    """The root chat's agent conversation starts afresh, seeded from the projection."""
+    digest: str = ""
+
+
+class UndoResult(RestoreDone):
+    """What a completed undo did (its backup: the files just before it)."""
+
+    rewind_seq: int
+    files_only: bool = False
