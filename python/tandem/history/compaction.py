@@ -29,7 +29,6 @@ from tandem.sessions.compaction import (
     estimate_tokens,
     next_turn,
     policy_from,
-    projected_tail,
     run_collecting,
     session_provider,
     summary_messages,
@@ -229,8 +228,7 @@ class CompactionService:
         except TandemError:
             return False  # no provider: the send itself will say so
         policy = policy_from(settings, name, model)
-        tokens = estimate_tokens([*project(projected_tail(entries)),
-                                  Message(role="user", text=text)])
+        tokens = self.sessions.projection(journal).tokens(text)
         if not policy.auto or tokens <= policy.limit:
             return False
         try:
@@ -245,7 +243,7 @@ class CompactionService:
         journal = self.sessions.journal(session)
         entries = self.sessions.entries(journal)
         settings = self.sessions.settings(self.sessions.root_of(journal))
-        tokens = estimate_tokens(project(projected_tail(entries)))
+        tokens = self.sessions.projection(journal).tokens()
         latest = next((e for e in reversed(entries) if e.get("type") == "compaction"), None)
         latest_info = None if latest is None else {
             k: latest.get(k)

@@ -93,18 +93,17 @@ def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
         kind = e.get("type")
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
-            append(_msg(kind, text if text.__class__ is str else str(text)))
+            append(msg(kind, text if text.__class__ is str else str(text)))
         elif kind == "tool_call":
-            call = _call(str(e.get("call_id")), str(e.get("name", "")),
-                         dict(e.get("input") or {}))
+            call = tool_call(e)
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant":
                 last.tool_calls.append(call)
             else:
-                append(_msg("assistant", "", [call]))
+                append(msg("assistant", "", [call]))
         elif kind == "tool_result":
             output = e.get("output", "")
-            append(_msg("tool", output if output.__class__ is str else str(output),
+            append(msg("tool", output if output.__class__ is str else str(output),
                         call_id=str(e.get("call_id")), is_error=e.get("status") != "completed"))
     # Dangling tool calls (an aborted turn) are paired by the native provider
     # (`complete_tool_pairs`), which knows what its API rejects.
@@ -127,8 +126,9 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
-         call_id: str | None = None, is_error: bool = False) -> Message:
+def msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
+        call_id: str | None = None, is_error: bool = False) -> Message:
+    """A `Message` built without validation, from fields the journal reader already checked."""
     m = _new(Message)
     _set(m, "__dict__", {"role": role, "text": text,
                          "tool_calls": [] if tool_calls is None else tool_calls,
@@ -139,5 +139,7 @@ def _msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
     return m
 
 
-def _call(id: str, name: str, input: dict[str, Any]) -> ToolCallRef:  # noqa: A002
-    return ToolCallRef(id=id, name=name, input=input)
+def tool_call(e: Mapping[str, Any]) -> ToolCallRef:
+    """The tool call a ``tool_call`` entry E records."""
+    return ToolCallRef(id=str(e.get("call_id")), name=str(e.get("name", "")),
+                       input=dict(e.get("input") or {}))

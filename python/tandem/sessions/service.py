@@ -16,6 +16,7 @@ from tandem.config.front_end import FrontEndSettings
 from tandem.config.layers import Resolved
 from tandem.providers.base import PermissionMode
 from tandem.sessions.choice import choose_permission_mode, choose_provider, resolve_for
+from tandem.sessions.live_projection import LiveProjection
 from tandem.sessions.manager import SessionManager
 from tandem.store.entry_cache import EntryCache
 from tandem.store.journal import Journal
@@ -46,6 +47,10 @@ class SessionService:
     def index(self, journal: Journal) -> TurnIndex:
         """JOURNAL's entries by turn (built once per journal state; shared, read-only)."""
         return self.entry_cache.index(journal.path)
+
+    def projection(self, journal: Journal) -> LiveProjection:
+        """JOURNAL's ordinary-chat projection, extended by what was appended (shared, read-only)."""
+        return self.entry_cache.view(journal.path, LiveProjection)
 
     def read_entries(self, path: Path) -> list[dict[str, Any]]:
         """The entries of the journal file at PATH, held or not ([] when unreadable)."""

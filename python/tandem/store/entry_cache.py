@@ -11,9 +11,10 @@ it gets the entry's model from the `TurnIndex` kept beside the entries.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from tandem.lru import LRU
 from tandem.store.journal import Journal
@@ -56,12 +57,24 @@ def _loads(line: bytes) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+class View(Protocol):
+    """Something kept beside a journal's entries and told of each append."""
+
+    def sync(self, entries: Sequence[dict[str, Any]], /) -> None:
+        """Take in the entries appended since the last call (ENTRIES is all of them)."""
+
+
+V = TypeVar("V", bound=View)
+
+
 @dataclass
 class _Cached:
     inode: tuple[int, int]
     offset: int
     entries: list[dict[str, Any]]
     index: TurnIndex = field(default_factory=TurnIndex)
+    views: dict[Callable[[], Any], Any] = field(default_factory=dict)
+    """Views of these entries by factory (see `EntryCache.view`)."""
 
 
 class EntryCache:
@@ -95,6 +108,20 @@ class EntryCache:
         if cached.index.count < len(cached.entries):
             cached.index.extend(cached.entries[cached.index.count:])
         return cached.index
+
+    def view(self, path: Path, factory: Callable[[], V]) -> V:
+        """The view FACTORY makes of the journal at PATH, told of the entries appended since.
+
+        One view per factory and journal state: a journal read again from
+        the start (new inode, cut-back tail) gets a fresh view. Shared:
+        callers read it and must not change it.
+        """
+        cached = self._read(path)
+        found = cached.views.get(factory)
+        if found is None:
+            found = cached.views[factory] = factory()
+        found.sync(cached.entries)
+        return found
 
     def read(self, path: Path) -> list[dict[str, Any]]:
         """Like `entries`, but a journal that cannot be read has no entries (no error).

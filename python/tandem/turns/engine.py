@@ -131,13 +131,16 @@ class TurnEngine:
                  root_of: Callable[[Journal], Path] | None = None,
                  entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None,
                  gate: SessionGate | None = None,
-                 index_of: Callable[[Journal], TurnIndex] | None = None) -> None:
+                 index_of: Callable[[Journal], TurnIndex] | None = None,
+                 projection_of: Callable[[Journal], list[Message]] | None = None) -> None:
         self.events = events
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
         self.entries_of = entries_of or (lambda j: [e.model_dump() for e in j.entries()])
         """A journal's entries as dicts (the service passes an incremental cache)."""
         self.index_of = index_of or (lambda j: TurnIndex(self.entries_of(j)))
         """A journal's entries by turn (the service passes the cache's shared index)."""
+        self.projection_of = projection_of or (lambda j: project(self.entries_of(j)))
+        """A journal's chat context (the service passes the incremental projection)."""
         self.journal_of = journal_of
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
@@ -171,7 +174,8 @@ class TurnEngine:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.repair(journal)
         root = writable_root(journal, self.root_of(journal))
-        entries = self.entries_of(journal)
+        # The context is what precedes this turn: read before its first entry is written.
+        context = self.projection_of(journal) if spec.messages is None else spec.messages
         turn = self.index_of(journal).next_turn()
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
         try:
@@ -200,8 +204,8 @@ class TurnEngine:
             await self._finish(spec, turn, sink, TurnResult(outcome="failed", error=_why(e)),
                                checkpoint, root, provider)
             return turn
-        messages = spec.messages if spec.messages is not None else (
-            project(entries) + [Message(role="user", text=spec.text)])
+        messages = context if spec.messages is not None else (
+            context + [Message(role="user", text=spec.text)])
         request = TurnRequest(session_id=spec.session, turn=turn, root=root, model=spec.model,
                               system=spec.system, messages=messages,
                               permission_mode=spec.permission_mode,

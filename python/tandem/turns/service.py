@@ -128,7 +128,8 @@ class TurnService:
         self._grants = SessionGrants()
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  root_of=sessions.root_of, entries_of=sessions.entries,
-                                 gate=gate, index_of=sessions.index)
+                                 gate=gate, index_of=sessions.index,
+                                 projection_of=lambda j: sessions.projection(j).messages())
 
     @property
     def config(self) -> ClientConfig:
