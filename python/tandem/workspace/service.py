@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
+from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 from tandem.sessions.service import SessionService
@@ -135,7 +136,8 @@ class WorkspaceService:
                tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items())))
         kept = self._folded.get(ws.id)
         if kept is None or kept[0] != key:
-            kept = (key, fold(events, hidden))
+            with cyclic_gc_paused():  # thousands of acyclic models: no collection mid-way
+                kept = (key, fold(events, hidden))
             self._folded[ws.id] = kept
         return kept[1]
 
@@ -300,7 +302,7 @@ class WorkspaceService:
         if not sessions:
             return []
         engine = self.turns.engine
-        states = fold(events)
+        states: dict[str, DirectiveState] | None = None  # folded only when a turn needs it
         done = recorded_turns(events)
         fixed: list[tuple[str, int]] = []
         for sid in sorted(sessions):
@@ -314,8 +316,11 @@ class WorkspaceService:
                 except TandemError as exc:
                     log.warning("cannot close open turns of %s: %s", sid, exc.message)
                 found = journals.directive_turns(self.sessions.index_at(path), ws.id)
-            todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done
-                    and str(t["directive"]) in states]
+            todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done]
+            if todo and states is None:
+                with cyclic_gc_paused():
+                    states = fold(events)
+            todo = [t for t in todo if states is not None and str(t["directive"]) in states]
             if todo and sid not in self.sessions.manager.journals and is_locked(lock_path(path)):
                 continue  # another live backend owns this session: it records its own turns
             for t in todo:
