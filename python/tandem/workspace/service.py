@@ -320,11 +320,12 @@ class WorkspaceService:
             if todo and states is None:
                 with cyclic_gc_paused():
                     states = fold(events)
-            todo = [t for t in todo if states is not None and str(t["directive"]) in states]
+            folded = states or {}
+            todo = [t for t in todo if str(t["directive"]) in folded]
             if todo and sid not in self.sessions.manager.journals and is_locked(lock_path(path)):
                 continue  # another live backend owns this session: it records its own turns
             for t in todo:
-                state = states[str(t["directive"])]
+                state = folded[str(t["directive"])]
                 if self.record(ws, state.id, repaired_record(state, sid, t)):
                     fixed.append((sid, t["turn"]))
         if fixed:
