@@ -39,6 +39,7 @@ from tandem.workspace.models import (
 from tandem.workspace.references import relative_path
 from tandem.workspace.state import (
     ID_RE,
+    Hidden,
     bound_sessions,
     fold,
     next_directive_id,
@@ -128,12 +129,16 @@ class WorkspaceService:
                 out[sid] = journals.hidden_turns(self.sessions.index_at(path))
         return out
 
+    def _fold_key(self, ws: Workspace, events: list[Event]) -> tuple[object, Hidden]:
+        """What a fold of EVENTS depends on (a cache key), and the hidden turns themselves."""
+        hidden = self.hidden(ws, events)
+        return (ws.id, len(events), events[-1].seq if events else 0,
+                tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items()))), hidden
+
     def states(self, ws: Workspace) -> dict[str, DirectiveState]:
         """Every directive of WS, folded (shared: callers must not mutate them)."""
         events = ws.log.read()
-        hidden = self.hidden(ws, events)
-        key = (ws.id, len(events), events[-1].seq if events else 0,
-               tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items())))
+        key, hidden = self._fold_key(ws, events)
         kept = self._folded.get(ws.id)
         if kept is None or kept[0] != key:
             with cyclic_gc_paused():  # thousands of acyclic models: no collection mid-way
@@ -145,10 +150,23 @@ class WorkspaceService:
         """Directive DIRECTIVE of WS; a clear error when there is none."""
         if not isinstance(directive, str) or not ID_RE.match(directive):
             raise TandemError("invalid", f"Not a directive id (D1, D2…): {directive!r}")
-        state = self.states(ws).get(directive)
+        state = self._one(ws, directive)
         if state is None:
             raise TandemError("not-found", f"No directive {directive} in {ws.root}")
         return state
+
+    def _one(self, ws: Workspace, directive: str) -> DirectiveState | None:
+        """DIRECTIVE of WS: from the folded states when they are current, else folded alone.
+
+        A cold ``directives/get`` then folds one directive's events, not the log's.
+        """
+        events = ws.log.read()
+        kept = self._folded.get(ws.id)
+        if kept is not None and kept[0] == self._fold_key(ws, events)[0]:
+            return kept[1].get(directive)
+        mine = [e for e in events if e.directive == directive]
+        with cyclic_gc_paused():
+            return fold(mine, self.hidden(ws, mine)).get(directive)
 
     # -- changes ---------------------------------------------------------------
 
