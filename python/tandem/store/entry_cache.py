@@ -1,11 +1,13 @@
 """The one reader of journal entries as plain dicts, and a cache that parses only what was appended.
 
 The projection, the compaction check, the rewind plan, the engine and the
-workspace read entries as the dicts written; going through the pydantic
-models of `tandem.store.models` is several times slower on a long journal
-(measured: ``bench/bench_projection.py``), and these readers need no
-validation beyond "a JSON object". Where a decision reads an entry's fields,
-it gets the entry's model from the `TurnIndex` kept beside the entries.
+workspace read entries as the dicts written, typed by the view of
+`tandem.store.entry_view` (`JournalEntry`); going through the pydantic
+models of `tandem.store.models` is 2.4 times slower on a long journal
+(docs/architecture.md, "Journal entries in the domain"), and every line was
+validated by its model when it was written. Where a decision needs a
+validated entry, it gets the entry's model from the `TurnIndex` kept beside
+the entries.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from tandem.lru import LRU
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
 from tandem.store.turn_index import TurnIndex
@@ -24,43 +27,47 @@ MAX_FILES = 64
 """Journals kept parsed at once; the least recently read goes first."""
 
 
-def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
+def journal_dicts(journal: Journal) -> list[JournalEntry]:
     """Every entry of JOURNAL as the dict written (one strict `loads_line` per line).
 
     A line that is not a JSON object is skipped here; ``Journal.entries``
     reports it.
     """
-    out: list[dict[str, Any]] = []
+    out: list[JournalEntry] = []
     for _, line in journal.raw_lines():  # line by line: no copy of the whole file
         entry = _loads(line)
-        if entry is not None and entry.get("type") != "header":
+        if entry is not None:
             out.append(entry)
     return out
 
 
-def parse_chunk(data: bytes) -> list[dict[str, Any]]:
+def parse_chunk(data: bytes) -> list[JournalEntry]:
     """The entries of DATA, whole entry lines (no header); bad lines skipped."""
-    out: list[dict[str, Any]] = []
+    out: list[JournalEntry] = []
     for line in data.splitlines():
         entry = _loads(line)
-        if entry is not None and entry.get("type") != "header":
+        if entry is not None:
             out.append(entry)
     return out
 
 
-def _loads(line: bytes) -> dict[str, Any] | None:
+def _loads(line: bytes) -> JournalEntry | None:
+    """The entry on LINE; None for the header or a line that is not a JSON object."""
     try:
         data = loads_line(line)  # strict: a NaN or Infinity line is unreadable
     except ValueError:
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("type") == "header":
+        return None
+    # The one place the view is claimed: the line was validated when written.
+    return cast(JournalEntry, data)
 
 
 @dataclass
 class _Cached:
     inode: tuple[int, int]
     offset: int
-    entries: list[dict[str, Any]]
+    entries: list[JournalEntry]
     index: TurnIndex = field(default_factory=TurnIndex)
 
 
@@ -82,7 +89,7 @@ class EntryCache:
         """Journal bytes kept parsed at most (a 10 MB journal is ~55 MB of dicts);
         the least recently read go first, the one just read always stays."""
 
-    def entries(self, path: Path) -> list[dict[str, Any]]:
+    def entries(self, path: Path) -> list[JournalEntry]:
         """The entries of the journal at PATH (a fresh list; the dicts are shared)."""
         return list(self._read(path).entries)
 
@@ -96,7 +103,7 @@ class EntryCache:
             cached.index.extend(cached.entries[cached.index.count:])
         return cached.index
 
-    def read(self, path: Path) -> list[dict[str, Any]]:
+    def read(self, path: Path) -> list[JournalEntry]:
         """Like `entries`, but a journal that cannot be read has no entries (no error).
 
         For readers of other sessions' journals (the workspace), where a

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ from tandem.providers.base import (
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.projection import project
+from tandem.store.entry_cache import journal_dicts
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.oserrors import io_error
 from tandem.store.turn_index import TurnIndex
@@ -129,13 +131,13 @@ class TurnEngine:
                  provider_for: Callable[[TurnSpec, Journal], Provider],
                  checkpoints: Checkpoints | None = None,
                  root_of: Callable[[Journal], Path] | None = None,
-                 entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None,
+                 entries_of: Callable[[Journal], list[JournalEntry]] | None = None,
                  gate: SessionGate | None = None,
                  index_of: Callable[[Journal], TurnIndex] | None = None) -> None:
         self.events = events
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
-        self.entries_of = entries_of or (lambda j: [e.model_dump() for e in j.entries()])
-        """A journal's entries as dicts (the service passes an incremental cache)."""
+        self.entries_of = entries_of or journal_dicts
+        """A journal's entries (the typed view; the service passes an incremental cache)."""
         self.index_of = index_of or (lambda j: TurnIndex(self.entries_of(j)))
         """A journal's entries by turn (the service passes the cache's shared index)."""
         self.journal_of = journal_of
@@ -418,14 +420,13 @@ def _why(e: BaseException) -> str:
     return e.message if isinstance(e, TandemError) else f"{type(e).__name__}: {e}"
 
 
-def last_acp_session(entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+def last_acp_session(entries: Iterable[JournalEntry]) -> tuple[str | None, str | None]:
     """(id, how) of the root chat's last recorded ACP conversation in ENTRIES."""
     last: tuple[str | None, str | None] = (None, None)
     for e in entries:
-        kind = e.get("type")
-        if kind == "acp_session":
-            last = (e.get("acp_session_id"), e.get("how"))
-        elif kind in ("rewind", "rewind_undo") and e.get("acp_reset"):
+        if e["type"] == "acp_session":
+            last = (e["acp_session_id"], e["how"])
+        elif (e["type"] == "rewind" or e["type"] == "rewind_undo") and e.get("acp_reset"):
             # A rewind of ACP chat turns: continue in a fresh seeded session.
             last = (None, None)
     return last
