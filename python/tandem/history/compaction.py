@@ -18,6 +18,7 @@ from typing import Any
 
 from tandem.events import EventSink
 from tandem.protocol.base import Reply, TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.providers.base import Message, TurnRequest
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import (
@@ -166,7 +167,7 @@ class CompactionService:
                 {"type": "acp_session", "acp_session_id": conversation, "how": "seeded"}))
         journal.sync()
         for e in written:
-            self.events.publish(sid, "entry", {"entry": entry_to_dict(e)})
+            self.events.publish(sid, EntryEvent(entry=entry_to_dict(e)))
         log.info("compacted %s before turn %d: %d → %d tokens", sid, first_kept, before, after)
         return CompactReply(
             session=sid, seq=written[0].seq, first_kept_turn=first_kept,

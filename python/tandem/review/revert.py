@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tandem.checkpoints.reverting import RevertResult, concerned_paths
 from tandem.checkpoints.reverting import revert as revert_files
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.sessions.gate import writable_root
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.reverts import changed_by_later_turn, reference_states
@@ -87,6 +88,6 @@ async def _revert(app: App, journal: Journal, turn: int, path: str,
         await run_blocking(lambda: cp.restore(done.before))
         raise
     data = entry_to_dict(entry)
-    app.events.publish(journal.id, "entry", {"entry": data})
+    app.events.publish(journal.id, EntryEvent(entry=data))
     return data
 

@@ -94,6 +94,8 @@ class InteractionEntry(_Base):
     call_id: NotRequired[str | None]
     title: NotRequired[str]
     options: NotRequired[list[Any]]
+    tool: NotRequired[str]
+    tool_kind: NotRequired[str]
 
 
 class InteractionAnswerEntry(_Base):

@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import TurnEndedEvent, TurnStarted
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -216,10 +217,10 @@ class TurnEngine:
         return turn
 
     def _announce(self, spec: TurnSpec, turn: int) -> None:
-        self.events.publish(spec.session, "turn-started", {
-            "turn": turn, "origin": "directive" if spec.directive else "chat",
-            "provider": spec.provider, "model": spec.model,
-            "directive": spec.directive.directive if spec.directive else None})
+        self.events.publish(spec.session, TurnStarted(
+            turn=turn, origin="directive" if spec.directive else "chat",
+            provider=spec.provider, model=spec.model,
+            directive=spec.directive.directive if spec.directive else None))
 
     # -- running -------------------------------------------------------------
 
@@ -306,9 +307,9 @@ class TurnEngine:
                 await spec.on_terminal(ended)
             except Exception:
                 log.exception("terminal hook of turn %s/%s failed", spec.session, turn)
-        self.events.publish(spec.session, "turn-ended", {
-            "turn": turn, "outcome": result.outcome, "error": result.error,
-            "files_changed": ended.files_changed})
+        self.events.publish(spec.session, TurnEndedEvent(
+            turn=turn, outcome=result.outcome, error=result.error,
+            files_changed=ended.files_changed))
         return ended
 
     def _record_conversation(self, sink: JournalSink, conversation: Conversation) -> None:
