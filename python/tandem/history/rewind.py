@@ -30,6 +30,7 @@ from tandem.events import EventSink
 from tandem.history.restore_back import put_back
 from tandem.history.rewind_undo import RewindUndo
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.gate import SessionGate, writable_root
 from tandem.sessions.rewind import DiscardedTurn, RewindPlan, RewindResult, build_plan
@@ -161,7 +162,7 @@ class RewindService:
         except OSError as e:  # the entry is written; its durability is in doubt: keep the intent
             raise TandemError("io", f"Rewind written but not synced to disk: {e.strerror}") from e
         drop_intent(journal.path)
-        self.events.publish(sid, "entry", {"entry": entry_to_dict(entry)})
+        self.events.publish(sid, EntryEvent(entry=entry_to_dict(entry)))
         if plan.acp_reset:
             await self.reset_conversations(journal, plan.turns)
         log.info("rewound %s before turn %d (%d restored, %d deleted)", sid, before_turn,

@@ -99,7 +99,7 @@ def _question(app: App, session: str, pending: set[str]) -> str | None:
     """The title of SESSION's first waiting question (from its open journal's cache)."""
     sessions = app.sessions
     for e in reversed(sessions.entries(sessions.journal(session))):
-        if e.get("type") == "interaction" and e.get("interaction_id") in pending:
+        if e["type"] == "interaction" and e["interaction_id"] in pending:
             return str(e.get("title") or e.get("tool") or "a question")
     return None
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tandem.gcpause import cyclic_gc_paused
 from tandem.providers.base import Message
 from tandem.sessions.compaction import projected_tail
-from tandem.sessions.projection import SUMMARY_PREFIX, msg, tool_call
+from tandem.sessions.projection import SUMMARY_PREFIX, first_kept, msg, tool_call
+from tandem.store.entry_view import JournalEntry
 from tandem.store.rewinds import RewindLedger
 
 _NO_TURN = -1
@@ -62,7 +63,7 @@ class LiveProjection:
 
     # -- reading -------------------------------------------------------------
 
-    def sync(self, entries: Sequence[Mapping[str, Any]]) -> None:
+    def sync(self, entries: Sequence[JournalEntry]) -> None:
         """Take in ENTRIES[count:], the entries appended since the last call."""
         if len(entries) < self.count:  # the journal was cut back: start over
             self._rebuild(entries)
@@ -87,7 +88,7 @@ class LiveProjection:
 
     # -- appending -------------------------------------------------------------
 
-    def _step(self, e: Mapping[str, Any]) -> bool:
+    def _step(self, e: JournalEntry) -> bool:
         """Apply one appended entry; False when only a rebuild can apply it."""
         kind = e.get("type")
         turn = e.get("turn")
@@ -128,7 +129,7 @@ class LiveProjection:
         self._contributed -= gone
         return True
 
-    def _emit(self, e: Mapping[str, Any]) -> None:
+    def _emit(self, e: JournalEntry) -> None:
         turn = e.get("turn")
         if turn.__class__ is not int or turn in self._directive or turn in self._hidden:
             return
@@ -170,12 +171,12 @@ class LiveProjection:
 
     # -- rebuilding --------------------------------------------------------------
 
-    def _rebuild(self, entries: Sequence[Mapping[str, Any]]) -> None:
+    def _rebuild(self, entries: Sequence[JournalEntry]) -> None:
         """One full pass over the part of ENTRIES the projection reads."""
         self._reset()
         self.rebuilds += 1
         tail = projected_tail(entries)
-        start, summary, first_kept = 0, None, 0
+        start, summary, kept_from = 0, None, 0
         for i, e in enumerate(tail):
             kind = e.get("type")
             turn = e.get("turn")
@@ -189,22 +190,22 @@ class LiveProjection:
                 self._rw.see(e, kind)
             elif kind == "compaction":
                 start, summary = i + 1, str(e.get("summary", ""))
-                first_kept = int(e.get("first_kept_turn") or 0)
+                kept_from = first_kept(e)
         self._hidden = self._rw.hidden()
         with cyclic_gc_paused():
             if summary is None:
-                body: Sequence[Mapping[str, Any]] = tail
+                body: Sequence[JournalEntry] = tail
             else:
                 self._add(msg("user", SUMMARY_PREFIX + summary), _NO_TURN)
                 self._add(msg("assistant", "Understood."), _NO_TURN)
-                body = [*(e for e in tail[:start] if _turn(e) >= first_kept > 0),
+                body = [*(e for e in tail[:start] if _turn(e) >= kept_from > 0),
                         *tail[start:]]
             for e in body:
                 self._emit(e)
         self.count = len(entries)
 
 
-def _turn(e: Mapping[str, Any]) -> int:
+def _turn(e: JournalEntry) -> int:
     turn = e.get("turn")
     return turn if isinstance(turn, int) else -1
 

@@ -19,6 +19,7 @@ from tandem.sessions.choice import choose_permission_mode, choose_provider, reso
 from tandem.sessions.live_projection import LiveProjection
 from tandem.sessions.manager import SessionManager
 from tandem.store.entry_cache import EntryCache
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.turn_index import TurnIndex
 
@@ -40,8 +41,8 @@ class SessionService:
         self.manager.journals.setdefault(journal.id, journal)
         return journal
 
-    def entries(self, journal: Journal) -> list[dict[str, Any]]:
-        """JOURNAL's entries as dicts, parsing only what was appended since last time."""
+    def entries(self, journal: Journal) -> list[JournalEntry]:
+        """JOURNAL's entries (the typed view), parsing only what was appended since last time."""
         return self.entry_cache.entries(journal.path)
 
     def index(self, journal: Journal) -> TurnIndex:
@@ -52,7 +53,7 @@ class SessionService:
         """JOURNAL's ordinary-chat projection, extended by what was appended (shared, read-only)."""
         return self.entry_cache.view(journal.path, LiveProjection)
 
-    def read_entries(self, path: Path) -> list[dict[str, Any]]:
+    def read_entries(self, path: Path) -> list[JournalEntry]:
         """The entries of the journal file at PATH, held or not ([] when unreadable)."""
         return self.entry_cache.read(path)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import (
     DefaultParams,
     ModelsParams,
@@ -36,7 +37,7 @@ async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:
                             "model": "" if spec.family == "acp" else spec.target})
     journal.sync()
     written = entry_to_dict(entry)
-    app.events.publish(journal.id, "entry", {"entry": written})
+    app.events.publish(journal.id, EntryEvent(entry=written))
     return written
 
 
