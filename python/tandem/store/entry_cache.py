@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
@@ -130,7 +131,8 @@ class EntryCache:
         """
         cached = self._read(path)
         if cached.index.count < len(cached.entries):
-            cached.index.extend(cached.entries[cached.index.count:])
+            with cyclic_gc_paused():
+                cached.index.extend(cached.entries[cached.index.count:])
         return cached.index
 
     def view(self, path: Path, factory: Callable[[], V]) -> V:
@@ -181,7 +183,8 @@ class EntryCache:
             f.seek(cached.offset)
             data = f.read(st.st_size - cached.offset)
         end = data.rfind(b"\n") + 1  # a torn or half-written last line waits
-        cached.entries.extend(parse_chunk(data[:end]))
+        with cyclic_gc_paused():  # tens of thousands of acyclic dicts (see gcpause)
+            cached.entries.extend(parse_chunk(data[:end]))
         cached.offset += end
         self._files[key] = cached
         total = sum(c.offset for c in (self._files[k] for k in self._files))

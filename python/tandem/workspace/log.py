@@ -157,14 +157,14 @@ class WorkspaceLog:
             events = list(cached.events)
             number = cached.lines
             with cyclic_gc_paused():  # thousands of acyclic models: no collection mid-way
-                number = self._parse(raw[:cut], events, number)
+                number = self._parse(raw, events, number)
             cached = _Parsed(st.st_ino, cached.offset + cut, events, number)
             _cache[self.path] = cached
         return list(cached.events)
 
     def _parse(self, raw: bytes, events: list[Event], number: int) -> int:
-        """Append the events of the whole lines RAW to EVENTS; return the last line number."""
-        for line in raw.split(b"\n")[:-1]:
+        """Append the events of RAW's whole lines to EVENTS; return the last line number."""
+        for line in raw.split(b"\n")[:-1]:  # the last piece: empty, or a torn line
             number += 1
             if not line.strip():
                 continue

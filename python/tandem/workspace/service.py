@@ -327,13 +327,14 @@ class WorkspaceService:
             path = self.journal_path(sid, ws.root)
             if path is None or sid in engine.running:
                 continue
-            found = journals.directive_turns(self.sessions.index_at(path), ws.id)
+            recorded = {turn for s, turn in done if s == sid}
+            found = journals.directive_turns(self.sessions.index_at(path), ws.id, recorded)
             if any(not t.get("ended") for t in found):
                 try:  # close turns a crash left open (aborted), then record them
                     engine.repair(self.sessions.journal(sid))
                 except TandemError as exc:
                     log.warning("cannot close open turns of %s: %s", sid, exc.message)
-                found = journals.directive_turns(self.sessions.index_at(path), ws.id)
+                found = journals.directive_turns(self.sessions.index_at(path), ws.id, recorded)
             todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done]
             if todo and states is None:
                 with cyclic_gc_paused():
