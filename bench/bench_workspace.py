@@ -82,9 +82,8 @@ def main() -> None:
 
         anchor = median_ms(naive)
         def cold() -> object:  # a fresh backend: nothing parsed or folded yet
-            from tandem.workspace import journals, log
-            log._cache.clear()
-            journals._cache.clear()
+            from tandem.workspace import log
+            log._cache.clear()  # the process-wide parsed logs (journals: per App)
             fresh = App(home=home).workspaces
             return fresh.get(fresh.open(str(root)), "D100")
 

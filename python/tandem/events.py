@@ -1,33 +1,42 @@
 """The event sink: how domain code tells Emacs that something happened.
 
-Domain packages publish through this protocol; the server implements it by
-batching events into EPC calls. Domain code never sees EPC.
+Domain packages publish a typed event (`tandem.protocol.events`) through
+this protocol; the server implements it by batching events into EPC calls.
+Domain code never sees EPC.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from tandem.protocol.events import Event
+
 
 class EventSink(Protocol):
     """Receiver of session events (see docs/architecture.md, Events)."""
 
-    def publish(self, session: str, kind: str, payload: dict[str, Any]) -> None:
-        """Queue one event of KIND for SESSION; the sink numbers it."""
+    def publish(self, session: str, event: Event) -> None:
+        """Queue EVENT for SESSION; the sink numbers it."""
 
 
 class NullSink:
     """A sink that drops everything: for the CLI and for tests that need none."""
 
-    def publish(self, session: str, kind: str, payload: dict[str, Any]) -> None:
+    def publish(self, session: str, event: Event) -> None:
+        """Drop EVENT."""
         return None
 
 
 class RecordingSink:
-    """A sink that keeps every event in order: for tests and headless runs."""
+    """A sink that keeps every event in order: for tests and headless runs.
+
+    Each is kept as ``(session, kind, payload)``, the payload as the plain
+    data the server would send.
+    """
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, dict[str, Any]]] = []
 
-    def publish(self, session: str, kind: str, payload: dict[str, Any]) -> None:
-        self.events.append((session, kind, dict(payload)))
+    def publish(self, session: str, event: Event) -> None:
+        """Keep EVENT."""
+        self.events.append((session, event.kind, event.model_dump()))

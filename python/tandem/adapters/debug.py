@@ -11,7 +11,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from tandem.config.keys import setting_keys
-from tandem.protocol.base import MethodSpec
+from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.core import (
     BigParams,
     CallEmacsParams,
@@ -20,6 +20,7 @@ from tandem.protocol.core import (
     NoParams,
     SleepParams,
 )
+from tandem.protocol.events import Delta, EntryEvent, Event, TurnEndedEvent
 from tandem.protocol.peer import CURRENT
 from tandem.store.models import ENTRY_TYPES
 
@@ -40,10 +41,22 @@ async def big(app: App, p: BigParams) -> Any:
     return (unit * (p.size // len(unit) + 1))[: p.size]
 
 
+def _sample(kind: str, text: str, i: int) -> Event:
+    """The Ith diagnostic event of KIND (turn 1), carrying TEXT where it has text."""
+    if kind == "delta":
+        return Delta.of(1, "text", text)
+    if kind == "entry":
+        return EntryEvent(entry={"type": "assistant", "seq": i + 1, "ts": "", "turn": 1,
+                                 "text": text})
+    if kind == "turn-ended":
+        return TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
+    raise TandemError("invalid", f"debug/emit sends delta, entry or turn-ended, not {kind!r}")
+
+
 async def emit(app: App, p: EmitParams) -> int:
     """Publish COUNT events and return COUNT."""
     for i in range(p.count):
-        app.events.publish(p.session, p.kind, {"turn": 1, "stream": "text", "text": p.text, "i": i})
+        app.events.publish(p.session, _sample(p.kind, p.text, i))
         if i % 1000 == 999:
             await asyncio.sleep(0)  # let the flusher run, as a real stream would
     return p.count

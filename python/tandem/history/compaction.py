@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
 
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import CompactReply, StatusReply
 from tandem.providers.base import Message, TurnRequest
 from tandem.providers.registry import keeps_conversation
@@ -30,7 +30,6 @@ from tandem.sessions.compaction import (
     estimate_tokens,
     next_turn,
     policy_from,
-    projected_tail,
     run_collecting,
     session_provider,
     summary_messages,
@@ -38,6 +37,7 @@ from tandem.sessions.compaction import (
 from tandem.sessions.gate import SessionGate, writable_root
 from tandem.sessions.projection import project
 from tandem.sessions.service import SessionService
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec
@@ -124,8 +124,9 @@ class CompactionService:
             raise TandemError("provider",
                               f"{name} returned an empty summary; nothing was changed")
         _check_unchanged(journal, seq)
-        entry = compaction_entry(summary, first_kept, estimate_tokens(project(entries)), 0)
-        entry["tokens_after"] = estimate_tokens(project([*entries, entry]))
+        before = estimate_tokens(project(entries))
+        after = estimate_tokens(project([*entries, compaction_entry(summary, first_kept, 0, 0)]))
+        entry = compaction_entry(summary, first_kept, before, after)
         conversation: str | None = None
         if keeps_conversation(name):
             conversation = await self._reseed(journal, spec, root, model, [*entries, entry], seq)
@@ -135,16 +136,15 @@ class CompactionService:
                 {"type": "acp_session", "acp_session_id": conversation, "how": "seeded"}))
         journal.sync()
         for e in written:
-            self.events.publish(sid, "entry", {"entry": entry_to_dict(e)})
-        log.info("compacted %s before turn %d: %d → %d tokens", sid, first_kept,
-                 entry["tokens_before"], entry["tokens_after"])
+            self.events.publish(sid, EntryEvent(entry=entry_to_dict(e)))
+        log.info("compacted %s before turn %d: %d → %d tokens", sid, first_kept, before, after)
         return CompactReply(
             session=sid, seq=written[0].seq, first_kept_turn=first_kept,
-            tokens_before=entry["tokens_before"], tokens_after=entry["tokens_after"],
+            tokens_before=before, tokens_after=after,
             provider=name, acp_session_id=conversation)
 
     async def _reseed(self, journal: Journal, spec: TurnSpec, root: Path, model: str,
-                      new_entries: list[dict[str, Any]], seq: int) -> str:
+                      new_entries: list[JournalEntry], seq: int) -> str:
         """End the root chat's agent conversation and open one seeded with NEW_ENTRIES'
         projection; return its id.
 
@@ -200,8 +200,7 @@ class CompactionService:
         except TandemError:
             return False  # no provider: the send itself will say so
         policy = policy_from(settings, name, model)
-        tokens = estimate_tokens([*project(projected_tail(entries)),
-                                  Message(role="user", text=text)])
+        tokens = self.sessions.projection(journal).tokens(text)
         if not policy.auto or tokens <= policy.limit:
             return False
         try:
@@ -216,11 +215,13 @@ class CompactionService:
         journal = self.sessions.journal(session)
         entries = self.sessions.entries(journal)
         settings = self.sessions.settings(self.sessions.root_of(journal))
-        tokens = estimate_tokens(project(projected_tail(entries)))
-        latest = next((e for e in reversed(entries) if e.get("type") == "compaction"), None)
-        latest_info = None if latest is None else {
-            k: latest.get(k)
-            for k in ("seq", "ts", "first_kept_turn", "tokens_before", "tokens_after")}
+        tokens = self.sessions.projection(journal).tokens()
+        latest = next((e for e in reversed(entries) if e["type"] == "compaction"), None)
+        latest_info = None if latest is None or latest["type"] != "compaction" else {
+            "seq": latest["seq"], "ts": latest["ts"],
+            "first_kept_turn": latest.get("first_kept_turn"),
+            "tokens_before": latest.get("tokens_before"),
+            "tokens_after": latest.get("tokens_after")}
         name: str | None = None
         model = ""
         try:

@@ -30,6 +30,7 @@ from tandem.history.restore_back import put_back
 from tandem.history.rewind_undo import RewindUndo
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestoreResult, RestoreStart
+from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import DiscardedTurn, RewindPlan, RewindResult
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.gate import SessionGate, writable_root
@@ -162,7 +163,7 @@ class RewindService:
         except OSError as e:  # the entry is written; its durability is in doubt: keep the intent
             raise TandemError("io", f"Rewind written but not synced to disk: {e.strerror}") from e
         drop_intent(journal.path)
-        self.events.publish(sid, "entry", {"entry": entry_to_dict(entry)})
+        self.events.publish(sid, EntryEvent(entry=entry_to_dict(entry)))
         if plan.acp_reset:
             await self.reset_conversations(journal, plan.turns)
         log.info("rewound %s before turn %d (%d restored, %d deleted)", sid, before_turn,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from tandem.history.restore_back import put_back
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestoreResult, RestoreStart
+from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import UndoPlan, UndoResult
 from tandem.sessions.gate import writable_root
 from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
@@ -125,7 +126,7 @@ class RewindUndo:
         except OSError as e:
             raise TandemError("io", f"Undo written but not synced to disk: {e.strerror}") from e
         drop_intent(journal.path)
-        self.rewinds.events.publish(journal.id, "entry", {"entry": entry_to_dict(entry)})
+        self.rewinds.events.publish(journal.id, EntryEvent(entry=entry_to_dict(entry)))
         if plan.acp_reset:
             await self.rewinds.reset_conversations(journal, plan.turns)
         log.info("undid the rewind of %s before turn %d%s (%d restored, %d deleted)", journal.id,

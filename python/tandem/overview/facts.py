@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 
 from tandem.sessions.projection import visible_turns
-from tandem.store.jsonl import loads_line
+from tandem.store.entry_cache import scan
 
 _WANTED = (b'"type":"turn_start"', b'"type":"turn_end"', b'"type":"rewind"')
 
@@ -62,26 +62,17 @@ class FactsCache:
 
 def read_facts(path: str) -> JournalFacts:
     """Scan the journal at PATH for its turns, tokens and newest provider."""
-    entries: list[dict[str, object]] = []
     try:
-        with open(path, "rb") as f:
-            for line in f:
-                if any(w in line for w in _WANTED):
-                    try:
-                        data = loads_line(line)
-                    except ValueError:
-                        continue  # a torn or damaged line: the listing says so elsewhere
-                    if isinstance(data, dict):
-                        entries.append(data)
+        entries = scan(path, _WANTED)
     except OSError:
         return JournalFacts(0, 0, 0, "")
     seen, hidden = visible_turns(entries)
     tokens_in = tokens_out = 0
     provider = ""
     for e in entries:
-        if e.get("type") == "turn_start":
+        if e["type"] == "turn_start":
             provider = str(e.get("provider") or "")
-        elif e.get("type") == "turn_end" and e.get("turn") not in hidden:
+        elif e["type"] == "turn_end" and e["turn"] not in hidden:
             usage = e.get("usage")
             if isinstance(usage, dict):
                 tokens_in += _count(usage.get("input_tokens"))

@@ -58,6 +58,6 @@ def _engine(provider: str) -> str:
 def _question(sessions: SessionService, session: str, pending: set[str]) -> str | None:
     """The title of SESSION's first waiting question (from its open journal's cache)."""
     for e in reversed(sessions.entries(sessions.journal(session))):
-        if e.get("type") == "interaction" and e.get("interaction_id") in pending:
+        if e["type"] == "interaction" and e["interaction_id"] in pending:
             return str(e.get("title") or e.get("tool") or "a question")
     return None

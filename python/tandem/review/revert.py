@@ -11,14 +11,17 @@ so files and journal never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tandem.checkpoints.reverting import RevertResult, concerned_paths
 from tandem.checkpoints.reverting import revert as revert_files
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.sessions.gate import writable_root
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.reverts import changed_by_later_turn, reference_states
+from tandem.store.entry_view import JournalEntry, TurnEndEntry, TurnStartEntry
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import run_blocking
@@ -27,12 +30,15 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 
-def turn_checkpoints(entries: list[dict[str, Any]], turn: int) -> tuple[str, str]:
+def turn_checkpoints(entries: Iterable[JournalEntry], turn: int) -> tuple[str, str]:
     """(pre-turn, end) checkpoint ids TURN recorded, or ``not-found`` / ``no-checkpoint``."""
-    start = next((e for e in entries if e.get("type") == "turn_start"
-                  and e.get("turn") == turn), None)
-    end = next((e for e in entries if e.get("type") == "turn_end"
-                and e.get("turn") == turn), None)
+    start: TurnStartEntry | None = None
+    end: TurnEndEntry | None = None
+    for e in entries:
+        if e["type"] == "turn_start" and e["turn"] == turn and start is None:
+            start = e
+        elif e["type"] == "turn_end" and e["turn"] == turn and end is None:
+            end = e
     if start is None:
         raise TandemError("not-found", f"The session has no turn {turn}")
     if end is None:
@@ -82,6 +88,6 @@ async def _revert(app: App, journal: Journal, turn: int, path: str,
         await run_blocking(lambda: cp.restore(done.before))
         raise
     data = entry_to_dict(entry)
-    app.events.publish(journal.id, "entry", {"entry": data})
+    app.events.publish(journal.id, EntryEvent(entry=data))
     return data
 

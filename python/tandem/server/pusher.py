@@ -1,11 +1,12 @@
 """Event push: coalesce events, encode them once, hand them to every connection.
 
-Domain code calls `EventPusher.publish` (the `EventSink` protocol) from the
-event loop. Events wait in one queue; every `INTERVAL` seconds a distributor
-encodes them and puts them into each connection's `Outbox`, which numbers,
-batches (bounded by bytes) and sends them on its own, so a slow client holds
-up no one. Consecutive text deltas merge, up to `DELTA_CHARS`, so a token
-stream costs a handful of calls a second rather than one per token.
+Domain code calls `EventPusher.publish` (the `EventSink` protocol) with a
+typed event (`tandem.protocol.events`) from the event loop. Events wait in
+one queue; every `INTERVAL` seconds a distributor encodes them and puts
+them into each connection's `Outbox`, which numbers, batches (bounded by
+bytes) and sends them on its own, so a slow client holds up no one.
+Consecutive text deltas merge, up to `DELTA_CHARS`, so a token stream costs
+a handful of calls a second rather than one per token.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import logging
 from typing import Any
 
+from tandem.protocol.events import Delta, Event
 from tandem.server import sexp
 from tandem.server.outbox import Outbox
 
@@ -27,33 +29,35 @@ DELTA_CHARS = 256 * 1024
 class _Pending:
     """One queued event; a delta keeps its text as parts (joined once, linear)."""
 
-    __slots__ = ("session", "kind", "payload", "parts", "chars")
+    __slots__ = ("session", "event", "parts", "chars")
 
-    def __init__(self, session: str, kind: str, payload: dict[str, Any]) -> None:
+    def __init__(self, session: str, event: Event) -> None:
         self.session = session
-        self.kind = kind
-        self.payload = payload
+        self.event = event
         self.parts: list[str] = []
         self.chars = 0
 
-    def merges(self, session: str, payload: dict[str, Any]) -> bool:
+    def merges(self, session: str, delta: Delta) -> bool:
+        event = self.event
         return (
-            self.kind == "delta"
+            isinstance(event, Delta)
             and self.session == session
             and self.chars < DELTA_CHARS
-            and self.payload.get("turn") == payload.get("turn")
-            and self.payload.get("stream") == payload.get("stream")
+            and event.turn == delta.turn
+            and event.stream == delta.stream
         )
 
     def encode(self) -> bytes | None:
-        event: dict[str, Any] = {"session": self.session, "kind": self.kind}
-        event.update(self.payload)
+        event: dict[str, Any] = {"session": self.session, "kind": self.event.kind}
+        # Shallow (no event nests a model): sexp only reads the values.
+        event.update(dict(self.event))
         if self.parts:
             event["text"] = "".join(self.parts)
         try:
             return sexp.dumps(event).encode("utf-8")
         except sexp.SexpError:
-            log.exception("event %s of %s not encodable: sent as a gap", self.kind, self.session)
+            log.exception("event %s of %s not encodable: sent as a gap",
+                          self.event.kind, self.session)
             return None
 
 
@@ -77,17 +81,17 @@ class EventPusher:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
-    def publish(self, session: str, kind: str, payload: dict[str, Any]) -> None:
-        """Queue one event; consecutive deltas of one stream merge, long ones are cut."""
-        if kind != "delta":
-            self._queue.append(_Pending(session, kind, dict(payload)))
+    def publish(self, session: str, event: Event) -> None:
+        """Queue EVENT; consecutive deltas of one stream merge, long ones are cut."""
+        if not isinstance(event, Delta):
+            self._queue.append(_Pending(session, event))
             self._wake.set()
             return
-        text = payload.get("text", "")
+        text = event.text
         last = self._queue[-1] if self._queue else None
         while True:
-            if last is None or not last.merges(session, payload):
-                last = _Pending(session, kind, {k: v for k, v in payload.items() if k != "text"})
+            if last is None or not last.merges(session, event):
+                last = _Pending(session, event)  # its text is in the parts
                 self._queue.append(last)
             piece = text[: DELTA_CHARS - last.chars]
             last.parts.append(piece)

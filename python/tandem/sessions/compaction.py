@@ -40,6 +40,7 @@ from tandem.providers.base import (
 from tandem.providers.registry import parse_provider
 from tandem.sessions.choice import choose_provider
 from tandem.sessions.projection import directive_turns, project, visible_turns
+from tandem.store.entry_view import CompactionEntry, JournalEntry
 
 log = logging.getLogger("tandem.compaction")
 
@@ -207,7 +208,7 @@ def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:
 # -- choosing what to keep --------------------------------------------------------
 
 
-def projected_tail(entries: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+def projected_tail(entries: Sequence[JournalEntry]) -> Sequence[JournalEntry]:
     """The part of ENTRIES the projection reads: from the latest compaction's first
     kept turn on (all of ENTRIES when there is no compaction).
 
@@ -218,37 +219,38 @@ def projected_tail(entries: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str
     that of the kept part, not of the whole journal.
     """
     c = len(entries) - 1
-    while c >= 0 and entries[c].get("type") != "compaction":
+    while c >= 0 and entries[c]["type"] != "compaction":
         c -= 1
     if c < 0:
         return entries
-    first_kept = entries[c].get("first_kept_turn")
+    latest = entries[c]
+    first_kept = latest.get("first_kept_turn") if latest["type"] == "compaction" else None
     if not isinstance(first_kept, int) or first_kept <= 0:
         return entries[c:]
     start = c
     for i in range(c - 1, -1, -1):
         e = entries[i]
         turn = e.get("turn")
-        if e.get("type") == "turn_start" and isinstance(turn, int) and turn < first_kept:
+        if e["type"] == "turn_start" and isinstance(turn, int) and turn < first_kept:
             break
         if isinstance(turn, int) and turn >= first_kept:
             start = i
     return entries[start:]
 
 
-def chat_turns(entries: Sequence[Mapping[str, Any]]) -> list[int]:
+def chat_turns(entries: Sequence[JournalEntry]) -> list[int]:
     """Chat turns of ENTRIES that the projection shows, oldest first."""
     _, hidden = visible_turns(entries)
     excluded = hidden | directive_turns(entries)
     start, first_kept = 0, 0
     for i, e in enumerate(entries):
-        if e.get("type") == "compaction":
+        if e["type"] == "compaction":
             start, first_kept = i + 1, int(e.get("first_kept_turn") or 0)
     turns: list[int] = []
     for i, e in enumerate(entries):
         turn = e.get("turn")
         if (
-            e.get("type") == "turn_start"
+            e["type"] == "turn_start"
             and isinstance(turn, int)
             and turn not in excluded
             and (i >= start or (first_kept > 0 and turn >= first_kept))
@@ -257,36 +259,35 @@ def chat_turns(entries: Sequence[Mapping[str, Any]]) -> list[int]:
     return turns
 
 
-def next_turn(entries: Iterable[Mapping[str, Any]]) -> int:
+def next_turn(entries: Iterable[JournalEntry]) -> int:
     """The number the next accepted turn will get."""
     return 1 + max(
-        (
-            e["turn"]
-            for e in entries
-            if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)
-        ),
+        (e["turn"] for e in entries if e["type"] == "turn_start" and isinstance(e["turn"], int)),
         default=0,
     )
 
 
-def _without_turns_from(
-    entries: Sequence[Mapping[str, Any]], first: int
-) -> list[Mapping[str, Any]]:
-    return [e for e in entries if not (isinstance(e.get("turn"), int) and e["turn"] >= first)]
+def _from_turn(entries: Iterable[JournalEntry], first: int) -> list[JournalEntry]:
+    """The entries of turns FIRST and later."""
+    return [e for e in entries if isinstance(t := e.get("turn"), int) and t >= first]
 
 
-def choose_first_kept(entries: Sequence[Mapping[str, Any]], policy: Policy) -> int:
+def _before_turn(entries: Iterable[JournalEntry], first: int) -> list[JournalEntry]:
+    """ENTRIES without those of turns FIRST and later (entries outside turns kept)."""
+    return [e for e in entries if not (isinstance(t := e.get("turn"), int) and t >= first)]
+
+
+def choose_first_kept(entries: Sequence[JournalEntry], policy: Policy) -> int:
     """The first turn kept verbatim: the newest ``keep_turns`` chat turns, fewer when
     they would take more than `KEEP_SHARE` of the window. Raises when nothing
     would be compacted."""
     turns = chat_turns(entries)
-    has_summary = any(e.get("type") == "compaction" for e in entries)
+    has_summary = any(e["type"] == "compaction" for e in entries)
     budget = int(policy.window * KEEP_SHARE)
     keep = min(policy.keep_turns, len(turns))
     while keep > 0:
         first = turns[-keep]
-        kept = [e for e in entries if isinstance(e.get("turn"), int) and e["turn"] >= first]
-        if estimate_tokens(project(kept)) <= budget:
+        if estimate_tokens(project(_from_turn(entries, first))) <= budget:
             break
         keep -= 1
     compacted = turns[: len(turns) - keep]
@@ -327,10 +328,10 @@ def render_transcript(messages: Iterable[Message]) -> str:
     return "\n\n".join(parts)
 
 
-def summary_messages(entries: Sequence[Mapping[str, Any]], first_kept: int) -> list[Message]:
+def summary_messages(entries: Sequence[JournalEntry], first_kept: int) -> list[Message]:
     """The summary request's messages: the projection of every turn before FIRST_KEPT
     (with any earlier summary) as one transcript, then the instruction."""
-    older = project(_without_turns_from(entries, first_kept))
+    older = project(_before_turn(entries, first_kept))
     transcript = render_transcript(older)
     return [
         Message(role="user", text=f"<transcript>\n{transcript}\n</transcript>\n\n{SUMMARY_REQUEST}")
@@ -339,10 +340,12 @@ def summary_messages(entries: Sequence[Mapping[str, Any]], first_kept: int) -> l
 
 def compaction_entry(
     summary: str, first_kept: int, tokens_before: int, tokens_after: int
-) -> dict[str, Any]:
-    """The ``compaction`` journal entry (without seq and ts)."""
+) -> CompactionEntry:
+    """The ``compaction`` journal entry (``seq`` and ``ts`` are set by `Journal.append`)."""
     return {
         "type": "compaction",
+        "seq": 0,
+        "ts": "",
         "summary": summary,
         "first_kept_turn": first_kept,
         "tokens_before": tokens_before,
@@ -353,7 +356,7 @@ def compaction_entry(
 # -- rewind -------------------------------------------------------------------------
 
 
-def compaction_blocks_rewind(entries: Iterable[Mapping[str, Any]], before_turn: int) -> str | None:
+def compaction_blocks_rewind(entries: Iterable[JournalEntry], before_turn: int) -> str | None:
     """Why a rewind before BEFORE_TURN is refused, or None when it may go ahead.
 
     A rewind before a turn that the latest compaction summarised is refused:
@@ -361,9 +364,9 @@ def compaction_blocks_rewind(entries: Iterable[Mapping[str, Any]], before_turn: 
     """
     if isinstance(before_turn, bool) or not isinstance(before_turn, int) or before_turn < 1:
         raise TandemError("invalid", f"before_turn must be a turn number >= 1, not {before_turn!r}")
-    latest: Mapping[str, Any] | None = None
+    latest: CompactionEntry | None = None
     for e in entries:
-        if e.get("type") == "compaction":
+        if e["type"] == "compaction":
             latest = e
     if latest is None:
         return None
@@ -455,7 +458,7 @@ async def run_collecting(provider: Provider, request: TurnRequest) -> str:
 
 
 def session_provider(
-    entries: Sequence[Mapping[str, Any]], settings: Mapping[str, Any], requested: str | None
+    entries: Sequence[JournalEntry], settings: Mapping[str, Any], requested: str | None
 ) -> tuple[str, str]:
     """(provider name, model) compaction uses: REQUESTED, else the provider of the
     latest visible chat turn, else the settings' default."""
@@ -465,12 +468,12 @@ def session_provider(
     _, hidden = visible_turns(entries)
     for e in reversed(entries):
         if (
-            e.get("type") == "turn_start"
-            and e.get("origin") == "chat"
-            and e.get("turn") not in hidden
+            e["type"] == "turn_start"
+            and e["origin"] == "chat"
+            and e["turn"] not in hidden
             and e.get("provider")
         ):
-            name = str(e["provider"])
+            name = str(e.get("provider"))
             try:
                 parse_provider(name)
             except TandemError:

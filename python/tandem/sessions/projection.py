@@ -12,17 +12,17 @@ a later ``rewind_undo`` entry naming its seq (``rewind_seq``, without
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from tandem.gcpause import cyclic_gc_paused
 from tandem.providers.base import Message, ToolCallRef
+from tandem.store.entry_view import JournalEntry
 from tandem.store.rewinds import RewindLedger
 
 SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
 
 
-def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[int]]:
+def visible_turns(entries: Iterable[JournalEntry]) -> tuple[set[int], set[int]]:
     """Return (every turn seen, turns hidden by rewinds no undo cancelled) in ENTRIES."""
     rw = RewindLedger()
     for e in entries:
@@ -35,7 +35,7 @@ def visible_turns(entries: Iterable[Mapping[str, Any]]) -> tuple[set[int], set[i
     return set(rw.order), rw.hidden()
 
 
-def directive_turns(entries: Iterable[Mapping[str, Any]]) -> set[int]:
+def directive_turns(entries: Iterable[JournalEntry]) -> set[int]:
     """Turns that lie inside a directive boundary."""
     return {
         e["turn"]
@@ -44,19 +44,19 @@ def directive_turns(entries: Iterable[Mapping[str, Any]]) -> set[int]:
     }
 
 
-def project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
+def project(entries: Sequence[JournalEntry]) -> list[Message]:
     """The ordinary-chat context of a session whose journal holds ENTRIES."""
     with cyclic_gc_paused():
         return _project(entries)
 
 
-def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
+def _project(entries: Sequence[JournalEntry]) -> list[Message]:
     # One pass to learn what is excluded and where the context starts ...
     rw = RewindLedger()
     excluded: set[int] = set()
     start = 0
     summary: str | None = None
-    first_kept = 0
+    kept_from = 0
     for i, e in enumerate(entries):
         kind = e.get("type")
         if kind == "turn_start":
@@ -71,15 +71,15 @@ def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
             rw.see(e, kind)
         elif kind == "compaction":
             start, summary = i + 1, str(e.get("summary", ""))
-            first_kept = int(e.get("first_kept_turn") or 0)
+            kept_from = first_kept(e)
     excluded |= rw.hidden()
     messages: list[Message] = []
     if summary is not None:
         messages.append(Message(role="user", text=SUMMARY_PREFIX + summary))
         messages.append(Message(role="assistant", text="Understood."))
         # Kept turns precede the compaction entry in the journal.
-        body: Sequence[Mapping[str, Any]] = [
-            e for e in entries[:start] if _turn(e) >= first_kept > 0]
+        body: Sequence[JournalEntry] = [
+            e for e in entries[:start] if _turn(e) >= kept_from > 0]
         body = [*body, *entries[start:]]
     else:
         body = entries
@@ -93,25 +93,24 @@ def _project(entries: Sequence[Mapping[str, Any]]) -> list[Message]:
         kind = e.get("type")
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
-            append(_msg(kind, text if text.__class__ is str else str(text)))
+            append(msg(kind, text if text.__class__ is str else str(text)))
         elif kind == "tool_call":
-            call = _call(str(e.get("call_id")), str(e.get("name", "")),
-                         dict(e.get("input") or {}))
+            call = tool_call(e)
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant":
                 last.tool_calls.append(call)
             else:
-                append(_msg("assistant", "", [call]))
+                append(msg("assistant", "", [call]))
         elif kind == "tool_result":
             output = e.get("output", "")
-            append(_msg("tool", output if output.__class__ is str else str(output),
+            append(msg("tool", output if output.__class__ is str else str(output),
                         call_id=str(e.get("call_id")), is_error=e.get("status") != "completed"))
     # Dangling tool calls (an aborted turn) are paired by the native provider
     # (`complete_tool_pairs`), which knows what its API rejects.
     return messages
 
 
-def _turn(e: Mapping[str, Any]) -> int:
+def _turn(e: JournalEntry) -> int:
     turn = e.get("turn")
     return turn if isinstance(turn, int) else -1
 
@@ -127,8 +126,9 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
-         call_id: str | None = None, is_error: bool = False) -> Message:
+def msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
+        call_id: str | None = None, is_error: bool = False) -> Message:
+    """A `Message` built without validation, from fields the journal reader already checked."""
     m = _new(Message)
     _set(m, "__dict__", {"role": role, "text": text,
                          "tool_calls": [] if tool_calls is None else tool_calls,
@@ -139,5 +139,14 @@ def _msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
     return m
 
 
-def _call(id: str, name: str, input: dict[str, Any]) -> ToolCallRef:  # noqa: A002
-    return ToolCallRef(id=id, name=name, input=input)
+def tool_call(e: JournalEntry) -> ToolCallRef:
+    """The tool call a ``tool_call`` entry E records (an input that is no object: none)."""
+    given = e.get("input")
+    return ToolCallRef(id=str(e.get("call_id")), name=str(e.get("name", "")),
+                       input=dict(given) if isinstance(given, dict) else {})
+
+
+def first_kept(e: JournalEntry) -> int:
+    """The first kept turn a ``compaction`` entry E names (0: none kept)."""
+    value = e.get("first_kept_turn")
+    return int(value) if isinstance(value, int | float | str) and value else 0

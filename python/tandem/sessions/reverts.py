@@ -5,16 +5,17 @@ outside any turn and records the checkpoint after it. Two readers need that:
 Rewind, whose "changed externally" compares with the last state tandem left
 (a revert is tandem's own change, not an outside one), and the next revert
 of the same file, which is refused when the file differs from its last known
-state. Plain functions over journal entries (dicts).
+state. Plain functions over journal entries (the typed view, `JournalEntry`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from tandem.store.entry_view import JournalEntry
 
 
-def left_after(entries: Iterable[Mapping[str, Any]]) -> dict[int, str]:
+def left_after(entries: Iterable[JournalEntry]) -> dict[int, str]:
     """Turn -> checkpoint of the newest revert made after that turn ended, before the next.
 
     Reverts are refused while a turn runs, so each falls between two turns.
@@ -22,15 +23,14 @@ def left_after(entries: Iterable[Mapping[str, Any]]) -> dict[int, str]:
     out: dict[int, str] = {}
     last_ended: int | None = None
     for e in entries:
-        kind = e.get("type")
-        if kind == "turn_end" and isinstance(e.get("turn"), int):
+        if e["type"] == "turn_end" and isinstance(e["turn"], int):
             last_ended = e["turn"]
-        elif kind == "revert" and last_ended is not None and isinstance(e.get("after"), str):
+        elif e["type"] == "revert" and last_ended is not None and isinstance(e["after"], str):
             out[last_ended] = e["after"]
     return out
 
 
-def reference_states(entries: Iterable[Mapping[str, Any]], turn: int, end: str,
+def reference_states(entries: Iterable[JournalEntry], turn: int, end: str,
                      paths: list[str]) -> dict[str, str]:
     """Path -> checkpoint holding the state tandem last left it in, after TURN.
 
@@ -40,24 +40,24 @@ def reference_states(entries: Iterable[Mapping[str, Any]], turn: int, end: str,
     out = dict.fromkeys(paths, end)
     ended = False
     for e in entries:
-        kind = e.get("type")
-        if kind == "turn_end" and e.get("turn") == turn:
+        if e["type"] == "turn_end" and e["turn"] == turn:
             ended = True
-        elif kind == "revert" and ended and isinstance(e.get("after"), str):
-            for p in e.get("paths") or []:
+        elif e["type"] == "revert" and ended and isinstance(e["after"], str):
+            for p in e["paths"] or []:
                 if p in out:
                     out[p] = e["after"]
     return out
 
 
-def changed_by_later_turn(entries: Iterable[Mapping[str, Any]], turn: int, hidden: set[int],
+def changed_by_later_turn(entries: Iterable[JournalEntry], turn: int, hidden: set[int],
                           paths: list[str]) -> int | None:
     """The first visible turn after TURN whose patch touched one of PATHS, else None."""
     wanted = set(paths)
     for e in entries:
-        t = e.get("turn")
-        if (e.get("type") != "turn_end" or not isinstance(t, int) or t <= turn
-                or t in hidden):
+        if e["type"] != "turn_end":
+            continue
+        t = e["turn"]
+        if not isinstance(t, int) or t <= turn or t in hidden:
             continue
         patch = e.get("patch")
         files = patch.get("files") if isinstance(patch, Mapping) else None

@@ -31,6 +31,7 @@ from tandem.protocol.sessions import (
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import compaction_blocks_rewind
 from tandem.sessions.reverts import left_after
+from tandem.store.entry_view import JournalEntry
 from tandem.store.turn_index import TurnIndex
 
 # -- reading the journal ----------------------------------------------------------
@@ -57,9 +58,9 @@ def _first_line(text: Any, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def turn_facts(entries: Sequence[Mapping[str, Any]], before_turn: int,
+def turn_facts(entries: Sequence[JournalEntry], before_turn: int,
                index: TurnIndex | None = None) -> TurnFacts:
-    """The facts of a rewind before BEFORE_TURN in ENTRIES (plain dicts), or a refusal.
+    """The facts of a rewind before BEFORE_TURN in ENTRIES (the typed view), or a refusal.
 
     INDEX is ENTRIES' `TurnIndex` when the caller has it (built here otherwise).
     """
@@ -151,7 +152,7 @@ def _digest(plan: RewindPlan) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
 
 
-def build_plan(cp: Checkpointer, session: str, entries: Sequence[Mapping[str, Any]],
+def build_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
                journal_seq: int, before_turn: int, index: TurnIndex | None = None
                ) -> RewindPlan:
     """The plan of a rewind before BEFORE_TURN (blocking: runs git); INDEX: ENTRIES' index."""

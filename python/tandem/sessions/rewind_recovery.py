@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -43,7 +43,10 @@ from tandem.events import EventSink
 from tandem.paths import sessions_dir
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestoreStart
+from tandem.protocol.events import EntryEvent
 from tandem.store import fsutil
+from tandem.store.entry_cache import journal_dicts
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.jsonl import now_iso
 from tandem.store.layout import JOURNAL_SUFFIX, artifacts_dir, compact_time
@@ -150,21 +153,27 @@ def _set_aside(journal: Journal, path: Path, why: str) -> None:
     journal.notices.append(text)
 
 
-def _committed(entries: Iterable[Mapping[str, Any]], intent: RewindIntent) -> bool:
-    return any(e.get("type") == intent.kind and e.get("backup") == intent.backup
+def _committed(entries: Iterable[JournalEntry], intent: RewindIntent) -> bool:
+    """Whether the rewind (or undo) INTENT describes was written to the journal."""
+    for e in entries:
+        if ((e["type"] == "rewind" or e["type"] == "rewind_undo") and e["type"] == intent.kind
+                and e.get("backup") == intent.backup
+                and e.get("checkpoint") == intent.checkpoint):
+            return True
+    return False
+
+
+def _noted(entries: Iterable[JournalEntry], intent: RewindIntent) -> bool:
+    """Whether settling INTENT was already recorded (a ``rewind_recovery`` entry)."""
+    return any(e["type"] == "rewind_recovery" and e.get("backup") == intent.backup
                and e.get("checkpoint") == intent.checkpoint for e in entries)
 
 
-def _noted(entries: Iterable[Mapping[str, Any]], intent: RewindIntent) -> bool:
-    return any(e.get("type") == "rewind_recovery" and e.get("backup") == intent.backup
-               and e.get("checkpoint") == intent.checkpoint for e in entries)
-
-
-def recover(ctx: Recovery, journal: Journal, entries: list[dict[str, Any]] | None = None
+def recover(ctx: Recovery, journal: Journal, entries: list[JournalEntry] | None = None
             ) -> RecoveryReport | None:
     """Settle the rewind intent JOURNAL's session left, if any (blocking: runs git).
 
-    ENTRIES are the journal's entries as dicts (read from JOURNAL when None).
+    ENTRIES are the journal's entries (the typed view; read from JOURNAL when None).
     Returns None when there is no intent or another process holds the
     journal. Raises `TandemError` when the intent cannot be settled now (it
     stays, and the next start or open tries again).
@@ -183,7 +192,7 @@ def recover(ctx: Recovery, journal: Journal, entries: list[dict[str, Any]] | Non
         _set_aside(journal, path, e.message)
         return None
     if entries is None:
-        entries = [entry_to_dict(e) for e in journal.entries()]
+        entries = journal_dicts(journal)
     cp = ctx.checkpoints.for_root(intent.root)
     what = (f"A rewind before turn {intent.before_turn}" if intent.kind == "rewind" else
             f"An undo of the rewind before turn {intent.before_turn}")
@@ -210,7 +219,7 @@ def recover(ctx: Recovery, journal: Journal, entries: list[dict[str, Any]] | Non
             "checkpoint": intent.checkpoint, "backup": intent.backup, "message": report.message,
             **({"undo": True} if intent.kind == "rewind_undo" else {})})
         journal.sync()
-        ctx.events.publish(journal.id, "entry", {"entry": entry_to_dict(entry)})
+        ctx.events.publish(journal.id, EntryEvent(entry=entry_to_dict(entry)))
     drop_intent(journal.path)
     journal.notices.append(report.message)
     log.warning("%s of %s before turn %d: crash recovery %s (%d put back, %d left, "

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
@@ -30,6 +29,7 @@ from tandem.protocol.sessions import (
     UndoPlan,
 )
 from tandem.sessions.rewind import turn_facts
+from tandem.store.entry_view import JournalEntry, RewindEntry
 from tandem.store.rewinds import cancels
 
 
@@ -37,7 +37,7 @@ from tandem.store.rewinds import cancels
 class UndoFacts:
     """What the journal says about the rewind an undo concerns."""
 
-    rewind: Mapping[str, Any]
+    rewind: RewindEntry
     returning: list[DiscardedTurn]
     attempts: list[DiscardedAttempt]
     later_turns: list[int]
@@ -45,34 +45,36 @@ class UndoFacts:
     acp_reset: bool
 
 
-def latest_rewind(entries: Sequence[Mapping[str, Any]]) -> int:
+def latest_rewind(entries: Sequence[JournalEntry]) -> int:
     """Index in ENTRIES of the latest rewind no undo cancelled; `TandemError` when none."""
     cancelled = {s for s in map(cancels, entries) if s is not None}
     for i in range(len(entries) - 1, -1, -1):
         e = entries[i]
-        if e.get("type") == "rewind" and e.get("seq") not in cancelled:
+        if e["type"] == "rewind" and e["seq"] not in cancelled:
             return i
     raise TandemError("not-found", "The session has no rewind to undo")
 
 
-def undo_facts(entries: Sequence[Mapping[str, Any]]) -> UndoFacts:
-    """The facts of undoing the latest rewind in ENTRIES (plain dicts), or a refusal."""
+def undo_facts(entries: Sequence[JournalEntry]) -> UndoFacts:
+    """The facts of undoing the latest rewind in ENTRIES (the typed view), or a refusal."""
     i = latest_rewind(entries)
     rewind = entries[i]
-    before = rewind.get("before_turn")
+    if rewind["type"] != "rewind":  # never: latest_rewind finds rewinds only (narrows the type)
+        raise TandemError("not-found", "The session has no rewind to undo")
+    before = rewind["before_turn"]
     backup = rewind.get("backup")
     if not isinstance(before, int) or not isinstance(backup, str) or not backup:
         raise TandemError("no-checkpoint", "The latest rewind recorded no backup checkpoint, "
                           "so the files it replaced cannot be put back")
     # The turns as the rewind found them: its own facts, read from the journal before it.
     facts = turn_facts(entries[:i], before)
-    later = [int(e["turn"]) for e in entries[i + 1:]
-             if e.get("type") == "turn_start" and isinstance(e.get("turn"), int)]
+    later = [e["turn"] for e in entries[i + 1:]
+             if e["type"] == "turn_start" and isinstance(e["turn"], int)]
     refusal = None
     if later:
         refusal = (f"turn(s) {', '.join(map(str, later))} ran after the rewind; undoing it would "
                    "mix the rewound turns with them. Restore only the files instead, or leave it")
-    elif any(e.get("type") == "compaction" for e in entries[i + 1:]):
+    elif any(e["type"] == "compaction" for e in entries[i + 1:]):
         refusal = ("the session was compacted after the rewind; the summary does not hold the "
                    "rewound turns. Restore only the files instead, or leave it")
     return UndoFacts(rewind, facts.turns, facts.attempts, later, refusal,
@@ -84,7 +86,7 @@ def _digest(plan: UndoPlan) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
 
 
-def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[Mapping[str, Any]],
+def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
                     journal_seq: int, files_only: bool) -> UndoPlan:
     """The plan of undoing the latest rewind (blocking: runs git)."""
     facts = undo_facts(entries)

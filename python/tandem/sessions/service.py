@@ -16,8 +16,10 @@ from tandem.config.front_end import FrontEndSettings
 from tandem.config.layers import Resolved
 from tandem.providers.base import PermissionMode
 from tandem.sessions.choice import choose_permission_mode, choose_provider, resolve_for
+from tandem.sessions.live_projection import LiveProjection
 from tandem.sessions.manager import SessionManager
 from tandem.store.entry_cache import EntryCache
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.turn_index import TurnIndex
 
@@ -39,15 +41,19 @@ class SessionService:
         self.manager.journals.setdefault(journal.id, journal)
         return journal
 
-    def entries(self, journal: Journal) -> list[dict[str, Any]]:
-        """JOURNAL's entries as dicts, parsing only what was appended since last time."""
+    def entries(self, journal: Journal) -> list[JournalEntry]:
+        """JOURNAL's entries (the typed view), parsing only what was appended since last time."""
         return self.entry_cache.entries(journal.path)
 
     def index(self, journal: Journal) -> TurnIndex:
         """JOURNAL's entries by turn (built once per journal state; shared, read-only)."""
         return self.entry_cache.index(journal.path)
 
-    def read_entries(self, path: Path) -> list[dict[str, Any]]:
+    def projection(self, journal: Journal) -> LiveProjection:
+        """JOURNAL's ordinary-chat projection, extended by what was appended (shared, read-only)."""
+        return self.entry_cache.view(journal.path, LiveProjection)
+
+    def read_entries(self, path: Path) -> list[JournalEntry]:
         """The entries of the journal file at PATH, held or not ([] when unreadable)."""
         return self.entry_cache.read(path)
 

@@ -1,21 +1,26 @@
 """The one reader of journal entries as plain dicts, and a cache that parses only what was appended.
 
 The projection, the compaction check, the rewind plan, the engine and the
-workspace read entries as the dicts written; going through the pydantic
-models of `tandem.store.models` is several times slower on a long journal
-(measured: ``bench/bench_projection.py``), and these readers need no
-validation beyond "a JSON object". Where a decision reads an entry's fields,
-it gets the entry's model from the `TurnIndex` kept beside the entries.
+workspace read entries as the dicts written, typed by the view of
+`tandem.store.entry_view` (`JournalEntry`); going through the pydantic
+models of `tandem.store.models` is 2.4 times slower on a long journal
+(docs/architecture.md, "Journal entries in the domain"), and every line was
+validated by its model when it was written. Where a decision needs a
+validated entry, it gets the entry's model from the `TurnIndex` kept beside
+the entries.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
+from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
 from tandem.store.turn_index import TurnIndex
@@ -24,44 +29,77 @@ MAX_FILES = 64
 """Journals kept parsed at once; the least recently read goes first."""
 
 
-def journal_dicts(journal: Journal) -> list[dict[str, Any]]:
+def journal_dicts(journal: Journal) -> list[JournalEntry]:
     """Every entry of JOURNAL as the dict written (one strict `loads_line` per line).
 
     A line that is not a JSON object is skipped here; ``Journal.entries``
     reports it.
     """
-    out: list[dict[str, Any]] = []
+    out: list[JournalEntry] = []
     for _, line in journal.raw_lines():  # line by line: no copy of the whole file
         entry = _loads(line)
-        if entry is not None and entry.get("type") != "header":
+        if entry is not None:
             out.append(entry)
     return out
 
 
-def parse_chunk(data: bytes) -> list[dict[str, Any]]:
+def parse_chunk(data: bytes) -> list[JournalEntry]:
     """The entries of DATA, whole entry lines (no header); bad lines skipped."""
-    out: list[dict[str, Any]] = []
+    out: list[JournalEntry] = []
     for line in data.splitlines():
         entry = _loads(line)
-        if entry is not None and entry.get("type") != "header":
+        if entry is not None:
             out.append(entry)
     return out
 
 
-def _loads(line: bytes) -> dict[str, Any] | None:
+def scan(path: str | Path, needles: tuple[bytes, ...]) -> list[JournalEntry]:
+    """The entries of the journal file at PATH whose line holds one of NEEDLES.
+
+    A byte test runs before any parse, so a reader that needs a few kinds of
+    many journals (the overview) parses only those lines. Raises `OSError`.
+    """
+    out: list[JournalEntry] = []
+    with open(path, "rb") as f:
+        for line in f:
+            if any(w in line for w in needles):
+                entry = _loads(line)  # a torn or damaged line: the listing says so elsewhere
+                if entry is not None:
+                    out.append(entry)
+    return out
+
+
+def _loads(line: bytes) -> JournalEntry | None:
+    """The entry on LINE; None for the header or a line that is not a JSON object."""
     try:
         data = loads_line(line)  # strict: a NaN or Infinity line is unreadable
     except ValueError:
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str) \
+            or data["type"] == "header":
+        return None  # no kind: nothing can read it as an entry (Journal.entries skips it too)
+    # The one place the view is claimed: the line was validated when written.
+    return cast(JournalEntry, data)
+
+
+class View(Protocol):
+    """Something kept beside a journal's entries and told of each append."""
+
+    def sync(self, entries: Sequence[JournalEntry], /) -> None:
+        """Take in the entries appended since the last call (ENTRIES is all of them)."""
+
+
+V = TypeVar("V", bound=View)
 
 
 @dataclass
 class _Cached:
     inode: tuple[int, int]
     offset: int
-    entries: list[dict[str, Any]]
+    entries: list[JournalEntry]
     index: TurnIndex = field(default_factory=TurnIndex)
+    views: dict[Callable[[], Any], Any] = field(default_factory=dict)
+    """Views of these entries by factory (see `EntryCache.view`)."""
 
 
 class EntryCache:
@@ -82,7 +120,7 @@ class EntryCache:
         """Journal bytes kept parsed at most (a 10 MB journal is ~55 MB of dicts);
         the least recently read go first, the one just read always stays."""
 
-    def entries(self, path: Path) -> list[dict[str, Any]]:
+    def entries(self, path: Path) -> list[JournalEntry]:
         """The entries of the journal at PATH (a fresh list; the dicts are shared)."""
         return list(self._read(path).entries)
 
@@ -93,10 +131,25 @@ class EntryCache:
         """
         cached = self._read(path)
         if cached.index.count < len(cached.entries):
-            cached.index.extend(cached.entries[cached.index.count:])
+            with cyclic_gc_paused():
+                cached.index.extend(cached.entries[cached.index.count:])
         return cached.index
 
-    def read(self, path: Path) -> list[dict[str, Any]]:
+    def view(self, path: Path, factory: Callable[[], V]) -> V:
+        """The view FACTORY makes of the journal at PATH, told of the entries appended since.
+
+        One view per factory and journal state: a journal read again from
+        the start (new inode, cut-back tail) gets a fresh view. Shared:
+        callers read it and must not change it.
+        """
+        cached = self._read(path)
+        found = cached.views.get(factory)
+        if found is None:
+            found = cached.views[factory] = factory()
+        found.sync(cached.entries)
+        return found
+
+    def read(self, path: Path) -> list[JournalEntry]:
         """Like `entries`, but a journal that cannot be read has no entries (no error).
 
         For readers of other sessions' journals (the workspace), where a
@@ -130,7 +183,8 @@ class EntryCache:
             f.seek(cached.offset)
             data = f.read(st.st_size - cached.offset)
         end = data.rfind(b"\n") + 1  # a torn or half-written last line waits
-        cached.entries.extend(parse_chunk(data[:end]))
+        with cyclic_gc_paused():  # tens of thousands of acyclic dicts (see gcpause)
+            cached.entries.extend(parse_chunk(data[:end]))
         cached.offset += end
         self._files[key] = cached
         total = sum(c.offset for c in (self._files[k] for k in self._files))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +271,7 @@ class Journal:
             raise TandemError("read-only", f"Cannot write session {self.id}: {reason}")
         return self._fd
 
-    def append(self, entry: dict[str, Any] | Entry) -> Entry:
+    def append(self, entry: Mapping[str, Any] | Entry) -> Entry:
         """Append ENTRY (dict or model) as one line; assign ``seq`` and ``ts``; return it.
 
         The write is a single ``write`` call; if it fails or is short the file

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from tandem.protocol.base import TandemError
@@ -54,12 +55,21 @@ def _finite_float(text: str) -> float:
 _STRICT = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
+_FAST = msgspec.json.Decoder()
+
+
 def loads_line(line: bytes | str) -> Any:
     """Parse one JSON line strictly: NaN, ±Infinity and overflowing floats are a ValueError.
 
     Python's json accepts them, but they are not JSON: a line holding one is
     garbled and is set aside like any other unreadable line.
     """
+    try:
+        # msgspec refuses what the strict json decoder refuses; it also refuses
+        # a lone surrogate escape (json reads it), so a refusal is re-checked.
+        return _FAST.decode(line)
+    except msgspec.DecodeError:
+        pass
     text = line.decode("utf-8") if isinstance(line, bytes) else line
     return _STRICT.decode(text.strip())
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import TurnEndedEvent, TurnStarted
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -40,6 +41,8 @@ from tandem.providers.base import (
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.projection import project
+from tandem.store.entry_cache import journal_dicts
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.oserrors import io_error
 from tandem.store.turn_index import TurnIndex
@@ -129,15 +132,18 @@ class TurnEngine:
                  provider_for: Callable[[TurnSpec, Journal], Provider],
                  checkpoints: Checkpoints | None = None,
                  root_of: Callable[[Journal], Path] | None = None,
-                 entries_of: Callable[[Journal], list[dict[str, Any]]] | None = None,
+                 entries_of: Callable[[Journal], list[JournalEntry]] | None = None,
                  gate: SessionGate | None = None,
-                 index_of: Callable[[Journal], TurnIndex] | None = None) -> None:
+                 index_of: Callable[[Journal], TurnIndex] | None = None,
+                 projection_of: Callable[[Journal], list[Message]] | None = None) -> None:
         self.events = events
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
-        self.entries_of = entries_of or (lambda j: [e.model_dump() for e in j.entries()])
-        """A journal's entries as dicts (the service passes an incremental cache)."""
+        self.entries_of = entries_of or journal_dicts
+        """A journal's entries (the typed view; the service passes an incremental cache)."""
         self.index_of = index_of or (lambda j: TurnIndex(self.entries_of(j)))
         """A journal's entries by turn (the service passes the cache's shared index)."""
+        self.projection_of = projection_of or (lambda j: project(self.entries_of(j)))
+        """A journal's chat context (the service passes the incremental projection)."""
         self.journal_of = journal_of
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
@@ -171,7 +177,8 @@ class TurnEngine:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.repair(journal)
         root = writable_root(journal, self.root_of(journal))
-        entries = self.entries_of(journal)
+        # The context is what precedes this turn: read before its first entry is written.
+        context = self.projection_of(journal) if spec.messages is None else spec.messages
         turn = self.index_of(journal).next_turn()
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
         try:
@@ -200,8 +207,8 @@ class TurnEngine:
             await self._finish(spec, turn, sink, TurnResult(outcome="failed", error=_why(e)),
                                checkpoint, root, provider)
             return turn
-        messages = spec.messages if spec.messages is not None else (
-            project(entries) + [Message(role="user", text=spec.text)])
+        messages = context if spec.messages is not None else (
+            context + [Message(role="user", text=spec.text)])
         request = TurnRequest(session_id=spec.session, turn=turn, root=root, model=spec.model,
                               system=spec.system, messages=messages,
                               permission_mode=spec.permission_mode,
@@ -214,10 +221,10 @@ class TurnEngine:
         return turn
 
     def _announce(self, spec: TurnSpec, turn: int) -> None:
-        self.events.publish(spec.session, "turn-started", {
-            "turn": turn, "origin": "directive" if spec.directive else "chat",
-            "provider": spec.provider, "model": spec.model,
-            "directive": spec.directive.directive if spec.directive else None})
+        self.events.publish(spec.session, TurnStarted(
+            turn=turn, origin="directive" if spec.directive else "chat",
+            provider=spec.provider, model=spec.model,
+            directive=spec.directive.directive if spec.directive else None))
 
     # -- running -------------------------------------------------------------
 
@@ -304,9 +311,9 @@ class TurnEngine:
                 await spec.on_terminal(ended)
             except Exception:
                 log.exception("terminal hook of turn %s/%s failed", spec.session, turn)
-        self.events.publish(spec.session, "turn-ended", {
-            "turn": turn, "outcome": result.outcome, "error": result.error,
-            "files_changed": ended.files_changed})
+        self.events.publish(spec.session, TurnEndedEvent(
+            turn=turn, outcome=result.outcome, error=result.error,
+            files_changed=ended.files_changed))
         return ended
 
     def _record_conversation(self, sink: JournalSink, conversation: Conversation) -> None:
@@ -418,14 +425,13 @@ def _why(e: BaseException) -> str:
     return e.message if isinstance(e, TandemError) else f"{type(e).__name__}: {e}"
 
 
-def last_acp_session(entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+def last_acp_session(entries: Iterable[JournalEntry]) -> tuple[str | None, str | None]:
     """(id, how) of the root chat's last recorded ACP conversation in ENTRIES."""
     last: tuple[str | None, str | None] = (None, None)
     for e in entries:
-        kind = e.get("type")
-        if kind == "acp_session":
-            last = (e.get("acp_session_id"), e.get("how"))
-        elif kind in ("rewind", "rewind_undo") and e.get("acp_reset"):
+        if e["type"] == "acp_session":
+            last = (e["acp_session_id"], e["how"])
+        elif (e["type"] == "rewind" or e["type"] == "rewind_undo") and e.get("acp_reset"):
             # A rewind of ACP chat turns: continue in a fresh seeded session.
             last = (None, None)
     return last

@@ -16,6 +16,7 @@ from tandem.config.front_end import ClientConfig
 from tandem.config.model import validate
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import ModelsReply
 from tandem.protocol.turns import AgentSpec, TurnStatus
 from tandem.providers.base import PermissionAnswer, PermissionMode
@@ -100,7 +101,7 @@ def set_provider(sessions: SessionService, events: EventSink, session: str,
                             "model": "" if spec.family == "acp" else spec.target})
     journal.sync()
     written = entry_to_dict(entry)
-    events.publish(journal.id, "entry", {"entry": written})
+    events.publish(journal.id, EntryEvent(entry=written))
     return written
 
 

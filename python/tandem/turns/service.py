@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from tandem.providers.registry import build_provider, keeps_conversation, parse_
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store import layout
+from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
 from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
@@ -33,12 +34,12 @@ from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_sess
 if TYPE_CHECKING:
     from tandem.checkpoints.checkpointer import Checkpointer
 
-def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
+def acp_choices(entries: Iterable[JournalEntry], agent: str) -> dict[str, str]:
     """The mode and model last chosen for AGENT in a session's ENTRIES (``acp_option``)."""
     chosen: dict[str, str] = {}
     for e in entries:
-        if e.get("type") == "acp_option" and e.get("agent") == agent:
-            chosen[str(e.get("option"))] = str(e.get("value"))
+        if e["type"] == "acp_option" and e["agent"] == agent:
+            chosen[e["option"]] = e["value"]
     return chosen
 
 
@@ -129,7 +130,8 @@ class TurnService:
         self._grants = SessionGrants()
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  root_of=sessions.root_of, entries_of=sessions.entries,
-                                 gate=gate, index_of=sessions.index)
+                                 gate=gate, index_of=sessions.index,
+                                 projection_of=lambda j: sessions.projection(j).messages())
 
     @property
     def config(self) -> ClientConfig:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.events import Delta, EntryEvent, InteractionEvent
 from tandem.providers.base import PermissionAnswer, PermissionRequest, ToolKind
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
@@ -64,7 +65,7 @@ class JournalSink:
                 self.write_error = e.message
             raise
         written = entry_to_dict(appended)
-        self.events.publish(self.session, "entry", {"entry": written})
+        self.events.publish(self.session, EntryEvent(entry=written))
         return written
 
     # -- TurnSink ----------------------------------------------------------
@@ -73,15 +74,13 @@ class JournalSink:
         """Stream assistant text."""
         if delta:
             self._text.append(delta)
-            self.events.publish(self.session, "delta",
-                                {"turn": self.turn, "stream": "text", "text": delta})
+            self.events.publish(self.session, Delta.of(self.turn, "text", delta))
 
     def reasoning(self, delta: str) -> None:
         """Stream reasoning."""
         if delta:
             self._reasoning.append(delta)
-            self.events.publish(self.session, "delta",
-                                {"turn": self.turn, "stream": "reasoning", "text": delta})
+            self.events.publish(self.session, Delta.of(self.turn, "reasoning", delta))
 
     def end_message(self) -> None:
         """Write the message streamed so far as complete entries."""
@@ -123,9 +122,9 @@ class JournalSink:
             future: asyncio.Future[PermissionAnswer] = (
                 asyncio.get_running_loop().create_future())
             self.pending[interaction] = future
-            self.events.publish(self.session, "interaction", {
-                "turn": self.turn, "interaction_id": interaction, "title": request.title,
-                "tool": request.tool, "options": OPTIONS})
+            self.events.publish(self.session, InteractionEvent(
+                turn=self.turn, interaction_id=interaction, title=request.title,
+                tool=request.tool, options=OPTIONS))
             try:
                 answer = await future
             finally:

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from tandem.protocol.base import TandemError
 from tandem.sessions.service import SessionService
+from tandem.store.entry_view import JournalEntry
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 """The counters of a turn's ``usage`` (a missing one counts as 0)."""
@@ -44,18 +45,17 @@ class ProviderUsage(UsageTotals):
     model: str = ""
 
 
-def session_usage(entries: Iterable[Mapping[str, Any]]) -> tuple[UsageTotals, list[ProviderUsage]]:
+def session_usage(entries: Iterable[JournalEntry]) -> tuple[UsageTotals, list[ProviderUsage]]:
     """The session's totals and the same per provider, in order of first use."""
     started: dict[int, tuple[str, str]] = {}
     total = UsageTotals()
     by_provider: dict[str, ProviderUsage] = {}
     for e in entries:
-        kind, turn = e.get("type"), e.get("turn")
-        if kind == "turn_start" and isinstance(turn, int):
+        if e["type"] == "turn_start" and isinstance(turn := e["turn"], int):
             started[turn] = (str(e.get("provider") or ""), str(e.get("model") or ""))
-        elif kind == "turn_end" and isinstance(turn, int):
-            usage = e.get("usage")
-            usage = usage if isinstance(usage, Mapping) else {}
+        elif e["type"] == "turn_end" and isinstance(turn := e["turn"], int):
+            found = e.get("usage")
+            usage: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
             provider, model = started.get(turn, ("", ""))
             total.add(usage)
             part = by_provider.setdefault(provider, ProviderUsage(provider=provider, model=model))
@@ -63,11 +63,11 @@ def session_usage(entries: Iterable[Mapping[str, Any]]) -> tuple[UsageTotals, li
     return total, list(by_provider.values())
 
 
-def session_provider_choice(entries: Iterable[Mapping[str, Any]]) -> str | None:
+def session_provider_choice(entries: Iterable[JournalEntry]) -> str | None:
     """The provider the user last chose for this session (``provider_change``), or None."""
     chosen: str | None = None
     for e in entries:
-        if e.get("type") == "provider_change" and isinstance(e.get("provider"), str):
+        if e["type"] == "provider_change" and isinstance(e["provider"], str):
             chosen = e["provider"]
     return chosen
 

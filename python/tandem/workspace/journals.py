@@ -9,6 +9,7 @@ as the inspector needs them after the session file is lost.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from tandem.store.turn_index import TurnIndex
@@ -19,8 +20,9 @@ def hidden_turns(index: TurnIndex) -> set[int]:
     return set(index.hidden)
 
 
-def directive_turns(index: TurnIndex, workspace: str) -> list[dict[str, Any]]:
-    """Each directive turn of WORKSPACE in INDEX as one dict.
+def directive_turns(index: TurnIndex, workspace: str,
+                    skip: Container[int] = ()) -> list[dict[str, Any]]:
+    """Each directive turn of WORKSPACE in INDEX as one dict, but the ended ones in SKIP.
 
     Keys: turn, directive, action, attempt, closed (bool), outcome, summary,
     prompt, answer, error, patch, completeness, checkpoint, provider.
@@ -28,6 +30,8 @@ def directive_turns(index: TurnIndex, workspace: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for turn in sorted(index.turns):
         rec = index.turns[turn]
+        if turn in skip and "turn_end" in rec.last:
+            continue  # recorded and ended: its texts are not gathered again
         opened = rec.directive_open
         if opened is None or opened.workspace != workspace:
             continue

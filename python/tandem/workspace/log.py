@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.paths import workspaces_dir
 from tandem.protocol.base import TandemError
@@ -155,19 +156,26 @@ class WorkspaceLog:
                                     f"({len(raw) - cut} bytes) is ignored.")
             events = list(cached.events)
             number = cached.lines
-            for line in raw[:cut].split(b"\n")[:-1]:
-                number += 1
-                if not line.strip():
-                    continue
-                try:
-                    events.append(Event.model_validate(json.loads(line)))
-                except (ValueError, ValidationError) as exc:
-                    self.notices.append(f"Workspace log {self.path}: line {number} is "
-                                        f"unreadable ({str(exc).splitlines()[0]}); it is kept "
-                                        "and skipped.")
+            with cyclic_gc_paused():  # thousands of acyclic models: no collection mid-way
+                number = self._parse(raw, events, number)
             cached = _Parsed(st.st_ino, cached.offset + cut, events, number)
             _cache[self.path] = cached
         return list(cached.events)
+
+    def _parse(self, raw: bytes, events: list[Event], number: int) -> int:
+        """Append the events of RAW's whole lines to EVENTS; return the last line number."""
+        for line in raw.split(b"\n")[:-1]:  # the last piece: empty, or a torn line
+            number += 1
+            if not line.strip():
+                continue
+            try:
+                # pydantic's own JSON parser: no dict built first, then validated
+                events.append(Event.model_validate_json(line))
+            except (ValueError, ValidationError) as exc:
+                self.notices.append(f"Workspace log {self.path}: line {number} is "
+                                    f"unreadable ({str(exc).splitlines()[0]}); it is kept "
+                                    "and skipped.")
+        return number
 
     def append(self, kind: str, body: dict[str, Any]) -> Event:
         """Append one event of KIND with BODY under the lock; return it as written."""

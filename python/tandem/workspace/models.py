@@ -71,6 +71,14 @@ class Event(Record):
     ts: str
     directive: str | None = None
 
+    def body(self) -> dict[str, Any]:
+        """The event's own keys beyond the four every event has (shared: read, do not change).
+
+        What the fold reads; ``model_dump`` would copy every nested record of
+        a 2,000-event log on each cold read.
+        """
+        return self.model_extra or {}
+
 
 class Binding(Record):
     """A directive's bound session, and the sessions it was bound to before."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
+from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import Anchor, Reference
@@ -37,6 +38,7 @@ from tandem.workspace.models import (
 from tandem.workspace.references import relative_path
 from tandem.workspace.state import (
     ID_RE,
+    Hidden,
     bound_sessions,
     fold,
     next_directive_id,
@@ -126,15 +128,20 @@ class WorkspaceService:
                 out[sid] = journals.hidden_turns(self.sessions.index_at(path))
         return out
 
+    def _fold_key(self, ws: Workspace, events: list[Event]) -> tuple[object, Hidden]:
+        """What a fold of EVENTS depends on (a cache key), and the hidden turns themselves."""
+        hidden = self.hidden(ws, events)
+        return (ws.id, len(events), events[-1].seq if events else 0,
+                tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items()))), hidden
+
     def states(self, ws: Workspace) -> dict[str, DirectiveState]:
         """Every directive of WS, folded (shared: callers must not mutate them)."""
         events = ws.log.read()
-        hidden = self.hidden(ws, events)
-        key = (ws.id, len(events), events[-1].seq if events else 0,
-               tuple(sorted((sid, tuple(sorted(t))) for sid, t in hidden.items())))
+        key, hidden = self._fold_key(ws, events)
         kept = self._folded.get(ws.id)
         if kept is None or kept[0] != key:
-            kept = (key, fold(events, hidden))
+            with cyclic_gc_paused():  # thousands of acyclic models: no collection mid-way
+                kept = (key, fold(events, hidden))
             self._folded[ws.id] = kept
         return kept[1]
 
@@ -142,10 +149,23 @@ class WorkspaceService:
         """Directive DIRECTIVE of WS; a clear error when there is none."""
         if not isinstance(directive, str) or not ID_RE.match(directive):
             raise TandemError("invalid", f"Not a directive id (D1, D2…): {directive!r}")
-        state = self.states(ws).get(directive)
+        state = self._one(ws, directive)
         if state is None:
             raise TandemError("not-found", f"No directive {directive} in {ws.root}")
         return state
+
+    def _one(self, ws: Workspace, directive: str) -> DirectiveState | None:
+        """DIRECTIVE of WS: from the folded states when they are current, else folded alone.
+
+        A cold ``directives/get`` then folds one directive's events, not the log's.
+        """
+        events = ws.log.read()
+        kept = self._folded.get(ws.id)
+        if kept is not None and kept[0] == self._fold_key(ws, events)[0]:
+            return kept[1].get(directive)
+        mine = [e for e in events if e.directive == directive]
+        with cyclic_gc_paused():
+            return fold(mine, self.hidden(ws, mine)).get(directive)
 
     # -- changes ---------------------------------------------------------------
 
@@ -299,26 +319,31 @@ class WorkspaceService:
         if not sessions:
             return []
         engine = self.turns.engine
-        states = fold(events)
+        states: dict[str, DirectiveState] | None = None  # folded only when a turn needs it
         done = recorded_turns(events)
         fixed: list[tuple[str, int]] = []
         for sid in sorted(sessions):
             path = self.journal_path(sid, ws.root)
             if path is None or sid in engine.running:
                 continue
-            found = journals.directive_turns(self.sessions.index_at(path), ws.id)
+            recorded = {turn for s, turn in done if s == sid}
+            found = journals.directive_turns(self.sessions.index_at(path), ws.id, recorded)
             if any(not t.get("ended") for t in found):
                 try:  # close turns a crash left open (aborted), then record them
                     engine.repair(self.sessions.journal(sid))
                 except TandemError as exc:
                     log.warning("cannot close open turns of %s: %s", sid, exc.message)
-                found = journals.directive_turns(self.sessions.index_at(path), ws.id)
-            todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done
-                    and str(t["directive"]) in states]
+                found = journals.directive_turns(self.sessions.index_at(path), ws.id, recorded)
+            todo = [t for t in found if t["closed"] and (sid, t["turn"]) not in done]
+            if todo and states is None:
+                with cyclic_gc_paused():
+                    states = fold(events)
+            folded = states or {}
+            todo = [t for t in todo if str(t["directive"]) in folded]
             if todo and sid not in self.sessions.manager.journals and is_locked(lock_path(path)):
                 continue  # another live backend owns this session: it records its own turns
             for t in todo:
-                state = states[str(t["directive"])]
+                state = folded[str(t["directive"])]
                 if self.record(ws, state.id, repaired_record(state, sid, t)):
                     fixed.append((sid, t["turn"]))
         if fixed:

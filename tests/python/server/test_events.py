@@ -12,6 +12,7 @@ import subprocess
 import time
 from typing import Any
 
+from tandem.protocol.events import EntryEvent, TurnEndedEvent
 from tandem.server import framing
 from tandem.server.connection import Connection
 from tandem.server.pusher import EventPusher
@@ -112,8 +113,9 @@ async def _one_huge_event(size: int) -> list[list[Any]]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
     while not conns:
         await asyncio.sleep(0.01)
-    pusher.publish("s", "entry", {"entry": {"type": "tool_result", "output": "y" * size}})
-    pusher.publish("s", "turn-ended", {"turn": 1, "status": "done"})
+    pusher.publish("s", EntryEvent(entry={"type": "tool_result", "output": "y" * size}))
+    pusher.publish("s", TurnEndedEvent(turn=1, outcome="succeeded", error=None,
+                                       files_changed=[]))
     batches: list[list[Any]] = []
     while not any(e["kind"] == "turn-ended" for b in batches for e in b):
         msg = await asyncio.wait_for(framing.read_frame(reader), 30)
