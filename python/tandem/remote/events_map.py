@@ -59,8 +59,9 @@ def _clip(text: str) -> str:
 
 
 def tool_input(action: dict[str, Any]) -> dict[str, Any]:
-    """The tool row's input: the action's fields without the class tag and empty values."""
-    return {k: v for k, v in action.items() if k != "kind" and v not in (None, "", [], {})}
+    """The tool row's input: the action's fields without the class tag, empty or false values."""
+    return {k: v for k, v in action.items()
+            if k != "kind" and v is not False and v not in (None, "", [], {})}
 
 
 def _title(tool: str, action: dict[str, Any], summary: Any) -> str:

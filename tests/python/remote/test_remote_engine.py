@@ -143,3 +143,36 @@ async def test_directive_runs_in_a_conversation_of_its_own(server: RunningServer
         log = entries(app, sid)
         assert len([e for e in log if e["type"] == "acp_session"]) == 1
     await app.turns.aclose()
+
+
+async def test_a_discussion_refuses_commands_without_asking(server: RunningServer, app: App,
+                                                          project: Path) -> None:
+    script = agent_script(run_command("touch nope.txt"), Reply(text="discussed"))
+    with FakeOpenAI(script) as fake:
+        configure(app, server, fake)
+        sid, wd = await attached_session(app, project, server)
+        asked: list[PermissionRequest] = []
+        ended = await directive(app, sid, "DISCUSS THIS", "discuss",
+                                answering("allow_once", asked), read_only=True)
+        assert ended.outcome == "succeeded", ended.error
+        assert asked == []
+        assert not (Path(wd) / "nope.txt").exists()
+        result = next(e for e in entries(app, sid) if e["type"] == "tool_result")
+        assert result["status"] == "refused" and "read-only" in result["output"]
+    await app.turns.aclose()
+
+
+async def test_a_rejected_command_does_not_run(server: RunningServer, app: App,
+                                               project: Path) -> None:
+    script = agent_script(run_command("touch nope.txt"), Reply(text="as you wish"))
+    with FakeOpenAI(script) as fake:
+        configure(app, server, fake)
+        sid, wd = await attached_session(app, project, server)
+        asked: list[PermissionRequest] = []
+        ended = await chat(app, sid, "try it", answering("reject", asked))
+        assert ended.outcome == "succeeded", ended.error
+        assert len(asked) == 1 and not (Path(wd) / "nope.txt").exists()
+        log = entries(app, sid)
+        assert [e["answer"] for e in log if e["type"] == "interaction_answer"] == ["reject"]
+        assert next(e for e in log if e["type"] == "tool_result")["status"] == "refused"
+    await app.turns.aclose()
