@@ -102,7 +102,34 @@ def agent_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
 
 def conversations_on(server: RunningServer) -> list[dict[str, Any]]:
     """Every conversation the server holds, as it reports them."""
+    return list(_get(server, "/api/conversations/search", limit=100).get("items", []))
+
+
+def _get(server: RunningServer, path: str, **params: Any) -> Any:
     headers = {"X-Session-API-Key": server.api_key or ""}
-    reply = httpx.get(f"{server.url}/api/conversations/search", headers=headers,
-                      params={"limit": 100}, timeout=30).json()
-    return list(reply.get("items", []))
+    return httpx.get(f"{server.url}{path}", headers=headers, params=params, timeout=30).json()
+
+
+def sid_conversation(log: list[dict[str, Any]]) -> str:
+    """The root chat's server conversation, as the journal recorded it."""
+    return str([e for e in log if e["type"] == "acp_session"][-1]["acp_session_id"])
+
+
+def conversation_state(server: RunningServer, cid: str) -> dict[str, Any]:
+    """The conversation CID as the server reports it."""
+    return dict(_get(server, f"/api/conversations/{cid}"))
+
+
+def server_events(server: RunningServer, cid: str) -> list[dict[str, Any]]:
+    """Every event of conversation CID, from the server's own search (all pages)."""
+    out: list[dict[str, Any]] = []
+    page: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": 100}
+        if page:
+            params["page_id"] = page
+        reply = _get(server, f"/api/conversations/{cid}/events/search", **params)
+        out += reply.get("items", [])
+        page = reply.get("next_page_id")
+        if not page:
+            return out
