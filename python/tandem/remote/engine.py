@@ -175,6 +175,7 @@ class RemoteProvider:
         live = False
         asked: set[str] = set()
         reruns = 0
+        ran = False  # the server said running in this turn (a finished one resets via idle)
         self._rejected = False
         async for frame in stream.frames():
             kind = frame.get("type")
@@ -188,6 +189,7 @@ class RemoteProvider:
             live = live or kind == "durable"
             if not live:
                 continue
+            ran = ran or (kind == "durable" and events.status == "running")
             if reconnected and event.get("key") == "full_state":
                 reconnected = False
                 if events.status in ("idle", "paused"):
@@ -197,7 +199,7 @@ class RemoteProvider:
                         "was it restarted?)"))
             if events.ended:
                 return
-            if events.status == "idle" and kind == "durable" and (
+            if events.status == "idle" and ran and kind == "durable" and (
                     event.get("key") == "execution_status"):
                 # The server stops after a rejection; the agent must hear it and go
                 # on, as a native model does. An idle without one: the run ended early.
