@@ -85,3 +85,31 @@ def test_tool_classes_and_usage_of_nothing() -> None:
     assert tool_kind("browser_navigate", {}) == "other"
     assert usage_of(None).input_tokens == 0
     assert usage_of({"usage_to_metrics": {"x": "garbage"}}).output_tokens == 0
+
+
+def test_a_file_edit_row_carries_its_diff() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    emap.on_event({"id": "e1", "kind": "ActionEvent", "tool_name": "file_editor",
+                   "tool_call_id": "c1", "thought": [{"type": "text", "text": "editing"}],
+                   "action": {"kind": "FileEditorAction", "command": "str_replace",
+                              "path": "/w/a.py", "old_str": "x = 1\n", "new_str": "x = 2\n"}})
+    emap.on_event({"id": "e2", "kind": "ObservationEvent", "tool_call_id": "c1",
+                   "observation": {"kind": "FileEditorObservation", "is_error": True,
+                                   "content": [{"type": "text", "text": "no match"}]}})
+    text, end, call, result = sink.calls
+    assert text == ("text", "editing") and end == ("end_message",)
+    assert call[:5] == ("tool_call", "c1", "file_editor", "edit", "str_replace /w/a.py")
+    assert "-x = 1\n+x = 2\n" in call[5]["diff"] and call[5]["old_str"] == "x = 1\n"
+    assert result == ("tool_result", "c1", "failed", "no match")
+    assert not emap.ran_shell
+
+
+def test_errors_are_kept_in_the_servers_words() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    emap.on_event({"id": "e1", "kind": "ConversationErrorEvent", "code": "LLMError",
+                   "detail": "rate limited by the provider"})
+    emap.on_event({"id": "e2", "kind": "ConversationStateUpdateEvent",
+                   "key": "execution_status", "value": "error"})
+    assert emap.ended and emap.error == "rate limited by the provider"
