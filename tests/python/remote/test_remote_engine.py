@@ -155,36 +155,31 @@ async def test_directive_runs_in_a_conversation_of_its_own(server: RunningServer
     await app.turns.aclose()
 
 
-async def test_a_discussion_refuses_commands_without_asking(server: RunningServer, app: App,
-                                                          project: Path) -> None:
-    script = agent_script(run_command("touch nope.txt"), Reply(text="discussed"))
+@pytest.mark.parametrize("how", ["discussion", "rejected"])
+async def test_a_refused_command_does_not_run_and_the_agent_goes_on(
+        server: RunningServer, app: App, project: Path, how: str) -> None:
+    """A discussion refuses without asking; in a chat the user's reject refuses."""
+    script = agent_script(run_command("touch nope.txt"), Reply(text="went on"))
     with FakeOpenAI(script) as fake:
         configure(app, server, fake)
         sid, wd = await attached_session(app, project, server)
         asked: list[PermissionRequest] = []
-        ended = await directive(app, sid, "DISCUSS THIS", "discuss",
-                                answering("allow_once", asked), read_only=True)
+        if how == "discussion":
+            ended = await directive(app, sid, "DISCUSS THIS", "discuss",
+                                    answering("allow_once", asked), read_only=True)
+        else:
+            ended = await chat(app, sid, "try it", answering("reject", asked))
         assert ended.outcome == "succeeded", ended.error
-        assert asked == []
+        assert ended.answer == "went on"  # the agent heard the refusal and answered
+        assert len(asked) == (0 if how == "discussion" else 1)
         assert not (Path(wd) / "nope.txt").exists()
-        result = next(e for e in entries(app, sid) if e["type"] == "tool_result")
-        assert result["status"] == "refused" and "read-only" in result["output"]
-    await app.turns.aclose()
-
-
-async def test_a_rejected_command_does_not_run(server: RunningServer, app: App,
-                                               project: Path) -> None:
-    script = agent_script(run_command("touch nope.txt"), Reply(text="as you wish"))
-    with FakeOpenAI(script) as fake:
-        configure(app, server, fake)
-        sid, wd = await attached_session(app, project, server)
-        asked: list[PermissionRequest] = []
-        ended = await chat(app, sid, "try it", answering("reject", asked))
-        assert ended.outcome == "succeeded", ended.error
-        assert len(asked) == 1 and not (Path(wd) / "nope.txt").exists()
         log = entries(app, sid)
-        assert [e["answer"] for e in log if e["type"] == "interaction_answer"] == ["reject"]
-        assert next(e for e in log if e["type"] == "tool_result")["status"] == "refused"
+        result = next(e for e in log if e["type"] == "tool_result")
+        assert result["status"] == "refused"
+        if how == "discussion":
+            assert "read-only" in result["output"]
+        else:
+            assert [e["answer"] for e in log if e["type"] == "interaction_answer"] == ["reject"]
     await app.turns.aclose()
 
 
