@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from tandem.config.model import PermissionMode
 
@@ -36,7 +36,27 @@ class FrontEndSettings(BaseModel):
         return out
 
 
+class RemoteHost(BaseModel):
+    """One entry of ``tandem-remote-hosts``: the user's own word about an agent-server.
+
+    Only these entries may make tandem hand an LLM key to a server
+    (FORWARD_KEYS); a host named elsewhere (project settings) never gets one.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1)
+    forward_keys: bool = False
+    """Send the session's LLM key to this server's agent (``:forward-keys``)."""
+    agent_profile: str | None = None
+    """A server-side agent profile to run instead (``agent_profile_id``)."""
+    api_key: SecretStr | None = None
+    """The server's session API key (auth-source), for the turns run there."""
+
+
 class ClientConfig(FrontEndSettings):
     """Everything a front end configures: its settings layer plus credentials."""
 
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
+    remote_hosts: dict[str, RemoteHost] = Field(default_factory=dict)
+    """The user's agent-servers by name (``tandem-remote-hosts``)."""
