@@ -33,6 +33,8 @@ class RemoteService:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.cache = HomeCache()
+        self._keys: dict[str, SecretStr] = {}
+        """Session API keys by session, in memory only (given with attach)."""
 
     def client(self, url: str, api_key: Key) -> AgentServerClient:
         """A client of the server at URL (close it, or use ``async with``)."""
@@ -136,7 +138,22 @@ class RemoteService:
             resolved_working_dir=resolved,
         )
         save_target(self.home, target)
+        self.remember_key(session, api_key)
         return target
+
+    def remember_key(self, session: str, api_key: Key) -> None:
+        """Keep SESSION's session API key in memory for its turns, checkpoints and Rewind."""
+        if api_key is None:
+            self._keys.pop(session, None)
+        else:
+            self._keys[session] = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+
+    def session_client(self, session: str) -> tuple[RemoteTarget, AgentServerClient] | None:
+        """SESSION's target and a client of its server (close it), or None if it has none."""
+        target = self.target(session)
+        if target is None:
+            return None
+        return target, self.client(target.url, self._keys.get(session))
 
     def target(self, session: str) -> RemoteTarget | None:
         """SESSION's remote target, or None."""
@@ -144,4 +161,5 @@ class RemoteService:
 
     def detach(self, session: str) -> bool:
         """Forget SESSION's remote target; True if it had one."""
+        self._keys.pop(session, None)
         return remove_target(self.home, session)
