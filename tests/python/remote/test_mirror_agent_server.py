@@ -17,14 +17,15 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
 from tandem.providers.base import TurnRequest, TurnResult, TurnSink
 from tandem.remote.client import AgentServerClient
-from tandem.remote.models import LlmSettings
 from tandem.remote.mirror import Mirror
+from tandem.remote.models import LlmSettings
 from tandem.sessions.api import NewParams, new
 from tandem.store.journal import Journal
 from tandem.turns.engine import TurnEnded, TurnSpec
@@ -131,7 +132,7 @@ async def setup(server: RunningServer, tmp_path: Path, scripts: list[str]
     code, out = await client.execute_bash(SEED, wd)
     assert code == 0, out
     conv = await client.create_conversation(wd, LlmSettings(
-        model="openai/none", base_url="http://127.0.0.1:9/v1", api_key="sk-unused"))
+        model="openai/none", base_url="http://127.0.0.1:9/v1", api_key=SecretStr("sk-unused")))
     http = httpx.AsyncClient(base_url=server.url, headers={"X-Session-API-Key": KEY})
     agent = ServerShellAgent(client, http, wd, conv.id, scripts)
 
