@@ -9,6 +9,7 @@ dropped when the operation ends.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ class RemoteService:
         self.cache = HomeCache()
         self._keys: dict[str, SecretStr] = {}
         """Session API keys by session, in memory only (given with attach)."""
+        self.key_lookup: Callable[[RemoteTarget], SecretStr | None] = lambda _target: None
+        """The key of a target's host from the front end's configuration (the app sets it),
+        used when no attach in this process gave one."""
 
     def client(self, url: str, api_key: Key) -> AgentServerClient:
         """A client of the server at URL (close it, or use ``async with``)."""
@@ -153,7 +157,8 @@ class RemoteService:
         target = self.target(session)
         if target is None:
             return None
-        return target, self.client(target.url, self._keys.get(session))
+        key = self._keys.get(session) or self.key_lookup(target)
+        return target, self.client(target.url, key)
 
     def target(self, session: str) -> RemoteTarget | None:
         """SESSION's remote target, or None."""

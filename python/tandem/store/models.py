@@ -228,7 +228,8 @@ class RemoteTurn(Entry):
     ``after_event_id`` is the id of the conversation's last server event
     before the turn's message (None: the turn was the conversation's first),
     so a Rewind before the turn can move the conversation back there
-    (``/navigate``). Written by the remote engine at the turn's start.
+    (``/navigate``). The engine writes it from the provider's
+    ``TurnResult.remote_turn``.
     """
 
     type: Literal["remote_turn"] = "remote_turn"

@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.providers.base import TurnRequest, TurnResult, TurnSink
+from tandem.providers.base import RemoteTurnStart, TurnRequest, TurnResult, TurnSink
 from tandem.remote.client import AgentServerClient
 from tandem.remote.mirror import Mirror
 from tandem.remote.models import LlmSettings
@@ -51,7 +51,8 @@ class ServerShellAgent:
     """Stands in for the remote engine: each turn runs one shell script on the server.
 
     It posts the request into the conversation (``run: false``: no LLM) and
-    records, as the remote engine does, the last server event before it.
+    reports, as the remote engine must (``TurnResult.remote_turn``), the last
+    server event before it.
     """
 
     name = "openai:stand-in"
@@ -72,16 +73,15 @@ class ServerShellAgent:
 
     async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
         """Post the message, run the next script; the engine records the rest."""
-        events = await last_event(self.http, self.conv)
-        sink.write({"type": "remote_turn", "conversation_id": self.conv,  # type: ignore[attr-defined]
-                    "after_event_id": events})
+        before = await last_event(self.http, self.conv)
         r = await self.http.post(f"/api/conversations/{self.conv}/events", json={
             "role": "user", "content": [{"type": "text", "text": request.messages[-1].text}],
             "run": False})
         assert r.status_code < 300, r.text
         code, out = await self.client.execute_bash(self.scripts.pop(0), self.wd)
         assert code == 0, out
-        return TurnResult(outcome="succeeded")
+        return TurnResult(outcome="succeeded", remote_turn=RemoteTurnStart(
+            conversation_id=self.conv, after_event_id=before))
 
 
 async def last_event(http: httpx.AsyncClient, conversation: str) -> str | None:
@@ -211,7 +211,7 @@ async def test_a_link_out_of_the_working_dir_is_not_followed(
     outside.mkdir()
     # The "agent" replaces the folder out/ by a link to a folder outside the working dir.
     script = f"rm -rf out && ln -s {outside} out"
-    app, sid, wd, conv, client, http = await setup(server, tmp_path, [script])
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [script, "true"])
     try:
         assert (await turn(app, sid, "LINK")).outcome == "succeeded"
         plan = await app.rewinds.plan(sid, 1)
@@ -224,7 +224,82 @@ async def test_a_link_out_of_the_working_dir_is_not_followed(
         # and says which file is not back.
         with pytest.raises(TandemError, match="out/f.txt"):
             await turn(app, sid, "NEXT")
+        # Once the link is gone, the next turn first puts the file back, then runs.
+        code, out = await client.execute_bash("rm out", wd)
+        assert code == 0, out
+        assert (await turn(app, sid, "AGAIN")).outcome == "succeeded"
+        assert (await client.download(f"{wd}/out/f.txt")) == b"inside\n"
+        assert not (Mirror(app.home, sid).base / "push.json").exists()
     finally:
         await http.aclose()
         await client.aclose()
         await app.aclose()
+
+
+async def test_a_rewind_that_rolls_back_leaves_the_server_alone(
+        server: RunningServer, tmp_path: Path) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    try:
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        after = await on_server(client, wd)
+        leaf = (await http.get(f"/api/conversations/{conv}")).json()["leaf_event_id"]
+        plan = await app.rewinds.plan(sid, 1)
+        seen: list[str] = []
+
+        def fail_second(path: str) -> None:
+            seen.append(path)
+            if len(seen) == 2:
+                raise OSError(28, "No space left on device")
+
+        with pytest.raises(TandemError) as err:
+            await app.rewinds.rewind(sid, 1, plan.digest, before_file=fail_second)
+        assert err.value.code == "restore-failed"
+        # The mirror was rolled back, nothing was recorded to push, the server and its
+        # conversation are as the turn left them, and the turn is still there.
+        mirror = Mirror(app.home, sid)
+        assert not (mirror.base / "push.json").exists()
+        assert await on_server(client, wd) == after
+        assert (await http.get(f"/api/conversations/{conv}")).json()["leaf_event_id"] == leaf
+        again = await app.rewinds.plan(sid, 1)
+        assert again.digest == plan.digest
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+
+
+async def test_a_backend_dying_before_the_push_pushes_on_the_next_turn(
+        server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    app2: App | None = None
+    try:
+        seeded = await on_server(client, wd)
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        after = await on_server(client, wd)
+
+        async def die(*args: object) -> None:
+            raise KeyboardInterrupt  # the process goes down after the rewind entry is synced
+
+        monkeypatch.setattr("tandem.history.rewind.put_back_remote", die)
+        with pytest.raises(KeyboardInterrupt):
+            await app.rewinds.rewind(sid, 1, None)
+        assert await on_server(client, wd) == after  # nothing reached the server
+        pending = Mirror(app.home, sid).base / "push.json"
+        assert pending.exists()
+        monkeypatch.undo()
+        # A new backend on the same home: the next turn pushes what the rewind left first.
+        app2 = App(home=app.home, events=RecordingSink())
+        app2.remote.remember_key(sid, KEY)
+        app2.turns.engine.provider_for = app.turns.engine.provider_for
+        assert [e["type"] for e in app2.sessions.entries(app2.sessions.journal(sid))
+                ].count("rewind") == 1
+        mirror_sync = await app2.remote_checkpoints.sync(sid)
+        assert not pending.exists()
+        assert await on_server(client, wd) == seeded
+        assert mirror_sync[1].written == []  # the mirror already held the rewound files
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+        if app2 is not None:
+            await app2.aclose()
