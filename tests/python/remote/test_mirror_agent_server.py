@@ -327,3 +327,25 @@ async def test_view_changes_review_and_revert_of_a_remote_turn(
         await http.aclose()
         await client.aclose()
         await app.aclose()
+
+
+async def test_a_working_dir_holding_one_repository_is_named(
+        server: RunningServer, tmp_path: Path) -> None:
+    # 1.58.2 archives the one git repository below a working dir that is not one itself.
+    app = App(home=tmp_path / "home", events=RecordingSink())
+    project = tmp_path / "project"
+    project.mkdir()
+    sid = (await new(app, NewParams(cwd=str(project)))).id
+    target = await app.remote.attach(sid, "box", server.url, KEY,
+                                     f"workspace/nested-{secrets.token_hex(4)}")
+    wd = target.resolved_working_dir
+    async with AgentServerClient(server.url, KEY) as client:
+        code, out = await client.execute_bash(
+            f"mkdir -p {wd}/inner && cd {wd}/inner && git init -q && echo x > f.txt", "/")
+        assert code == 0, out
+    try:
+        with pytest.raises(TandemError, match="git init"):
+            await app.remote_checkpoints.sync(sid)
+        assert not any(Mirror(app.home, sid).root.iterdir())
+    finally:
+        await app.aclose()
