@@ -21,6 +21,7 @@ from tandem.paths import tandem_home
 from tandem.remote.checkpoints import CheckpointsBySession, RemoteCheckpoints
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
+from tandem.sessions.rewind_recovery import intent_path
 from tandem.sessions.service import SessionService
 from tandem.turns.service import GitCheckpoints, TurnService, retention_from
 from tandem.workspace.service import WorkspaceService
@@ -46,8 +47,9 @@ class App:
         # A session with a remote target checkpoints its mirror (default retention: a
         # mirror's settings files come from the server, not from the user).
         self.remote_checkpoints = RemoteCheckpoints(
-            GitCheckpoints(self.checkpoints), self.remote, self.home)
+            GitCheckpoints(self.checkpoints), self.remote, self.home, self.checkpoints)
         """Checkpoints and mirrors of remote workspaces (`tandem.remote.checkpoints`)."""
+        self.remote_checkpoints.settled = self._rewind_settled
         checkpoints = CheckpointsBySession(local, self.remote_checkpoints)
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
         self.workspaces = WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
@@ -58,6 +60,11 @@ class App:
         """Turn and token counts per journal for the sessions overview."""
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
         self.sessions.manager.on_open.append(self.rewinds.recover_on_open)
+
+    def _rewind_settled(self, session: str) -> bool:
+        """True when SESSION has no rewind intent left; opening its journal settles one."""
+        journal = self.sessions.journal(session)
+        return not intent_path(journal.path).exists()
 
     async def aclose(self) -> None:
         """Stop in reverse order: running turns end through their terminal path and the

@@ -13,9 +13,13 @@ session: a remote target → `RemoteCheckpoints`, else the local one.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+
+from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
 from tandem.providers.base import TurnResult
 from tandem.remote.mirror import Mirror, MirrorSync
@@ -31,13 +35,18 @@ class RemoteCheckpoints(Checkpoints):
     pointed at the mirror's root, never at the project.
     """
 
-    def __init__(self, local: Checkpoints, remote: RemoteService, home: Path) -> None:
+    def __init__(self, local: Checkpoints, remote: RemoteService, home: Path,
+                 store: CheckpointService) -> None:
         self.local = local
+        self.store = store
         self.remote = remote
         self.home = home
         self._open: dict[str, tuple[str, MirrorSync]] = {}
         """Checkpoint id → (session, its before-sync) for turns in flight."""
         self._locks: dict[str, asyncio.Lock] = {}
+        self.settled: Callable[[str], bool] = lambda _session: True
+        """Whether SESSION has no rewind a crash left unsettled (the app opens the journal,
+        which settles it); until it has, nothing is pushed or synced."""
 
     def mirror(self, session: str) -> Mirror:
         """SESSION's mirror."""
@@ -54,8 +63,15 @@ class RemoteCheckpoints(Checkpoints):
             raise TandemError("not-found", f"session {session} has no remote target")
         target, client = found
         mirror = self.mirror(session)
+        if not self.settled(session):
+            await client.aclose()
+            raise TandemError("busy", f"An interrupted rewind of session {session} is not "
+                              "settled yet; nothing was sent to the server")
         async with self.lock(session), client:
-            mirror.ensure()
+            # A restore of the mirror a crash interrupted goes back first: its half-restored
+            # files must never be pushed (once rolled back, the mirror is what the server has).
+            cp = self.store.for_root(mirror.ensure())
+            await anyio.to_thread.run_sync(cp.recover)
             left = await push_pending(mirror, client)
             if left is not None and left.failed:
                 raise TandemError(

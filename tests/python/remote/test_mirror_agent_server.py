@@ -10,6 +10,7 @@ through the server (download, bash, conversation info), never the mirror.
 from __future__ import annotations
 
 import secrets
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -370,3 +371,64 @@ async def test_shell_quoting_of_odd_file_names(server: RunningServer, tmp_path: 
         await http.aclose()
         await client.aclose()
         await app.aclose()
+
+
+_CRASHER = r"""
+import asyncio, os, sys
+from pathlib import Path
+from tandem.app import App
+from tandem.store.journal import Journal
+
+home, sid, key = sys.argv[1], sys.argv[2], sys.argv[3]
+real_append = Journal.append
+
+def append(self, entry):
+    # The mirror is restored, push.json lists its files, the rewind entry is never written.
+    if isinstance(entry, dict) and entry.get("type") == "rewind":
+        os._exit(17)
+    return real_append(self, entry)
+
+Journal.append = append
+
+async def main():
+    app = App(home=Path(home))
+    app.remote.remember_key(sid, key)
+    await app.rewinds.rewind(sid, 1, None)
+
+asyncio.run(main())
+sys.exit(3)  # the rewind finished: the fault never fired
+"""
+
+
+async def test_a_crash_before_the_rewind_entry_pushes_nothing(
+        server: RunningServer, tmp_path: Path) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    app2: App | None = None
+    try:
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        after = await on_server(client, wd)
+        await app.turns.aclose()
+        app.sessions.manager.close()  # the journal's lock goes with this backend
+        proc = subprocess.run([sys.executable, "-c", _CRASHER, str(app.home), sid, KEY],
+                              capture_output=True, text=True, check=False, timeout=180)
+        assert proc.returncode == 17, proc.stderr
+        mirror = Mirror(app.home, sid)
+        assert (mirror.base / "push.json").exists()
+        assert await on_server(client, wd) == after  # the crash came before any push
+        # A new backend syncs first thing (no plan, no turn has opened the session yet):
+        # the rewind is settled (rolled back: no entry) before anything is pushed, so the
+        # server never gets the rewound files of a rewind that did not happen.
+        app2 = App(home=app.home, events=RecordingSink())
+        app2.remote.remember_key(sid, KEY)
+        await app2.remote_checkpoints.sync(sid)
+        assert await on_server(client, wd) == after
+        entries = app2.sessions.entries(app2.sessions.journal(sid))
+        assert "rewind" not in [e["type"] for e in entries]
+        assert [e["outcome"] for e in entries if e["type"] == "rewind_recovery"] == [
+            "rolled-back"]
+        assert not (mirror.base / "push.json").exists()
+    finally:
+        await http.aclose()
+        await client.aclose()
+        if app2 is not None:
+            await app2.aclose()
