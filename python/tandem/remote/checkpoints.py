@@ -22,7 +22,7 @@ import anyio.to_thread
 from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
 from tandem.providers.base import TurnResult
-from tandem.remote.mirror import Mirror, MirrorSync
+from tandem.remote.mirror import Mirror, MirrorSync, mirror_scope
 from tandem.remote.push import push_pending
 from tandem.remote.service import RemoteService
 from tandem.turns.engine import Checkpoints
@@ -49,8 +49,11 @@ class RemoteCheckpoints(Checkpoints):
         which settles it); until it has, nothing is pushed or synced."""
 
     def mirror(self, session: str) -> Mirror:
-        """SESSION's mirror."""
-        return Mirror(self.home, session)
+        """The mirror of SESSION's current target (see `mirror_scope`)."""
+        target = self.remote.target(session)
+        if target is None:
+            raise TandemError("not-found", f"session {session} has no remote target")
+        return Mirror(self.home, session, mirror_scope(target.url, target.resolved_working_dir))
 
     def lock(self, session: str) -> asyncio.Lock:
         """Serialises SESSION's syncs (a turn's and a Rewind's)."""
@@ -62,7 +65,8 @@ class RemoteCheckpoints(Checkpoints):
         if found is None:
             raise TandemError("not-found", f"session {session} has no remote target")
         target, client = found
-        mirror = self.mirror(session)
+        mirror = Mirror(self.home, session,
+                        mirror_scope(target.url, target.resolved_working_dir))
         if not self.settled(session):
             await client.aclose()
             raise TandemError("busy", f"An interrupted rewind of session {session} is not "

@@ -1,6 +1,9 @@
 """A private mirror of a remote working dir, for checkpoints and Rewind.
 
-``$TANDEM_HOME/remote-mirrors/<session>/``:
+``$TANDEM_HOME/remote-mirrors/<session>/<scope>/``, SCOPE naming the server
+and working dir (`mirror_scope`: a session attached elsewhere later gets a
+mirror, and a checkpoint store, of its own, so a Rewind never pushes one
+working dir's files into another):
 
 | path | what |
 | --- | --- |
@@ -21,6 +24,7 @@ never inside the project and never holds a key.
 from __future__ import annotations
 
 import filecmp
+import hashlib
 import os
 import re
 import shutil
@@ -74,19 +78,28 @@ def top_name(working_dir: str) -> str:
     return name
 
 
-class Mirror:
-    """The mirror of SESSION's remote working dir under the state root HOME."""
+def mirror_scope(url: str, working_dir: str) -> str:
+    """The folder name of the mirror of WORKING_DIR on the server at URL."""
+    return hashlib.sha256(f"{url}\0{working_dir}".encode()).hexdigest()[:16]
 
-    def __init__(self, home: Path, session: str, limits: Limits | None = None) -> None:
+
+class Mirror:
+    """The mirror of SESSION's remote working dir (SCOPE: `mirror_scope`) under HOME."""
+
+    def __init__(self, home: Path, session: str, scope: str = "default",
+                 limits: Limits | None = None) -> None:
         if not isinstance(session, str) or not _SESSION.match(session) or ".." in session:
             raise TandemError("invalid", f"not a session id: {session!r}")
-        self.base = Path(home) / MIRRORS / session
+        if not re.fullmatch(r"[a-z0-9]{1,64}", scope):
+            raise TandemError("invalid", f"not a mirror scope: {scope!r}")
+        self.base = Path(home) / MIRRORS / session / scope
         self.root = self.base / "workspace"
         """The mirrored files (what the checkpointer sees as the workspace root)."""
         self.limits = limits or Limits()
 
     def ensure(self) -> Path:
         """Create the mirror's folders (private) and return its root."""
+        fsutil.private_dir(self.base.parent.parent)
         fsutil.private_dir(self.base.parent)
         fsutil.private_dir(self.base)
         self.root.mkdir(mode=0o700, exist_ok=True)

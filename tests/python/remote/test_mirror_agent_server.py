@@ -26,7 +26,6 @@ from tandem.history.rewind_api import TurnPatchParams, turn_patch
 from tandem.protocol.base import TandemError
 from tandem.providers.base import RemoteTurnStart, TurnRequest, TurnResult, TurnSink
 from tandem.remote.client import AgentServerClient
-from tandem.remote.mirror import Mirror
 from tandem.remote.models import LlmSettings
 from tandem.review.api import BeforeParams, before
 from tandem.review.revert import revert
@@ -170,7 +169,7 @@ async def test_turn_patches_and_rewind_put_the_server_back(
         assert {g["reason"] for g in patch["remote"]["gaps"]} >= {"excluded", "not-archived"}
         assert one.completeness == "captured"
         assert list((tmp_path / "project").iterdir()) == []  # the local project: untouched
-        mirror = Mirror(app.home, sid)
+        mirror = app.remote_checkpoints.mirror(sid)
         assert str(mirror.root).startswith(str(app.home))
         after_one = await on_server(client, wd)
         second_leaf = await last_event(http, conv)  # the first turn's message
@@ -233,7 +232,7 @@ async def test_a_link_out_of_the_working_dir_is_not_followed(
         assert code == 0, out
         assert (await turn(app, sid, "AGAIN")).outcome == "succeeded"
         assert (await client.download(f"{wd}/out/f.txt")) == b"inside\n"
-        assert not (Mirror(app.home, sid).base / "push.json").exists()
+        assert not (app.remote_checkpoints.mirror(sid).base / "push.json").exists()
     finally:
         await http.aclose()
         await client.aclose()
@@ -260,7 +259,7 @@ async def test_a_rewind_that_rolls_back_leaves_the_server_alone(
         assert err.value.code == "restore-failed"
         # The mirror was rolled back, nothing was recorded to push, the server and its
         # conversation are as the turn left them, and the turn is still there.
-        mirror = Mirror(app.home, sid)
+        mirror = app.remote_checkpoints.mirror(sid)
         assert not (mirror.base / "push.json").exists()
         assert await on_server(client, wd) == after
         assert (await http.get(f"/api/conversations/{conv}")).json()["leaf_event_id"] == leaf
@@ -288,7 +287,7 @@ async def test_a_backend_dying_before_the_push_pushes_on_the_next_turn(
         with pytest.raises(KeyboardInterrupt):
             await app.rewinds.rewind(sid, 1, None)
         assert await on_server(client, wd) == after  # nothing reached the server
-        pending = Mirror(app.home, sid).base / "push.json"
+        pending = app.remote_checkpoints.mirror(sid).base / "push.json"
         assert pending.exists()
         monkeypatch.undo()
         # A new backend on the same home: the next turn pushes what the rewind left first.
@@ -315,7 +314,7 @@ async def test_view_changes_review_and_revert_of_a_remote_turn(
     try:
         assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
         shown = await turn_patch(app, TurnPatchParams(session=sid, turn=1))
-        assert shown.root == str(Mirror(app.home, sid).root)
+        assert shown.root == str(app.remote_checkpoints.mirror(sid).root)
         assert "-alpha" in shown.patch.diff and "+alpha one" in shown.patch.diff
         old = await before(app, BeforeParams(session=sid, turn=1, path="a.txt"))
         assert old.exists and old.text == "alpha\n"
@@ -347,7 +346,7 @@ async def test_a_working_dir_holding_one_repository_is_named(
     try:
         with pytest.raises(TandemError, match="git init"):
             await app.remote_checkpoints.sync(sid)
-        assert not any(Mirror(app.home, sid).root.iterdir())
+        assert not any(app.remote_checkpoints.mirror(sid).root.iterdir())
     finally:
         await app.aclose()
 
@@ -412,7 +411,7 @@ async def test_a_crash_before_the_rewind_entry_pushes_nothing(
         proc = subprocess.run([sys.executable, "-c", _CRASHER, str(app.home), sid, KEY],
                               capture_output=True, text=True, check=False, timeout=180)
         assert proc.returncode == 17, proc.stderr
-        mirror = Mirror(app.home, sid)
+        mirror = app.remote_checkpoints.mirror(sid)
         assert (mirror.base / "push.json").exists()
         assert await on_server(client, wd) == after  # the crash came before any push
         # A new backend syncs first thing (no plan, no turn has opened the session yet):
@@ -432,3 +431,24 @@ async def test_a_crash_before_the_rewind_entry_pushes_nothing(
         await client.aclose()
         if app2 is not None:
             await app2.aclose()
+
+
+async def test_a_rewind_never_pushes_into_another_working_dir(
+        server: RunningServer, tmp_path: Path) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    try:
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        other = await app.remote.attach(sid, "box", server.url, KEY,
+                                        f"workspace/other-{secrets.token_hex(4)}")
+        code, out = await client.execute_bash(f"mkdir -p {other.resolved_working_dir}", "/")
+        assert code == 0, out
+        # The first turn's checkpoints are of the first working dir's mirror.
+        with pytest.raises(TandemError) as err:
+            await app.rewinds.plan(sid, 1)
+        assert err.value.code == "no-checkpoint"
+        code, out = await client.execute_bash("ls -A", other.resolved_working_dir)
+        assert code == 0 and out.strip() == "", out
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()

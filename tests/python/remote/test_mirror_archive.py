@@ -131,7 +131,7 @@ def test_changes_and_deletions_follow_the_server(served: ArchiveServer, tmp_path
 def test_a_too_large_file_is_a_named_gap(served: ArchiveServer, tmp_path: Path) -> None:
     served.archive = tgz(member("proj", kind=tarfile.DIRTYPE),
                          member("proj/big.bin", b"x" * 5000), member("proj/s.txt", b"s"))
-    mirror = Mirror(tmp_path / "home", "s1", Limits(file_cap=4096))
+    mirror = Mirror(tmp_path / "home", "s1", limits=Limits(file_cap=4096))
     got = sync(served, mirror)
     assert [(g.path, g.reason) for g in got.gaps if g.reason == "too-large"] == [
         ("big.bin", "too-large")]
@@ -201,14 +201,14 @@ def test_member_and_size_caps(served: ArchiveServer, tmp_path: Path) -> None:
                                                      for i in range(20)]
     served.archive = tgz(*many)
     with pytest.raises(TandemError, match="more than 10 members"):
-        sync(served, Mirror(tmp_path / "h1", "s1", Limits(max_members=10)))
+        sync(served, Mirror(tmp_path / "h1", "s1", limits=Limits(max_members=10)))
     served.archive = tgz(member("proj", kind=tarfile.DIRTYPE),
                          member("proj/zeros", b"\0" * 3_000_000))
     assert len(served.archive) < 20_000  # compresses ~1000:1
     with pytest.raises(TandemError, match="over 1000000 bytes|more bytes than allowed"):
-        sync(served, Mirror(tmp_path / "h2", "s1", Limits(max_unpacked_bytes=1_000_000)))
+        sync(served, Mirror(tmp_path / "h2", "s1", limits=Limits(max_unpacked_bytes=1_000_000)))
     with pytest.raises(TandemError, match="the archive is over 1000 bytes"):
-        sync(served, Mirror(tmp_path / "h3", "s1", Limits(max_archive_bytes=1000)))
+        sync(served, Mirror(tmp_path / "h3", "s1", limits=Limits(max_archive_bytes=1000)))
     served.archive = b"not a gzip at all"
     with pytest.raises(TandemError, match="not a readable tar.gz"):
         sync(served, Mirror(tmp_path / "h4", "s1"))
@@ -221,7 +221,7 @@ def test_a_gzip_bomb_stops_at_the_cap(served: ArchiveServer, tmp_path: Path) -> 
     raw = info.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 50_000_000
     served.archive = gzip.compress(raw, compresslevel=9)
     with pytest.raises(TandemError, match="refused"):
-        sync(served, Mirror(tmp_path / "h", "s1", Limits(max_unpacked_bytes=1_000_000,
+        sync(served, Mirror(tmp_path / "h", "s1", limits=Limits(max_unpacked_bytes=1_000_000,
                                                          file_cap=100)))
 
 
@@ -229,3 +229,6 @@ def test_a_session_id_cannot_leave_the_mirrors(tmp_path: Path) -> None:
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(TandemError, match="not a session id"):
             Mirror(tmp_path, bad)
+    for scope in ("../x", "A", "", "a/b"):
+        with pytest.raises(TandemError, match="not a mirror scope"):
+            Mirror(tmp_path, "s1", scope)
