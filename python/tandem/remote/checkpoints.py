@@ -81,9 +81,13 @@ class RemoteCheckpoints(Checkpoints):
                 raise TandemError(
                     "remote-failed",
                     f"Files of an earlier Rewind are still not back on {target.host}: "
-                    f"{', '.join(left.failed)} ({'; '.join(left.errors)}); the turn did not "
-                    "start, so they are not overwritten by the server's copies")
-            synced = await mirror.sync(client, target.resolved_working_dir)
+                    f"{', '.join(left.failed)} ({'; '.join(left.errors)}); nothing was synced "
+                    "from the server, so its copies do not overwrite the rewound files")
+            try:
+                synced = await mirror.sync(client, target.resolved_working_dir)
+            except TandemError as e:  # which host, for the user with several
+                raise TandemError(e.code, f"Checkpoint of {target.host}:"
+                                  f"{target.resolved_working_dir}: {e.message}", e.data) from e
         return mirror, synced
 
     async def before(self, root: Path, session: str, turn: int) -> str | None:

@@ -21,12 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from tandem.app import App
 from tandem.protocol.base import TandemError
 from tandem.remote.client import AgentServerClient
 from tandem.remote.mirror import EXCLUDES, Mirror, MirrorSync
 from tandem.remote.unpack import Limits
+from tandem.sessions.api import NewParams, new
 
 from .archive_server import ArchiveServer
+from .fake_server import FakeAgentServer
 
 WD = "/home/u/work/proj"
 
@@ -232,3 +235,30 @@ def test_a_session_id_cannot_leave_the_mirrors(tmp_path: Path) -> None:
     for scope in ("../x", "A", "", "a/b"):
         with pytest.raises(TandemError, match="not a mirror scope"):
             Mirror(tmp_path, "s1", scope)
+
+
+def test_sync_errors_name_the_host_and_the_servers_words(
+        fake: FakeAgentServer, tmp_path: Path) -> None:
+    # The stand-in server has no archive endpoint (404), then it is gone (unreachable).
+    app = App(home=tmp_path / "home")
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def run() -> list[str]:
+        sid = (await new(app, NewParams(cwd=str(project)))).id
+        await app.remote.attach(sid, "box", fake.url, None, "w")
+        messages = []
+        with pytest.raises(TandemError) as err:
+            await app.remote_checkpoints.sync(sid)
+        messages.append(err.value.message)
+        fake.__exit__(None, None, None)
+        with pytest.raises(TandemError) as err:
+            await app.remote_checkpoints.sync(sid)
+        messages.append(err.value.code + " " + err.value.message)
+        await app.aclose()
+        return messages
+
+    missing, gone = asyncio.run(run())
+    assert missing.startswith(f"Checkpoint of box:{fake.home}/w: Archive of {fake.home}/w")
+    assert "Not Found (HTTP 404)" in missing
+    assert gone.startswith("remote-unreachable Checkpoint of box:") and "did not answer" in gone
