@@ -57,6 +57,15 @@ interaction_answer: the answered question's row says the answer.")
                'font-lock-face 'tandem-view-muted)
    nil))
 
+(defun tandem-view-kinds--remote-turn (_block entry _folded-p)
+  "Insert the row of ENTRY, a `remote_turn': the server conversation of its turn."
+  (let ((conversation (format "%s" (or (plist-get entry :conversation-id) ""))))
+    (tandem-view-render--line
+     (propertize (format "%s⇄ Ran on the agent-server, conversation %s" tandem-view-render-indent
+                         (substring conversation 0 (min 8 (length conversation))))
+                 'font-lock-face 'tandem-view-muted)
+     nil)))
+
 (defconst tandem-view-kinds--plan-marks
   '(("pending" . "☐") ("in_progress" . "◐") ("completed" . "☑"))
   "The mark of each plan step's status.")
@@ -83,7 +92,9 @@ interaction_answer: the answered question's row says the answer.")
       (alist-get "provider_change" tandem-view-render-kind-functions nil nil #'equal)
       #'tandem-view-kinds--provider-change
       (alist-get "acp_option" tandem-view-render-kind-functions nil nil #'equal)
-      #'tandem-view-kinds--acp-option)
+      #'tandem-view-kinds--acp-option
+      (alist-get "remote_turn" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--remote-turn)
 
 (provide 'tandem-view-kinds)
 ;;; tandem-view-kinds.el ends here

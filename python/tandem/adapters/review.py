@@ -26,7 +26,8 @@ async def revert(app: App, p: RevertParams) -> dict[str, Any]:
 
 async def before(app: App, p: BeforeParams) -> Before:
     """Handler of ``review/before``."""
-    return await text_before(app.sessions, app.checkpoints, p.session, p.turn, p.path)
+    return await text_before(app.sessions, app.checkpoints, app.rewinds.checkpoint_root,
+                             p.session, p.turn, p.path)
 
 
 METHODS: list[MethodSpec] = [

@@ -149,7 +149,8 @@ async def rewind_undo(app: App, p: UndoParams) -> UndoResult:
 
 async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
     """One turn's patch, to the files now while it runs."""
-    return await patch_of(app.sessions, app.turns.engine, app.checkpoints, p.session, p.turn)
+    return await patch_of(app.sessions, app.turns.engine, app.checkpoints, app.rewinds,
+                          p.session, p.turn)
 
 
 async def overview(app: App, p: OverviewParams) -> Overview:

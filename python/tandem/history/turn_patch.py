@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
+from tandem.history.rewind import RewindService
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import Patch, PatchGap
 from tandem.protocol.sessions import TurnPatch
@@ -17,8 +18,8 @@ from tandem.sessions.service import SessionService
 from tandem.turns.engine import TurnEngine, run_blocking
 
 
-async def turn_patch(sessions: SessionService, engine: TurnEngine,
-                     checkpoints: CheckpointService, session: str, turn: int) -> TurnPatch:
+async def turn_patch(sessions: SessionService, engine: TurnEngine, checkpoints: CheckpointService,
+                     rewinds: RewindService, session: str, turn: int) -> TurnPatch:
     """The patch of TURN of SESSION with its unified diff."""
     journal = sessions.journal(session)
     index = sessions.index(journal)
@@ -38,7 +39,9 @@ async def turn_patch(sessions: SessionService, engine: TurnEngine,
         raise TandemError("no-checkpoint", f"Turn {turn} has no patch to show: {why}")
     if not isinstance(from_id, str):
         raise TandemError("no-checkpoint", f"Turn {turn} has no checkpoint")
-    cp = checkpoints.for_root(sessions.root_of(journal))
+    if running and rewinds.is_remote(journal):  # the server's files as they are now
+        await rewinds.sync_remote(journal)
+    cp = checkpoints.for_root(rewinds.checkpoint_root(journal))
     try:
         result: Patch = await run_blocking(cp.diff, from_id, to_id)
     except TandemError as e:

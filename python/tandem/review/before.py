@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.checkpoints.reverting import change_of, entry_in
 from tandem.checkpoints.service import CheckpointService
@@ -9,18 +12,24 @@ from tandem.protocol.base import TandemError
 from tandem.protocol.review import Before
 from tandem.review.revert import turn_checkpoints
 from tandem.sessions.service import SessionService
+from tandem.store.journal import Journal
 from tandem.turns.engine import run_blocking
 
 MAX_TEXT = 8 * 1024 * 1024
 """Largest file compared as text."""
 
 
-async def before(sessions: SessionService, checkpoints: CheckpointService, session: str,
-                 turn: int, path: str) -> Before:
-    """PATH (its name after TURN) of SESSION as it was before TURN."""
+async def before(sessions: SessionService, checkpoints: CheckpointService,
+                 root_of: Callable[[Journal], Path], session: str, turn: int,
+                 path: str) -> Before:
+    """PATH (its name after TURN) of SESSION as it was before TURN.
+
+    ROOT_OF gives the root the session's checkpoints are of (the project, or
+    a remote session's mirror).
+    """
     journal = sessions.journal(session)
     base, end = turn_checkpoints(sessions.entries(journal), turn)
-    cp = checkpoints.for_root(sessions.root_of(journal))
+    cp = checkpoints.for_root(root_of(journal))
     result: Before = await run_blocking(_before, cp, base, end, path)
     return result
 

@@ -232,6 +232,15 @@ class AcpOptionEntry(_Base):
     value: str
 
 
+class RemoteTurnEntry(_Base):
+    """``remote_turn``: the agent-server conversation a remote turn ran in, and where."""
+
+    type: Literal["remote_turn"]
+    turn: int
+    conversation_id: str
+    after_event_id: NotRequired[str | None]
+
+
 class PlanEntry(_Base):
     """``plan``: an agent's plan for the turn."""
 
@@ -253,7 +262,8 @@ JournalEntry = Union[  # noqa: UP007 - a type alias mypy narrows on "type"
     TurnStartEntry, UserEntry, AssistantEntry, ReasoningEntry, ToolCallEntry, ToolResultEntry,
     InteractionEntry, InteractionAnswerEntry, TurnEndEntry, DirectiveOpenEntry,
     DirectiveCloseEntry, RewindEntry, RewindUndoEntry, RewindRecoveryEntry, RevertEntry,
-    CompactionEntry, AcpSessionEntry, AcpOptionEntry, PlanEntry, ProviderChangeEntry,
+    CompactionEntry, AcpSessionEntry, AcpOptionEntry, RemoteTurnEntry, PlanEntry,
+    ProviderChangeEntry,
 ]
 """Any journal entry after the header, as read (see the module doc)."""
 
