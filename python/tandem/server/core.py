@@ -81,7 +81,7 @@ async def big(app: App, p: BigParams) -> Any:
 def _sample(kind: str, text: str, i: int) -> Event:
     """The Ith diagnostic event of KIND (turn 1), carrying TEXT where it has text."""
     if kind == "delta":
-        return Delta.of(1, "text", text)
+        return Delta(turn=1, stream="text", text=text)
     if kind == "entry":
         return EntryEvent(entry={"type": "assistant", "seq": i + 1, "ts": "", "turn": 1,
                                  "text": text})

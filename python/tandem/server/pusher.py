@@ -49,8 +49,9 @@ class _Pending:
 
     def encode(self) -> bytes | None:
         event: dict[str, Any] = {"session": self.session, "kind": self.event.kind}
-        # Shallow (no event nests a model): sexp only reads the values.
-        event.update(dict(self.event))
+        # The fields as they are (pydantic keeps them in __dict__; no event nests a
+        # model): a tenth of model_dump's cost, and sexp only reads them.
+        event.update(vars(self.event))
         if self.parts:
             event["text"] = "".join(self.parts)
         try:

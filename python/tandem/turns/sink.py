@@ -74,13 +74,13 @@ class JournalSink:
         """Stream assistant text."""
         if delta:
             self._text.append(delta)
-            self.events.publish(self.session, Delta.of(self.turn, "text", delta))
+            self.events.publish(self.session, Delta(turn=self.turn, stream="text", text=delta))
 
     def reasoning(self, delta: str) -> None:
         """Stream reasoning."""
         if delta:
             self._reasoning.append(delta)
-            self.events.publish(self.session, Delta.of(self.turn, "reasoning", delta))
+            self.events.publish(self.session, Delta(turn=self.turn, stream="reasoning", text=delta))
 
     def end_message(self) -> None:
         """Write the message streamed so far as complete entries."""
