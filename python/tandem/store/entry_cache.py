@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from tandem.lru import LRU
-from tandem.store.entry_view import JournalEntry
+from tandem.store.entry_view import REQUIRED, JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
 from tandem.store.turn_index import TurnIndex
@@ -30,8 +30,9 @@ MAX_FILES = 64
 def journal_dicts(journal: Journal) -> list[JournalEntry]:
     """Every entry of JOURNAL as the dict written (one strict `loads_line` per line).
 
-    A line that is not a JSON object is skipped here; ``Journal.entries``
-    reports it.
+    A line that is not a JSON object, has no string ``type``, or lacks a key
+    its kind requires (`tandem.store.entry_view.REQUIRED`) is skipped here;
+    ``Journal.entries`` reports it.
     """
     out: list[JournalEntry] = []
     for _, line in journal.raw_lines():  # line by line: no copy of the whole file
@@ -73,8 +74,14 @@ def _loads(line: bytes) -> JournalEntry | None:
         data = loads_line(line)  # strict: a NaN or Infinity line is unreadable
     except ValueError:
         return None
-    if not isinstance(data, dict) or data.get("type") == "header":
+    if not isinstance(data, dict):
         return None
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind == "header":
+        return None
+    need = REQUIRED.get(kind)
+    if need is not None and not need <= data.keys():
+        return None  # a hand-edited line the model would refuse too (Journal.entries says so)
     # The one place the view is claimed: the line was validated when written.
     return cast(JournalEntry, data)
 
