@@ -74,12 +74,10 @@ def _loads(line: bytes) -> JournalEntry | None:
         data = loads_line(line)  # strict: a NaN or Infinity line is unreadable
     except ValueError:
         return None
-    if not isinstance(data, dict):
-        return None
-    kind = data.get("type")
-    if not isinstance(kind, str) or kind == "header":
-        return None
-    need = REQUIRED.get(kind)
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str) \
+            or data["type"] == "header":
+        return None  # no kind: nothing can read it as an entry (Journal.entries skips it too)
+    need = REQUIRED.get(data["type"])
     if need is not None and not need <= data.keys():
         return None  # a hand-edited line the model would refuse too (Journal.entries says so)
     # The one place the view is claimed: the line was validated when written.
