@@ -27,7 +27,7 @@ from tandem.protocol.core import (
     PageParams,
     SleepParams,
 )
-from tandem.protocol.events import Delta, EntryEvent, Event, TurnEndedEvent
+from tandem.protocol.events import AnyEvent, EntryEvent, TurnEndedEvent, delta
 from tandem.server.connection import CURRENT
 from tandem.store.models import ENTRY_TYPES
 
@@ -78,10 +78,10 @@ async def big(app: App, p: BigParams) -> Any:
     return (unit * (p.size // len(unit) + 1))[: p.size]
 
 
-def _sample(kind: str, text: str, i: int) -> Event:
+def _sample(kind: str, text: str, i: int) -> AnyEvent:
     """The Ith diagnostic event of KIND (turn 1), carrying TEXT where it has text."""
     if kind == "delta":
-        return Delta(turn=1, stream="text", text=text)
+        return delta(1, "text", text)
     if kind == "entry":
         return EntryEvent(entry={"type": "assistant", "seq": i + 1, "ts": "", "turn": 1,
                                  "text": text})

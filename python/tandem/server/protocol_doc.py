@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS
-from tandem.protocol.events import EVENTS
+from tandem.protocol.events import EVENTS, fields
 from tandem.server.table import build_table
 
 HEADER = """# tandem — protocol
@@ -88,7 +88,7 @@ def _events() -> list[str]:
            " its kind (models in `tandem.protocol.events`).\n"]
     for kind, model in EVENTS.items():
         out.append(f"### `{kind}`\n\n{_oneline(model.__doc__)}\n")
-        props = model.model_json_schema().get("properties", {})
+        props = fields(kind)
         if not props:
             out.append("No fields.\n")
             continue
