@@ -19,7 +19,7 @@ from typing import Any
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.protocol.errors import shell_text
-from tandem.protocol.events import Delta, Event
+from tandem.protocol.events import AnyEvent, Event
 from tandem.providers.base import PermissionAnswer, PermissionRequest
 
 EXIT_INTERRUPT = 130
@@ -31,10 +31,10 @@ class StdoutSink:
     def __init__(self, show: bool = True) -> None:
         self.show = show
 
-    def publish(self, session: str, event: Event) -> None:
+    def publish(self, session: str, event: AnyEvent) -> None:
         """Print streamed answer text as it comes."""
-        if self.show and isinstance(event, Delta) and event.stream == "text":
-            sys.stdout.write(event.text)
+        if self.show and not isinstance(event, Event) and event["stream"] == "text":
+            sys.stdout.write(event["text"])
             sys.stdout.flush()
 
 

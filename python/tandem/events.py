@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from tandem.protocol.events import Event
+from tandem.protocol.events import AnyEvent, kind_of, payload
 
 
 class EventSink(Protocol):
     """Receiver of session events (see docs/architecture.md, Events)."""
 
-    def publish(self, session: str, event: Event) -> None:
+    def publish(self, session: str, event: AnyEvent) -> None:
         """Queue EVENT for SESSION; the sink numbers it."""
 
 
 class NullSink:
     """A sink that drops everything: for the CLI and for tests that need none."""
 
-    def publish(self, session: str, event: Event) -> None:
+    def publish(self, session: str, event: AnyEvent) -> None:
         """Drop EVENT."""
         return None
 
@@ -37,6 +37,6 @@ class RecordingSink:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, dict[str, Any]]] = []
 
-    def publish(self, session: str, event: Event) -> None:
+    def publish(self, session: str, event: AnyEvent) -> None:
         """Keep EVENT."""
-        self.events.append((session, event.kind, event.model_dump()))
+        self.events.append((session, kind_of(event), payload(event)))

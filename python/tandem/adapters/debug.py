@@ -20,7 +20,14 @@ from tandem.protocol.core import (
     NoParams,
     SleepParams,
 )
-from tandem.protocol.events import Delta, EntryEvent, Event, TurnEndedEvent
+from tandem.protocol.events import (
+    AnyEvent,
+    EntryEvent,
+    InteractionEvent,
+    TurnEndedEvent,
+    TurnStarted,
+    delta,
+)
 from tandem.protocol.peer import CURRENT
 from tandem.store.models import ENTRY_TYPES
 
@@ -41,16 +48,21 @@ async def big(app: App, p: BigParams) -> Any:
     return (unit * (p.size // len(unit) + 1))[: p.size]
 
 
-def _sample(kind: str, text: str, i: int) -> Event:
+def _sample(kind: str, text: str, i: int) -> AnyEvent:
     """The Ith diagnostic event of KIND (turn 1), carrying TEXT where it has text."""
     if kind == "delta":
-        return Delta.of(1, "text", text)
+        return delta(1, "text", text)
+    if kind == "turn-started":
+        return TurnStarted(turn=1, origin="chat", provider="", model="", directive=None)
+    if kind == "interaction":
+        return InteractionEvent(turn=1, interaction_id=f"1.{i + 1}", title=text, tool="debug",
+                                options=[])
     if kind == "entry":
         return EntryEvent(entry={"type": "assistant", "seq": i + 1, "ts": "", "turn": 1,
                                  "text": text})
     if kind == "turn-ended":
         return TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
-    raise TandemError("invalid", f"debug/emit sends delta, entry or turn-ended, not {kind!r}")
+    raise TandemError("invalid", f"debug/emit cannot send {kind!r} events")
 
 
 async def emit(app: App, p: EmitParams) -> int:

@@ -1,4 +1,4 @@
-"""Generate docs/protocol.md from the method table, the params models and the error codes.
+"""Generate docs/protocol.md: the method table, params, replies, events and error codes.
 
 ``python -m tandem.server.protocol_doc`` prints it; ``--elisp`` prints
 elisp/tandem-errors.el instead; ``--check FILE`` exits 1 when FILE differs
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS
+from tandem.protocol.events import EVENTS, fields
 from tandem.server.table import build_table
 
 HEADER = """# tandem — protocol
@@ -52,16 +53,6 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
   event that could not be delivered keeps its seq, so the client sees a
   jump (and refetches); a `resync` event follows to show it.
 
-## Events
-
-| kind | fields |
-| --- | --- |
-| `turn-started` | turn, origin, provider, model, directive |
-| `delta` | turn, stream (`text`/`reasoning`), text — consecutive deltas merge |
-| `entry` | entry: a journal entry as written |
-| `interaction` | turn, interaction-id, title, tool, options |
-| `turn-ended` | turn, outcome, error, files-changed |
-| `resync` | none: events before it were lost; its seq shows the gap |
 """
 
 
@@ -91,6 +82,27 @@ def _fields(model: type[BaseModel]) -> list[str]:
     return rows
 
 
+def _events() -> list[str]:
+    out = ["## Events\n",
+           "Each event is a plist `(:session ID :seq N :kind KIND …)` plus the fields of"
+           " its kind (models in `tandem.protocol.events`).\n"]
+    for kind, model in EVENTS.items():
+        out.append(f"### `{kind}`\n\n{_oneline(model.__doc__)}\n")
+        props = fields(kind)
+        if not props:
+            out.append("No fields.\n")
+            continue
+        out += ["| field | type | meaning |", "| --- | --- | --- |"]
+        out += [f"| `:{name.replace('_', '-')}` | {_type(prop)} | "
+                f"{_oneline(prop.get('description'))} |" for name, prop in props.items()]
+        out.append("")
+    return out
+
+
+def _oneline(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
 def _errors() -> list[str]:
     out = ["## Error codes\n",
            "Each is also an Emacs error `tandem-CODE` whose parent is `tandem-error`"
@@ -107,7 +119,7 @@ def _errors() -> list[str]:
 
 def render(methods: dict[str, MethodSpec]) -> str:
     """The whole document for METHODS."""
-    out = [HEADER, *_errors(), "## Methods\n"]
+    out = [HEADER, *_events(), *_errors(), "## Methods\n"]
     for name in sorted(methods):
         spec = methods[name]
         out.append(f"### `{name}`\n\n{spec.doc}\n")

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from typing import Any
 
-from tandem.protocol.events import Delta, Event
+from tandem.protocol.events import AnyEvent, Delta, Event
 from tandem.server import sexp
 from tandem.server.outbox import Outbox
 
@@ -29,35 +29,34 @@ DELTA_CHARS = 256 * 1024
 class _Pending:
     """One queued event; a delta keeps its text as parts (joined once, linear)."""
 
-    __slots__ = ("session", "event", "parts", "chars")
+    __slots__ = ("session", "kind", "payload", "parts", "chars")
 
-    def __init__(self, session: str, event: Event) -> None:
+    def __init__(self, session: str, kind: str, payload: dict[str, Any]) -> None:
         self.session = session
-        self.event = event
+        self.kind = kind
+        self.payload = payload
+        """The fields sent (read, never changed)."""
         self.parts: list[str] = []
         self.chars = 0
 
     def merges(self, session: str, delta: Delta) -> bool:
-        event = self.event
         return (
-            isinstance(event, Delta)
+            self.kind == "delta"
             and self.session == session
             and self.chars < DELTA_CHARS
-            and event.turn == delta.turn
-            and event.stream == delta.stream
+            and self.payload["turn"] == delta["turn"]
+            and self.payload["stream"] == delta["stream"]
         )
 
     def encode(self) -> bytes | None:
-        event: dict[str, Any] = {"session": self.session, "kind": self.event.kind}
-        # Shallow (no event nests a model): sexp only reads the values.
-        event.update(dict(self.event))
+        event: dict[str, Any] = {"session": self.session, "kind": self.kind}
+        event.update(self.payload)
         if self.parts:
             event["text"] = "".join(self.parts)
         try:
             return sexp.dumps(event).encode("utf-8")
         except sexp.SexpError:
-            log.exception("event %s of %s not encodable: sent as a gap",
-                          self.event.kind, self.session)
+            log.exception("event %s of %s not encodable: sent as a gap", self.kind, self.session)
             return None
 
 
@@ -81,17 +80,20 @@ class EventPusher:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
-    def publish(self, session: str, event: Event) -> None:
+    def publish(self, session: str, event: AnyEvent) -> None:
         """Queue EVENT; consecutive deltas of one stream merge, long ones are cut."""
-        if not isinstance(event, Delta):
-            self._queue.append(_Pending(session, event))
+        if isinstance(event, Event):
+            # The fields as they are (pydantic keeps them in __dict__; the model is
+            # frozen and nests none): a tenth of model_dump's cost.
+            self._queue.append(_Pending(session, event.kind, vars(event)))
             self._wake.set()
             return
-        text = event.text
+        text = event["text"]
         last = self._queue[-1] if self._queue else None
         while True:
             if last is None or not last.merges(session, event):
-                last = _Pending(session, event)  # its text is in the parts
+                last = _Pending(session, "delta", {"turn": event["turn"],
+                                                   "stream": event["stream"]})
                 self._queue.append(last)
             piece = text[: DELTA_CHARS - last.chars]
             last.parts.append(piece)

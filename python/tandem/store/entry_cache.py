@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
-from tandem.store.entry_view import JournalEntry
+from tandem.store.entry_view import REQUIRED, JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.jsonl import loads_line
 from tandem.store.turn_index import TurnIndex
@@ -32,8 +32,9 @@ MAX_FILES = 64
 def journal_dicts(journal: Journal) -> list[JournalEntry]:
     """Every entry of JOURNAL as the dict written (one strict `loads_line` per line).
 
-    A line that is not a JSON object is skipped here; ``Journal.entries``
-    reports it.
+    A line that is not a JSON object, has no string ``type``, or lacks a key
+    its kind requires (`tandem.store.entry_view.REQUIRED`) is skipped here;
+    ``Journal.entries`` reports it.
     """
     out: list[JournalEntry] = []
     for _, line in journal.raw_lines():  # line by line: no copy of the whole file
@@ -78,6 +79,9 @@ def _loads(line: bytes) -> JournalEntry | None:
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) \
             or data["type"] == "header":
         return None  # no kind: nothing can read it as an entry (Journal.entries skips it too)
+    need = REQUIRED.get(data["type"])
+    if need is not None and not need <= data.keys():
+        return None  # a hand-edited line the model would refuse too (Journal.entries says so)
     # The one place the view is claimed: the line was validated when written.
     return cast(JournalEntry, data)
 

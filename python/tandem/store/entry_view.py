@@ -7,8 +7,11 @@ docs/architecture.md, "Journal entries in the domain").
 
 Every line was written through its kind's model (`tandem.store.models`,
 which `Journal.append` validates), so a key the model requires is
-``Required`` here; a key with a default in the model is ``NotRequired``
-(older lines may lack it: read it with ``.get``). The extra keys some
+``Required`` here, and the reader skips a line of a known kind that lacks
+one (`REQUIRED`; the model reader skips it too): a subscript never raises.
+A key with a default in the model is ``NotRequired`` (older lines may lack
+it: read it with ``.get``). Values are not checked (a hand-edited ``turn``
+may be a string), so a comparison that would raise keeps its guard. The extra keys some
 writers add (a rewind's ``backup``, …) are ``NotRequired`` too. A test
 keeps this view and the models in step.
 
@@ -269,3 +272,9 @@ JournalEntry = Union[  # noqa: UP007 - a type alias mypy narrows on "type"
 
 VIEWS: tuple[type[Any], ...] = get_args(JournalEntry)
 """Every kind's view, for the test that keeps them in step with the models."""
+
+REQUIRED: dict[str, frozenset[str]] = {
+    get_args(view.__annotations__["type"])[0]: frozenset(view.__required_keys__)
+    for view in VIEWS
+}
+"""Kind -> the keys a line of that kind must have (the reader skips one without them)."""

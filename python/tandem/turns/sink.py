@@ -15,7 +15,8 @@ from typing import Any
 
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
-from tandem.protocol.events import Delta, EntryEvent, InteractionEvent
+from tandem.protocol.events import EntryEvent, InteractionEvent
+from tandem.protocol.events import delta as delta_event
 from tandem.providers.base import PermissionAnswer, PermissionRequest, ToolKind
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
@@ -74,13 +75,13 @@ class JournalSink:
         """Stream assistant text."""
         if delta:
             self._text.append(delta)
-            self.events.publish(self.session, Delta.of(self.turn, "text", delta))
+            self.events.publish(self.session, delta_event(self.turn, "text", delta))
 
     def reasoning(self, delta: str) -> None:
         """Stream reasoning."""
         if delta:
             self._reasoning.append(delta)
-            self.events.publish(self.session, Delta.of(self.turn, "reasoning", delta))
+            self.events.publish(self.session, delta_event(self.turn, "reasoning", delta))
 
     def end_message(self) -> None:
         """Write the message streamed so far as complete entries."""

@@ -7,9 +7,12 @@ view; and every kind has exactly one view.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+from tandem.store.entry_cache import EntryCache, journal_dicts
 from tandem.store.entry_view import VIEWS
+from tandem.store.journal import Journal
 from tandem.store.models import ENTRY_TYPES, Entry
 
 
@@ -46,3 +49,23 @@ def test_base_fields_are_in_every_view() -> None:
     for view in VIEWS:
         assert {"type", "seq", "ts"} <= set(view.__required_keys__)
     assert set(Entry.model_fields) == {"type", "seq", "ts", "turn"}
+
+
+def test_the_reader_skips_lines_the_view_would_lie_about(tmp_path: Path) -> None:
+    """A hand-edited line without a key its kind requires, or without a type, is not read
+    as an entry (the model reader skips the same lines); unknown kinds stay."""
+    journal = Journal.create(tmp_path / "home", str(tmp_path), title="t")
+    journal.append({"type": "turn_start", "turn": 1, "origin": "chat"})
+    journal.sync()
+    with open(journal.path, "ab") as f:
+        f.write(b'{"type":"turn_start","turn":2,"seq":2,"ts":"x"}\n')  # no origin
+        f.write(b'{"seq":3,"ts":"x","turn":2}\n')  # no type
+        f.write(b'{"type":"turn_end","seq":4,"ts":"x","outcome":"succeeded"}\n')  # no turn
+        f.write(b'{"type":"newer_kind","seq":5,"ts":"x","turn":2}\n')
+    read = journal_dicts(journal)
+    assert [(e["type"], e["seq"]) for e in read] == [("turn_start", 1), ("newer_kind", 5)]
+    assert [e.seq for e in journal.entries()] == [1, 5]
+    cache = EntryCache()
+    assert [e["seq"] for e in cache.entries(Path(journal.path))] == [1, 5]
+    assert cache.index(Path(journal.path)).seen == {1}
+    journal.close()
