@@ -19,13 +19,13 @@ from typing import Any
 
 import anyio.to_thread
 
+from tandem.checkpoints.hooks import Checkpoints
 from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
 from tandem.providers.base import TurnResult
 from tandem.remote.mirror import Mirror, MirrorSync, mirror_scope
 from tandem.remote.push import push_pending
 from tandem.remote.service import RemoteService
-from tandem.turns.engine import Checkpoints
 
 
 class RemoteCheckpoints(Checkpoints):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tandem.checkpoints.hooks import Checkpoints
 from tandem.checkpoints.maintenance import Retention
 from tandem.checkpoints.service import CheckpointService
 from tandem.config.front_end import ClientConfig
@@ -31,7 +32,7 @@ from tandem.store import layout
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
-from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_session, run_blocking
+from tandem.turns.engine import TurnEngine, TurnSpec, last_acp_session, run_blocking
 
 if TYPE_CHECKING:
     from tandem.checkpoints.checkpointer import Checkpointer
