@@ -213,6 +213,8 @@ def emit(name: str, rows: list[dict[str, float]], probe: list[dict[str, float]],
         "turns": [int(r["turn"]) for r in rows],
         "fake_ms": round(statistics.median(r["fake"] for r in rows), 2),
         "files_changed": statistics.median(r["files"] for r in rows),
+        "processes_per_turn": statistics.median(
+            by_turn[int(r["turn"])].get("processes spawned", 0.0) for r in rows),
         "split_ms": split(rows, probe)}), flush=True)
 
 
@@ -263,6 +265,9 @@ def main() -> None:
                 proc.terminate()
                 proc.wait(30)
         probe = json.loads(probe_out.read_text())
+        for p in probe:
+            for line in p.pop("spawned", []):
+                print(f"turn {p['turn']}: {line}", file=sys.stderr)
         emit(f"turn overhead at turn 1,000, ten files changed ({args.files} files)",
              changed, probe, anchor)
         emit(f"turn overhead at turn 1,000, nothing changed ({args.files} files)",

@@ -4,7 +4,8 @@ The real server (`tandem.cli.main`, ``serve``), with a few of its functions
 wrapped in timers before it starts: each turn's time in the projection, the
 compaction check, the checkpoints before and after, journal writes and
 syncs, event publishing and the provider call, from ``turns/send`` to the
-``turn-ended`` event. The totals of every turn are written as JSON to
+``turn-ended`` event, and the processes it spawned (git; their command
+lines too with ``TANDEM_PROBE_ARGV`` set). The totals of every turn are written as JSON to
 ``$TANDEM_PROBE_OUT`` when the server stops; with ``TANDEM_PROBE_PROFILE`` set
 the whole run is profiled with cProfile into that file too (``.prof``).
 Run by ``bench/bench_turn.py``; not part of tandem.
@@ -16,6 +17,7 @@ import cProfile
 import functools
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +30,7 @@ TURNS: list[dict[str, float]] = []
 """One dict per ended turn: milliseconds per part, ``total`` from send to the event."""
 _current: dict[str, float] = {}
 _depth: dict[str, int] = {}
+_spawned: list[str] = []
 
 
 def _add(part: str, ms: float) -> None:
@@ -86,12 +89,23 @@ def install() -> None:
     native.NativeProvider.run = _timed_async(  # type: ignore[method-assign]
         "provider call", native.NativeProvider.run)
     publish = _timed("events", pusher.EventPusher.publish)
+    popen_init = subprocess.Popen.__init__
+
+    def counted_popen(self: Any, *args: Any, **kwargs: Any) -> None:
+        _add("processes spawned", 1.0)  # a count, not milliseconds
+        if os.environ.get("TANDEM_PROBE_ARGV"):
+            argv = args[0] if args else kwargs.get("args")
+            _spawned.append(" ".join(str(a) for a in argv if not str(a).startswith("-"))[:90])
+        popen_init(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = counted_popen  # type: ignore[method-assign]
 
     def publish_and_close(self: Any, session: str, kind: str, payload: dict[str, Any]) -> None:
         publish(self, session, kind, payload)
         if kind == "turn-ended" and "start" in _current:
             _current["total"] = (time.perf_counter() - _current.pop("start")) * 1000
-            TURNS.append(dict(_current, turn=payload.get("turn", 0)))
+            TURNS.append(dict(_current, turn=payload.get("turn", 0), spawned=list(_spawned)))
+            _spawned.clear()
             _current.clear()
 
     pusher.EventPusher.publish = publish_and_close  # type: ignore[method-assign]
