@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tandem.config.model import SettingsModel
-from tandem.mcp.connection import McpServerError
+from tandem.mcp.common import McpServerError
 from tandem.mcp.service import ServerRow
 from tandem.protocol.base import MethodSpec, Params, TandemError
 
