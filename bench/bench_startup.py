@@ -38,7 +38,6 @@ from fakes.script import Reply, Script  # noqa: E402
 
 from benchlib import emit  # noqa: E402
 
-
 CPU: dict[str, list[float]] = {}
 """CPU milliseconds (user + system, the process and what it waited for) per command."""
 

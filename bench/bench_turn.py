@@ -16,7 +16,9 @@ and no change.
 
 Figure: the median; target 30 ms plus the turn's two incremental checkpoints
 (median of before + after, measured in the backend); anchor: one bare
-``httpx`` streaming request to the same fake, same run. The split (medians per
+``httpx`` streaming request to the same fake, same run (and, as
+``bare_request_same_body_ms``, the same request carrying the body tandem sent
+at the last turn: the whole context, as a stateless chat API needs it). The split (medians per
 part, from the backend's timers) is printed in the same line: projection,
 compaction check, checkpoint before / after, journal writes (append and
 fsync), events (publishing; the pusher then waits up to 16 ms to batch), the
@@ -145,9 +147,11 @@ class Client:
                 turn = msg[2]["turn"]
 
 
-def bare_request_ms(fake: FakeOpenAI, runs: int) -> float:
-    """The anchor: one bare httpx streaming request to the same fake (median)."""
-    body = {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+def bare_request_ms(fake: FakeOpenAI, runs: int, body: Any = None) -> float:
+    """The anchor: one bare httpx streaming request to the same fake (median), of BODY
+    (default: one short message); the fake's own time is not subtracted."""
+    body = body or {"model": "bench", "stream": True,
+                    "messages": [{"role": "user", "content": "go"}]}
     times = []
     with httpx.Client() as client:  # kept, as a provider keeps its client
         for _ in range(runs):
@@ -199,7 +203,7 @@ def split(rows: list[dict[str, float]], probe: list[dict[str, float]]) -> dict[s
 
 
 def emit(name: str, rows: list[dict[str, float]], probe: list[dict[str, float]],
-         anchor: float) -> None:
+         anchor: float, same_body: float, body_kb: float) -> None:
     """Print one figure line: median overhead, target, anchor and split."""
     by_turn = {int(p["turn"]): p for p in probe}
     overhead = statistics.median(r["wall"] - r["fake"] for r in rows)
@@ -212,6 +216,7 @@ def emit(name: str, rows: list[dict[str, float]], probe: list[dict[str, float]],
         "anchor_value": round(anchor, 1), "target": round(TARGET_MS + checkpoints, 1),
         "turns": [int(r["turn"]) for r in rows],
         "fake_ms": round(statistics.median(r["fake"] for r in rows), 2),
+        "bare_request_same_body_ms": round(same_body, 1), "body_kb": round(body_kb),
         "files_changed": statistics.median(r["files"] for r in rows),
         "processes_per_turn": statistics.median(
             by_turn[int(r["turn"])].get("processes spawned", 0.0) for r in rows),
@@ -259,7 +264,11 @@ def main() -> None:
                     client.turn(session)
                 changed = series(client, session, turns, root, live, args.runs, changed=True)
                 still = series(client, session, turns, root, live, args.runs, changed=False)
+                # The body tandem sent last (the whole context, as the APIs want it).
+                last = fake.api_requests("/v1/chat/completions")[-1].body
                 anchor = bare_request_ms(fake, args.runs)
+                same_body = bare_request_ms(fake, args.runs, last)
+                body_kb = len(json.dumps(last)) / 1000
                 client.peer.close()
             finally:
                 proc.terminate()
@@ -269,9 +278,9 @@ def main() -> None:
             for line in p.pop("spawned", []):
                 print(f"turn {p['turn']}: {line}", file=sys.stderr)
         emit(f"turn overhead at turn 1,000, ten files changed ({args.files} files)",
-             changed, probe, anchor)
+             changed, probe, anchor, same_body, body_kb)
         emit(f"turn overhead at turn 1,000, nothing changed ({args.files} files)",
-             still, probe, anchor)
+             still, probe, anchor, same_body, body_kb)
         if args.profile:
             stats = pstats.Stats(str(probe_out.with_suffix(".prof")), stream=sys.stderr)
             stats.sort_stats("cumulative").print_stats(60)

@@ -42,8 +42,8 @@ def _timed(part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if _depth.get(part):
-            return fn(*args, **kwargs)
+        if _depth.get(part) or (part == "projection" and _depth.get("compaction check")):
+            return fn(*args, **kwargs)  # counted once, in the outer part
         _depth[part] = 1
         t = time.perf_counter()
         try:
@@ -60,10 +60,12 @@ def _timed_async(part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _depth[part] = _depth.get(part, 0) + 1
         t = time.perf_counter()
         try:
             return await fn(*args, **kwargs)
         finally:
+            _depth[part] -= 1
             _add(part, (time.perf_counter() - t) * 1000)
 
     return wrapper
@@ -78,6 +80,11 @@ def install() -> None:
     from tandem.turns import engine, service
 
     engine.project = _timed("projection", engine.project)  # type: ignore[assignment]
+    from tandem.sessions.service import SessionService
+
+    if hasattr(SessionService, "projection"):  # the incremental projection (issue 16 item 1)
+        SessionService.projection = _timed(  # type: ignore[method-assign]
+            "projection", SessionService.projection)
     compaction.CompactionService.maybe_compact = _timed_async(  # type: ignore[method-assign]
         "compaction check", compaction.CompactionService.maybe_compact)
     service.GitCheckpoints.before = _timed_async(  # type: ignore[method-assign]
