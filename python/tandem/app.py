@@ -5,26 +5,35 @@ in dependency order (gate and checkpoints, sessions, turns, then what sits
 above the engine: workspaces, compactions, rewinds) and closes them in the
 reverse order (`aclose`). Method handlers receive the `App` and call the
 service they need; domain code never sees the `App`.
+
+The services above the engine are built, and their modules imported, on
+first use: ``tandem ask`` runs one chat turn and needs
+none of them (issue 16: start-up), and a backend builds each once.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tandem.checkpoints.service import CheckpointService
 from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
-from tandem.history.compaction import CompactionService
-from tandem.history.rewind import RewindService
-from tandem.overview.facts import FactsCache
 from tandem.paths import tandem_home
 from tandem.remote.checkpoints import CheckpointsBySession, RemoteCheckpoints
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
-from tandem.sessions.rewind_recovery import intent_path
 from tandem.sessions.service import SessionService
+from tandem.store.journal import Journal
+from tandem.store.layout import rewind_intent_path
 from tandem.turns.service import GitCheckpoints, TurnService, retention_from
-from tandem.workspace.service import WorkspaceService
+
+if TYPE_CHECKING:
+    from tandem.history.compaction import CompactionService
+    from tandem.history.rewind import RewindService
+    from tandem.overview.facts import FactsCache
+    from tandem.workspace.service import WorkspaceService
 
 
 class App:
@@ -41,6 +50,7 @@ class App:
         self.checkpoints = CheckpointService(self.home)
         self.sessions = SessionService(self.home)
         self.remote = RemoteService(self.home)
+        """Remote agent-server targets (every turn asks whether its session has one)."""
         # After each turn the store is packed and pruned with the root's retention.
         local = GitCheckpoints(
             self.checkpoints, lambda root: retention_from(self.sessions.resolved(root).settings))
@@ -52,20 +62,54 @@ class App:
         self.remote_checkpoints.settled = self._rewind_settled
         checkpoints = CheckpointsBySession(local, self.remote_checkpoints)
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
-        self.workspaces = WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
-        self.compactions = CompactionService(self.events, self.sessions, self.turns, self.gate)
-        self.rewinds = RewindService(self.events, self.sessions, self.turns, self.checkpoints,
-                                     self.gate, self.remote_checkpoints)
         self.turns.remote_target = self.remote.target  # an attached session runs remotely
-        self.overview_facts = FactsCache()
-        """Turn and token counts per journal for the sessions overview."""
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
-        self.sessions.manager.on_open.append(self.rewinds.recover_on_open)
+        self.sessions.manager.on_open.append(self._recover_on_open)
+
+    def _recover_on_open(self, journal: Journal) -> None:
+        # Only a session a crash left mid-rewind needs the rewind service.
+        if rewind_intent_path(journal.path).exists():
+            self.rewinds.recover_on_open(journal)
 
     def _rewind_settled(self, session: str) -> bool:
         """True when SESSION has no rewind intent left; opening its journal settles one."""
         journal = self.sessions.journal(session)
-        return not intent_path(journal.path).exists()
+        return not rewind_intent_path(journal.path).exists()
+
+    @cached_property
+    def workspaces(self) -> WorkspaceService:
+        """Workspaces and their directives."""
+        from tandem.workspace.service import WorkspaceService
+
+        return WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
+
+    @cached_property
+    def compactions(self) -> CompactionService:
+        """Compaction of sessions (automatic before a send, or asked for)."""
+        from tandem.history.compaction import CompactionService
+
+        return CompactionService(self.events, self.sessions, self.turns, self.gate)
+
+    @cached_property
+    def rewinds(self) -> RewindService:
+        """Rewind, its undo and their crash recovery."""
+        from tandem.history.rewind import RewindService
+
+        return RewindService(self.events, self.sessions, self.turns, self.checkpoints,
+                             self.gate)
+
+    @cached_property
+    def remote(self) -> RemoteService:
+        """Remote agent-server targets."""
+
+        return RemoteService(self.home)
+
+    @cached_property
+    def overview_facts(self) -> FactsCache:
+        """Turn and token counts per journal for the sessions overview."""
+        from tandem.overview.facts import FactsCache
+
+        return FactsCache()
 
     async def aclose(self) -> None:
         """Stop in reverse order: running turns end through their terminal path and the

@@ -60,6 +60,10 @@ _SUBCOMMAND = ("the CLI's start-up: `tandem --help` registers every subcommand; 
 _PORT_LINE = ("`tandem serve`'s port line: the log captures warnings first, then the server's "
               "parts (pydantic and the domain) load")
 _DOCTOR = "the doctor: a broken part is a finding, not a crash of `tandem doctor`"
+_ABOVE_ENGINE = ("start-up of `tandem ask` and `tandem serve` (issue 16): the services above "
+                 "the engine load with their first use; `ask` uses none of them")
+_MCP_SDK = ("start-up of `tandem ask` and `tandem serve`'s port line: the MCP SDK takes ~0.5 s "
+            "to import; it loads with the first MCP server that starts")
 
 FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.cli", "tandem.server.main"): _SUBCOMMAND,
@@ -79,6 +83,12 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.server.main", "tandem.server.pusher"): _PORT_LINE,
     ("tandem.server.main", "tandem.server.table"): _PORT_LINE,
     ("tandem.server.main", "tandem.turns.engine"): _PORT_LINE,
+    ("tandem.app", "tandem.history.compaction"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.history.rewind"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.overview.facts"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.workspace.service"): _ABOVE_ENGINE,
+    ("tandem.mcp.service", "tandem.mcp.adapter"): _MCP_SDK,
+    ("tandem.mcp.service", "tandem.mcp.connection"): _MCP_SDK,
     ("tandem.providers.registry", "tandem.providers.acp"): (
         "start-up of `tandem serve` and `tandem ask`: the acp SDK takes ~1.5 s to import; "
         "it loads with the first ACP provider"),

@@ -174,7 +174,8 @@ class Checkpointer:
 
         RAN_SHELL and WROTE_OUTSIDE come from the turn (a shell command ran;
         an agent reported writes outside the root); they make the patch
-        ``incomplete`` because those changes are not in it.
+        ``incomplete`` because those changes are not in it. START and TO may be
+        the `Checkpoint` objects this store returned: they are not read back.
         """
         if not isinstance(ran_shell, bool):
             raise TandemError("invalid", f"ran_shell must be true or false: {ran_shell!r}")
@@ -183,14 +184,14 @@ class Checkpointer:
             raise TandemError(
                 "invalid", f"wrote_outside must be a list of paths: {wrote_outside!r}"
             )
-        begin = self._resolve(start)
+        begin = self._known(start)
         with self.layout.locked():
             self._recover_locked()
             if to is None:
                 now = self._capture_locked()
                 end_id, end_tree, end_gaps = None, now.tree, now.gaps
             else:
-                end = self._resolve(to)
+                end = self._known(to)
                 end_id, end_tree, end_gaps = end.id, end.tree, end.gaps
             return self._patch(begin, end_id, end_tree, end_gaps, ran_shell, outside)
 
@@ -204,7 +205,8 @@ class Checkpointer:
         outside: list[str],
     ) -> Patch:
         all_gaps = begin.gaps + end_gaps
-        changes = [
+        # Equal trees (a turn that changed nothing): no git call can find a change.
+        changes = [] if begin.tree == end_tree else [
             c
             for c in diffing.raw_changes(self.git, begin.tree, end_tree, renames=True)
             if not diffing.covered(c.path, all_gaps)
@@ -451,6 +453,13 @@ class Checkpointer:
         return Checkpoint(
             id=commit, tree=tree, **record.model_dump(exclude={"tandem_checkpoint"})
         )
+
+    def _known(self, checkpoint: Checkpoint | str) -> Checkpoint:
+        """CHECKPOINT as is when it is one of this root's (read-only uses: a patch);
+        else looked up (`get`). Saves a git process per checkpoint of a turn."""
+        if isinstance(checkpoint, Checkpoint) and checkpoint.root == str(self.root):
+            return checkpoint
+        return self._resolve(checkpoint)
 
     def _resolve(self, checkpoint: Checkpoint | str) -> Checkpoint:
         if isinstance(checkpoint, Checkpoint):

@@ -19,7 +19,8 @@ from typing import Any
 import mcp.types as types
 from pydantic import ConfigDict
 
-from tandem.mcp.connection import McpConnection, McpServerError
+from tandem.mcp.common import McpServerError
+from tandem.mcp.connection import McpConnection
 from tandem.providers.base import ToolKind
 from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError, cap_text
 

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession
 from tandem.config.model import McpHttpServer
+from tandem.mcp.common import McpServerError, Timeouts
 from tandem.mcp.servers import ServerConfig, fingerprint
 from tandem.mcp.transport import http_client, process_streams, start_process
 from tandem.providers.acp_process import AgentProcess
@@ -35,20 +35,6 @@ Status = Literal["stopped", "starting", "running", "failed", "exited"]
 MAX_TOOLS = 1000
 """Tools taken from one server (pages of ``tools/list`` are followed up to this)."""
 LOG_LINES = 200
-
-
-class McpServerError(Exception):
-    """An MCP server failed to start, died, timed out or refused a call (the message says which)."""
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Bounds on waiting for a server."""
-
-    start: float = 30.0
-    """``initialize`` and the first ``tools/list``."""
-    call: float = 120.0
-    """One ``tools/call``."""
 
 
 class McpConnection:

@@ -13,16 +13,18 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tandem.config.model import SettingsModel
-from tandem.mcp.adapter import adapt, token_estimate
-from tandem.mcp.connection import McpConnection, McpServerError, Timeouts
+from tandem.mcp.common import McpServerError, Timeouts
 from tandem.mcp.servers import ServerConfig, acp_server, configured, describe, fingerprint
 from tandem.protocol.base import TandemError
 from tandem.protocol.mcp import ServerRow
 from tandem.providers.base import ToolSource, TurnRequest
 from tandem.tools.base import Tool
+
+if TYPE_CHECKING:
+    from tandem.mcp.connection import McpConnection
 
 SettingsOf = Callable[[], SettingsModel]
 
@@ -67,6 +69,8 @@ class McpService:
             await conn.stop()  # its settings entry changed: start the new one
             conn = None
         if conn is None:
+            from tandem.mcp.connection import McpConnection  # the SDK, with the first server
+
             conn = McpConnection(name, config, root, self.timeouts)
             state.connections[name] = conn
         return conn
@@ -82,6 +86,8 @@ class McpService:
         return conn
 
     def _remember(self, conn: McpConnection) -> None:
+        from tandem.mcp.adapter import token_estimate  # loaded with the connection
+
         if conn.status == "running":
             self._seen[conn.name] = _Seen(conn.fingerprint, [t.name for t in conn.tools],
                                           token_estimate(conn.name, conn.tools))
@@ -99,6 +105,8 @@ class McpService:
         results = await asyncio.gather(
             *(self.start(request.session_id, n, servers[n], request.root) for n in names),
             return_exceptions=True)
+        from tandem.mcp.adapter import adapt  # loaded with the connections
+
         taken: set[str] = set()
         tools: list[Tool] = []
         for result in results:
@@ -149,6 +157,8 @@ class McpService:
                         enabled=name not in state.disabled, status=status,
                         error=conn.error if conn is not None else None)
         if conn is not None and status == "running":
+            from tandem.mcp.adapter import token_estimate  # loaded with the connection
+
             row.tools = [t.name for t in conn.tools]
             row.tokens = token_estimate(name, conn.tools)
         elif (seen := self._seen.get(name)) is not None and seen.fingerprint == fingerprint(

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
+from pydantic_core import to_json
 
 from tandem.providers.base import (
     Conversation,
@@ -413,10 +414,13 @@ class NativeProvider:
         tools: list[Tool],
         watch: _Watch,
     ) -> StepResult:
-        body = self.wire.body(request, system, messages, tools)
+        # The body holds the whole context (~0.5 MB at turn 1,000): pydantic-core's
+        # encoder writes it ~3x faster than the json module (httpx's ``json=``).
+        content = to_json(self.wire.body(request, system, messages, tools))
+        headers = {**self.wire.headers(), "content-type": "application/json"}
         try:
             async with self._http().stream(
-                "POST", self.wire.url(), json=body, headers=self.wire.headers()
+                "POST", self.wire.url(), content=content, headers=headers
             ) as resp:
                 if resp.status_code >= 400:
                     raw = (await resp.aread()).decode("utf-8", "replace")

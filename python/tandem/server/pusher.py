@@ -6,7 +6,9 @@ one queue; every `INTERVAL` seconds a distributor encodes them and puts
 them into each connection's `Outbox`, which numbers, batches (bounded by
 bytes) and sends them on its own, so a slow client holds up no one.
 Consecutive text deltas merge, up to `DELTA_CHARS`, so a token stream costs
-a handful of calls a second rather than one per token.
+a handful of calls a second rather than one per token. Any other event
+(``turn-ended``, a permission question, an entry) goes out at once, with
+the deltas queued before it: only deltas gain by waiting.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tandem.server.outbox import Outbox
 log = logging.getLogger("tandem.events")
 
 INTERVAL = 0.016
+"""Seconds the distributor waits after a delta, for more deltas to merge with it."""
 DELTA_CHARS = 256 * 1024
 """A merged delta grows to this many characters; a longer text is cut in pieces."""
 
@@ -67,6 +70,8 @@ class EventPusher:
         self.outboxes: list[Outbox] = []
         self._queue: list[_Pending] = []
         self._wake = asyncio.Event()
+        self._urgent = False
+        """A non-delta event is queued: distribute without waiting for more deltas."""
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -86,6 +91,7 @@ class EventPusher:
             # The fields as they are (pydantic keeps them in __dict__; the model is
             # frozen and nests none): a tenth of model_dump's cost.
             self._queue.append(_Pending(session, event.kind, vars(event)))
+            self._urgent = True  # only deltas gain by waiting
             self._wake.set()
             return
         text = event["text"]
@@ -111,7 +117,9 @@ class EventPusher:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            await asyncio.sleep(INTERVAL)
+            if not self._urgent:
+                await asyncio.sleep(INTERVAL)
+            self._urgent = False
             queue, self._queue = self._queue, []
             self.outboxes = [o for o in self.outboxes if not o.closed]
             if not self.outboxes:

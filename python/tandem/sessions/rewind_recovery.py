@@ -49,12 +49,17 @@ from tandem.store.entry_cache import journal_dicts
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.jsonl import now_iso
-from tandem.store.layout import JOURNAL_SUFFIX, artifacts_dir, compact_time
+from tandem.store.layout import (
+    JOURNAL_SUFFIX,
+    REWIND_INTENT_NAME,
+    compact_time,
+    rewind_intent_path,
+)
 from tandem.store.models import entry_to_dict
 
 log = logging.getLogger("tandem.rewind")
 
-INTENT_NAME = "rewind-intent.json"
+INTENT_NAME = REWIND_INTENT_NAME
 
 
 @dataclass
@@ -109,7 +114,7 @@ class RecoveryReport(BaseModel):
 
 def intent_path(journal_path: Path) -> Path:
     """Where the rewind intent of the journal at JOURNAL_PATH is kept."""
-    return artifacts_dir(journal_path) / INTENT_NAME
+    return rewind_intent_path(journal_path)
 
 
 def write_intent(journal: Journal, plan_seq: int, before_turn: int, root: str,

@@ -90,6 +90,15 @@ def artifacts_dir(journal: Path) -> Path:
     return journal.with_suffix("")
 
 
+REWIND_INTENT_NAME = "rewind-intent.json"
+"""The file a rewind writes first in the journal's artifact folder (crash recovery)."""
+
+
+def rewind_intent_path(journal: Path) -> Path:
+    """Where the rewind intent of JOURNAL is kept (it exists only while one is unsettled)."""
+    return artifacts_dir(journal) / REWIND_INTENT_NAME
+
+
 def lock_path(journal: Path) -> Path:
     """The lock file of JOURNAL: same stem, ``.lock``."""
     return journal.with_suffix(".lock")

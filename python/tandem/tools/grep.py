@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from typing import Protocol
 
-import re2
 from pydantic import Field
 
 from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError, cap_text
@@ -51,6 +50,8 @@ class _Pattern(Protocol):
 
 def _compile(pattern: str, ignore_case: bool) -> tuple[_Pattern, _Pattern | None]:
     """The per-line matcher and a whole-file prefilter (None when unsound)."""
+    import re2  # loaded with the first search, not at every start
+
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.config.model import SettingsModel
-from tandem.mcp.connection import McpServerError
+from tandem.mcp.common import McpServerError
 from tandem.protocol.base import TandemError
 from tandem.protocol.mcp import ServerRow
 from tandem.turns.service import TurnService

@@ -21,7 +21,9 @@ from tandem.config.front_end import ClientConfig
 from tandem.config.model import SettingsModel
 from tandem.editor import EditorBridge
 from tandem.events import EventSink
+from tandem.lru import LRU
 from tandem.mcp.service import McpService
+from tandem.protocol.checkpoints import Checkpoint
 from tandem.providers.base import Provider, TurnResult
 from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
 from tandem.remote.agent_llm import choose_agent, host_entry
@@ -60,12 +62,15 @@ class GitCheckpoints(Checkpoints):
         self.home = service.home
         self.retention_of = retention_of or (lambda _root: retention_from(None))
         self._background: set[asyncio.Task[None]] = set()
+        self._taken: LRU[str, Checkpoint] = LRU(64)
+        """Pre-turn checkpoints by id until their turn's `after` (not read back from git)."""
 
     async def before(self, root: Path, session: str, turn: int) -> str | None:
         """Snapshot ROOT before the turn."""
         cp = self.service.for_root(root)
         snap = await run_blocking(
             lambda: cp.snapshot(f"before turn {turn} of {session}", owner=session, turn=turn))
+        self._taken[snap.id] = snap
         return str(snap.id)
 
     async def after(self, root: Path, checkpoint: str | None, result: TurnResult
@@ -74,11 +79,12 @@ class GitCheckpoints(Checkpoints):
         if checkpoint is None:
             return None, None
         cp = self.service.for_root(root)
-        start = await run_blocking(cp.get, checkpoint)
+        taken = self._taken.pop(checkpoint, None)
+        start = taken if taken is not None else await run_blocking(cp.get, checkpoint)
         end = await run_blocking(
             lambda: cp.snapshot("after a turn", owner=start.owner, turn=start.turn))
         patch = await run_blocking(
-            lambda: cp.diff(checkpoint, end.id, ran_shell=result.ran_shell,
+            lambda: cp.diff(start, end, ran_shell=result.ran_shell,
                             wrote_outside=result.wrote_outside))
         summary = patch.model_dump(mode="json", exclude={"diff"})
         summary["diff_chars"] = len(patch.diff)

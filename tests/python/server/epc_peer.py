@@ -76,12 +76,14 @@ def start_backend(
     secrets: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
     nofile: int | None = None,
+    argv: list[str] | None = None,
 ) -> subprocess.Popen[str]:
     """Start ``tandem serve`` as Emacs does; return the process with .port set.
 
     The token (and SECRETS) go in one JSON line on its stdin, never in its
     environment. ENV adds variables (limits for tests); NOFILE caps its open
-    descriptors as a desktop session's default of 1024 would.
+    descriptors as a desktop session's default of 1024 would. ARGV replaces
+    the command (a benchmark's instrumented server).
     """
     env = dict(os.environ, TANDEM_HOME=str(home), **(env or {}))
     env.pop("TANDEM_TOKEN", None)
@@ -91,7 +93,7 @@ def start_backend(
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tandem.cli", "serve"],
+        argv or [sys.executable, "-m", "tandem.cli", "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

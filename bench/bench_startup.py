@@ -1,0 +1,117 @@
+"""Start-up (issue 16 item 8): ``tandem ask`` with an instant model; ``tandem serve``'s port line.
+
+* ``ask_wall_instant_fake``: the wall time of ``tandem ask`` (a real process,
+  ``python -m tandem.cli``) on a tiny project (three files; its first
+  checkpoint taken by a first, untimed run), answered by the fake OpenAI
+  server ("ok" at once; ``OPENAI_BASE_URL`` points at it, no key, so no
+  re-exec). Anchor: ``python -c "import httpx, pydantic"``, same interpreter,
+  alternating with it in the same run; target 1.5 × the anchor. Both with
+  their byte code cached (``PYTHONPYCACHEPREFIX``, written by an untimed first
+  run; ``PYTHONDONTWRITEBYTECODE`` dropped), as an installed package has it.
+* ``ask_cpu_instant_fake``: the same runs in CPU time (user + system of the
+  process and the git processes it waited for), beside the anchor's.
+* ``serve_port_line``: from spawning ``tandem serve`` (the token written on
+  its stdin, as Emacs does) to reading its port line; same anchor, no
+  target (reported).
+
+Medians of RUNS. Run: ``.venv/bin/python bench/bench_startup.py [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakes.openai_server import FakeOpenAI  # noqa: E402
+from fakes.script import Reply, Script  # noqa: E402
+
+from benchlib import emit  # noqa: E402
+
+CPU: dict[str, list[float]] = {}
+"""CPU milliseconds (user + system, the process and what it waited for) per command."""
+
+
+def _children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def _wall_ms(cmd: list[str], env: dict[str, str], cwd: Path, name: str = "") -> float:
+    cpu = _children_cpu_ms()
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+    elapsed = (time.perf_counter() - t) * 1000
+    CPU.setdefault(name, []).append(_children_cpu_ms() - cpu)
+    return elapsed
+
+
+def _port_line_ms(env: dict[str, str], cwd: Path) -> float:
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "tandem.cli", "serve"], env=env, cwd=cwd,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"token": "bench-startup"}) + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    elapsed = (time.perf_counter() - t) * 1000
+    int(line)  # the port, or the bench is wrong
+    proc.stdin.close()  # Emacs went away: the server stops
+    proc.wait(30)
+    return elapsed
+
+
+def main() -> None:
+    """Print the start-up figures as JSON lines."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tandem-bench-start-") as tmp, \
+            FakeOpenAI(Script(default=Reply(text="ok"))) as fake:
+        base = Path(tmp)
+        project = base / "proj"
+        project.mkdir()
+        for name in ("a.py", "b.py", "README.md"):
+            (project / name).write_text(f"# {name}\n")
+        env = {k: v for k, v in os.environ.items()
+               if not k.endswith("_API_KEY") and k != "PYTHONDONTWRITEBYTECODE"}
+        # Byte code cached for both commands alike (an installed package has it;
+        # without it tandem's modules were compiled from source at every start).
+        env.update(TANDEM_HOME=str(base / "home"), XDG_CONFIG_HOME=str(base / "config"),
+                   OPENAI_BASE_URL=fake.base_url + "/v1", PYTHONPATH=str(ROOT / "python"),
+                   PYTHONPYCACHEPREFIX=str(base / "pycache"))
+        ask = [sys.executable, "-m", "tandem.cli", "ask", "hello", "--provider",
+               "openai:bench", "--cwd", str(project)]
+        anchor_cmd = [sys.executable, "-c", "import httpx, pydantic"]
+        _wall_ms(ask, env, ROOT)  # the store, its first checkpoint and the byte code exist now
+        _wall_ms(anchor_cmd, env, ROOT)
+        _port_line_ms(env, ROOT)
+        asks, anchors, ports = [], [], []
+        for _ in range(args.runs):
+            anchors.append(_wall_ms(anchor_cmd, env, ROOT, "anchor"))
+            asks.append(_wall_ms(ask, env, ROOT, "ask"))
+            ports.append(_port_line_ms(env, ROOT))
+        anchor = statistics.median(anchors)
+        emit("ask_wall_instant_fake", statistics.median(asks),
+             'python -c "import httpx, pydantic"', anchor, round(1.5 * anchor, 1), digits=1)
+        # The same in CPU time: on a loaded machine the wall is mostly waiting.
+        emit("ask_cpu_instant_fake", statistics.median(CPU["ask"]),
+             'python -c "import httpx, pydantic" (CPU)', statistics.median(CPU["anchor"]),
+             None, digits=1)
+        emit("serve_port_line", statistics.median(ports),
+             'python -c "import httpx, pydantic"', anchor, None, digits=1)
+
+
+if __name__ == "__main__":
+    main()
