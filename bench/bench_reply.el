@@ -45,10 +45,10 @@
   "Return the median of XS."
   (nth (/ (length xs) 2) (sort (copy-sequence xs) #'<)))
 
-(defun bench-reply-measure (fn runs)
-  "Call FN as many times as RUNS says; return medians (MS GC-MS GCS)."
+(defun bench-reply-measure (fn count)
+  "Time COUNT calls of FN; return the medians (MS GC-MS COLLECTIONS)."
   (let (ms gc n)
-    (dotimes (_ runs)
+    (dotimes (_ count)
       (let ((t0 (float-time)) (g0 gc-elapsed) (c0 gcs-done))
         (funcall fn)
         (push (* 1000 (- (float-time) t0)) ms)
