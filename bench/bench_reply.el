@@ -46,7 +46,7 @@
   (nth (/ (length xs) 2) (sort (copy-sequence xs) #'<)))
 
 (defun bench-reply-measure (fn count)
-  "Time COUNT calls of FN; return the medians (MS GC-MS COLLECTIONS)."
+  "Time FN, called COUNT times; return the medians (MS GC-MS COLLECTIONS)."
   (let (ms gc n)
     (dotimes (_ count)
       (let ((t0 (float-time)) (g0 gc-elapsed) (c0 gcs-done))
