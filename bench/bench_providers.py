@@ -40,11 +40,12 @@ from fakes.script import Reply, Script  # noqa: E402
 from httpx_sse import aconnect_sse  # noqa: E402
 
 from benchlib import emit  # noqa: E402
+from tandem.adapters.sessions import new  # noqa: E402
 from tandem.app import App  # noqa: E402
 from tandem.events import NullSink  # noqa: E402
+from tandem.protocol.sessions import NewParams  # noqa: E402
 from tandem.providers.base import Message, PermissionRequest, TurnRequest  # noqa: E402
 from tandem.providers.registry import build_provider  # noqa: E402
-from tandem.sessions.api import NewParams, new  # noqa: E402
 from tandem.turns.engine import Checkpoints, TurnSpec  # noqa: E402
 
 

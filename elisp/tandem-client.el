@@ -38,6 +38,7 @@
 (require 'tandem-core)
 (require 'tandem-install)
 (require 'tandem-errors)
+(require 'tandem-events-log)
 
 (defcustom tandem-python nil
   "Python interpreter that runs the tandem backend.
@@ -66,18 +67,6 @@ The default is $XDG_STATE_HOME/tandem, i.e. ~/.local/state/tandem."
 (defcustom tandem-start-timeout 60
   "Seconds to wait for a starting backend to announce its port."
   :type 'number
-  :group 'tandem)
-
-(defcustom tandem-log-events t
-  "When non-nil, log every message to and from the backend.
-The log is the buffer `*tandem-events*'; it keeps the last
-`tandem-events-buffer-lines' lines."
-  :type 'boolean
-  :group 'tandem)
-
-(defcustom tandem-events-buffer-lines 2000
-  "Lines kept in the `*tandem-events*' buffer."
-  :type 'integer
   :group 'tandem)
 
 (defvar tandem-event-functions nil
@@ -218,41 +207,6 @@ When the reply names a COMMAND, its key follows MESSAGE in parentheses."
                  command)))
         ((eq kind 'epc-error) (list "protocol" (format "Protocol error: %s" err) nil))
         (t (list "remote" (format "%s" err) nil))))
-
-;;;; Logging
-
-(defconst tandem--secret-keys '(:token :api-key :session-api-key :secret :password)
-  "Plist keys whose values never reach the events buffer.")
-
-(defun tandem--redact (value depth)
-  "Return VALUE with secrets replaced, looking DEPTH levels down.
-Only as deep and as far as the log prints, so logging stays cheap."
-  (cond ((or (<= depth 0) (not (consp value))) value)
-        (t (let ((out nil) (n 0) (rest value))
-             (while (and (consp rest) (< n 24))
-               (let ((item (car rest)))
-                 (push (tandem--redact item (1- depth)) out)
-                 (when (and (memq item tandem--secret-keys) (consp (cdr rest)))
-                   (push "***" out)
-                   (setq rest (cdr rest))))
-               (setq rest (cdr rest) n (1+ n)))
-             (nconc (nreverse out) (and (consp rest) '(...)))))))
-
-(defun tandem--log (direction message)
-  "Log MESSAGE going in DIRECTION (`->' or `<-') to `*tandem-events*'."
-  (when tandem-log-events
-    (with-current-buffer (get-buffer-create "*tandem-events*")
-      (let ((inhibit-read-only t)
-            (text (let ((print-length 12) (print-level 4))
-                    (prin1-to-string (tandem--redact message 5)))))
-        (goto-char (point-max))
-        (insert (format "%s %s %s\n" (format-time-string "%T.%3N") direction
-                        (if (> (length text) 300) (concat (substring text 0 300) "…") text)))
-        (when (> (count-lines (point-min) (point-max)) (* 2 tandem-events-buffer-lines))
-          (goto-char (point-max))
-          (forward-line (- tandem-events-buffer-lines))
-          (delete-region (point-min) (point)))
-        (setq buffer-read-only t)))))
 
 ;;;; Encoding
 

@@ -14,6 +14,48 @@
 
 (require 'cl-lib)
 
+;;;; Streamed text
+
+;; A delta must cost what it brings: `concat' onto the answer so far
+;; copies all of it each time (quadratic, and garbage for the collector).
+;; A rope keeps the pieces, newest first, and joins them only when the
+;; whole text is asked for (a re-render), keeping the joined string.
+
+(cl-defstruct (tandem-view-rope (:constructor tandem-view-rope-create) (:copier nil))
+  "Text streamed in pieces."
+  (parts nil :documentation "The pieces, newest first.")
+  (length 0 :documentation "Characters in all pieces."))
+
+(defun tandem-view-rope-append (rope text)
+  "Add TEXT at the end of ROPE."
+  (unless (equal text "")
+    (push text (tandem-view-rope-parts rope))
+    (cl-incf (tandem-view-rope-length rope) (length text))))
+
+(defun tandem-view-rope-string (rope)
+  "Return ROPE's whole text (joined once, then kept joined)."
+  (let ((parts (tandem-view-rope-parts rope)))
+    (cond ((null parts) "")
+          ((null (cdr parts)) (car parts))
+          (t (let ((whole (apply #'concat (nreverse parts))))
+               (setf (tandem-view-rope-parts rope) (list whole))
+               whole)))))
+
+(defun tandem-view-rope-since (rope from)
+  "Return ROPE's text from character FROM on, at the cost of that text only."
+  (let ((want (- (tandem-view-rope-length rope) from)) (got 0) (pieces nil)
+        (parts (tandem-view-rope-parts rope)))
+    (while (and parts (< got want))
+      (push (car parts) pieces)
+      (cl-incf got (length (car parts)))
+      (setq parts (cdr parts)))
+    (let ((joined (apply #'concat pieces)))
+      (if (> got want) (substring joined (- got want)) joined))))
+
+(defun tandem-view-rope-clear (rope)
+  "Empty ROPE."
+  (setf (tandem-view-rope-parts rope) nil (tandem-view-rope-length rope) 0))
+
 (cl-defstruct (tandem-view-block (:constructor tandem-view-block-create) (:copier nil))
   "One rendered unit of the session buffer: a turn, or an entry outside turns."
   (key nil :documentation "Unique key: seq of the block's first entry.")
@@ -21,12 +63,16 @@
   (entries nil :documentation "Journal entries (plists), newest first.")
   (start nil :documentation "Marker at the block's first character once rendered.")
   (meta nil :documentation "Plist from a `turn-started' event (:provider :model :directive).")
-  (live-text "" :documentation "Streamed assistant text not yet in an entry.")
-  (live-reasoning "" :documentation "Streamed reasoning not yet in an entry.")
+  (text-rope (tandem-view-rope-create)
+             :documentation "Streamed assistant text not yet in an entry (a rope).")
+  (reasoning-rope (tandem-view-rope-create)
+                  :documentation "Streamed reasoning not yet in an entry (a rope).")
   (text-marker nil :documentation "Marker where streamed text is appended.")
-  (text-shown 0 :documentation "Characters of live-text already in the buffer.")
+  (text-shown 0 :documentation "Characters of the streamed text already in the buffer.")
+  (text-fontified 0 :documentation "When the growing end of the streamed text was last marked.")
+  (text-scan nil :documentation "Markdown segment scan of the streamed text (a `tandem-view-scan').")
   (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
-  (reasoning-shown 0 :documentation "Characters of live-reasoning already in the buffer.")
+  (reasoning-shown 0 :documentation "Characters of the streamed reasoning already in the buffer.")
   (interactions nil :documentation "Interaction plists announced by events, newest first.")
   (files-changed nil :documentation "Files changed, from the `turn-ended' event."))
 
@@ -42,6 +88,19 @@
 The backend's options may name other keys.")
 
 ;;;; Block queries
+
+(defun tandem-view-block-live-text (block)
+  "Return BLOCK's streamed assistant text not yet in an entry."
+  (tandem-view-rope-string (tandem-view-block-text-rope block)))
+
+(defun tandem-view-block-live-reasoning (block)
+  "Return BLOCK's streamed reasoning not yet in an entry."
+  (tandem-view-rope-string (tandem-view-block-reasoning-rope block)))
+
+(defun tandem-view-block-live-p (block)
+  "Return non-nil when BLOCK has streamed text not yet in an entry."
+  (or (> (tandem-view-rope-length (tandem-view-block-text-rope block)) 0)
+      (> (tandem-view-rope-length (tandem-view-block-reasoning-rope block)) 0)))
 
 (defun tandem-view-block-ordered (block)
   "Return BLOCK's entries oldest first."

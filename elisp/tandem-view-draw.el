@@ -67,8 +67,7 @@ Each row adds the keys of its answers; they act only while point is on it.")
 
 (defun tandem-view--live-p (block)
   "Return non-nil when BLOCK has streamed text (its markers must live here)."
-  (not (and (string-empty-p (tandem-view-block-live-text block))
-            (string-empty-p (tandem-view-block-live-reasoning block)))))
+  (tandem-view-block-live-p block))
 
 (defun tandem-view--insert-blocks (blocks boundary)
   "Insert BLOCKS (in order) before the marker BOUNDARY.

@@ -46,8 +46,12 @@
       (`(block ,b ,offset)
        (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b))
                 (memq b (tandem-view-state-blocks tandem-view--state)))
-           (min (+ (tandem-view-block-start b) offset) (max (tandem-view-block-start b)
-                                                           (1- (tandem-view--block-end b))))
+           (let ((pos (+ (tandem-view-block-start b) offset)))
+             ;; Still inside its block: no need for the block's end, whose
+             ;; search costs every face change of a long streamed answer.
+             (if (and (< pos (point-max)) (eq (get-text-property pos 'tandem-block) b))
+                 pos
+               (min pos (max (tandem-view-block-start b) (1- (tandem-view--block-end b))))))
          tail))
       (`(progress) tail)
       (`(top ,offset) (min (+ (point-min) offset) (point-max))))))
@@ -169,24 +173,32 @@ clock; the progress row then says so until `g'."
       (tandem-view-flush))))
 
 (defun tandem-view--append-live (block)
-  "Append BLOCK's streamed text that is not in the buffer yet at its markers."
-  (cl-flet ((append-at (marker text shown face)
-              (when (and marker (marker-buffer marker) (> (length text) shown))
+  "Append BLOCK's streamed text that is not in the buffer yet at its markers.
+Only the new text is copied (`tandem-view-rope-since'), and only the
+assistant text's new lines are cut into Markdown segments: a frame costs
+what arrived since the last one, not the answer so far."
+  (cl-flet ((append-at (marker rope shown face)
+              (when (and marker (marker-buffer marker) (> (tandem-view-rope-length rope) shown))
                 (goto-char marker)
-                (insert (propertize (substring text shown)
-                                    'read-only t 'tandem-block block 'font-lock-face face
-                                    'keymap tandem-view-transcript-map
-                                    'line-prefix tandem-view-render-indent
-                                    'wrap-prefix tandem-view-render-indent))
-                t)))
-    (when (append-at (tandem-view-block-reasoning-marker block)
-                     (tandem-view-block-live-reasoning block)
-                     (tandem-view-block-reasoning-shown block) 'tandem-view-reasoning)
-      (setf (tandem-view-block-reasoning-shown block)
-            (length (tandem-view-block-live-reasoning block))))
-    (when (append-at (tandem-view-block-text-marker block) (tandem-view-block-live-text block)
-                     (tandem-view-block-text-shown block) nil)
-      (setf (tandem-view-block-text-shown block) (length (tandem-view-block-live-text block))))))
+                (let ((start (point)))
+                  (insert (propertize (tandem-view-rope-since rope shown)
+                                      'read-only t 'tandem-block block 'font-lock-face face
+                                      'keymap tandem-view-transcript-map
+                                      'line-prefix tandem-view-render-indent
+                                      'wrap-prefix tandem-view-render-indent))
+                  start))))
+    (let ((rope (tandem-view-block-reasoning-rope block)))
+      (when (append-at (tandem-view-block-reasoning-marker block) rope
+                       (tandem-view-block-reasoning-shown block) 'tandem-view-reasoning)
+        (setf (tandem-view-block-reasoning-shown block) (tandem-view-rope-length rope))))
+    (let* ((rope (tandem-view-block-text-rope block))
+           (shown (tandem-view-block-text-shown block))
+           (start (append-at (tandem-view-block-text-marker block) rope shown nil)))
+      (when start
+        (let ((end (marker-position (tandem-view-block-text-marker block))))
+          (when (tandem-view-block-text-scan block)
+            (tandem-view-render-live-mark block (- start shown) end t)))
+        (setf (tandem-view-block-text-shown block) (tandem-view-rope-length rope))))))
 
 (defun tandem-view-flush ()
   "Apply every pending change to the buffer now, as one batch."

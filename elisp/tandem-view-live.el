@@ -121,8 +121,8 @@ The buffer follows the connection it fetched from from now on."
     (when live
       (let ((b (gethash (tandem-view-block-turn live) (tandem-view-state-by-turn st))))
         (when b
-          (setf (tandem-view-block-live-text b) (tandem-view-block-live-text live)
-                (tandem-view-block-live-reasoning b) (tandem-view-block-live-reasoning live)
+          (setf (tandem-view-block-text-rope b) (tandem-view-block-text-rope live)
+                (tandem-view-block-reasoning-rope b) (tandem-view-block-reasoning-rope live)
                 (tandem-view-block-meta b) (tandem-view-block-meta live)
                 (tandem-view-block-interactions b) (tandem-view-block-interactions live)))))
     (unless (tandem-view-state-running st) (tandem-view--adopt-running))
@@ -289,10 +289,9 @@ Entries the refresh already rendered are skipped by seq; the symbol
        (let* ((b (tandem-view--block-for-turn turn))
               (reasoning (equal (plist-get event :stream) "reasoning"))
               (text (or (plist-get event :text) "")))
-         (if reasoning
-             (setf (tandem-view-block-live-reasoning b)
-                   (concat (tandem-view-block-live-reasoning b) text))
-           (setf (tandem-view-block-live-text b) (concat (tandem-view-block-live-text b) text)))
+         (tandem-view-rope-append (if reasoning (tandem-view-block-reasoning-rope b)
+                                    (tandem-view-block-text-rope b))
+                                  text)
          (if (if reasoning (tandem-view-block-reasoning-marker b) (tandem-view-block-text-marker b))
              (unless (memq b (tandem-view-state-live-dirty st))
                (push b (tandem-view-state-live-dirty st)))
@@ -337,12 +336,14 @@ belongs to entries already in the buffer."
                 (gethash (plist-get entry :turn) (tandem-view-state-by-turn tandem-view--state)))))
     (when b
       (pcase (plist-get entry :type)
-        ("assistant" (unless (string-empty-p (tandem-view-block-live-text b))
-                       (setf (tandem-view-block-live-text b) "")
-                       (tandem-view--mark b)))
-        ("reasoning" (unless (string-empty-p (tandem-view-block-live-reasoning b))
-                       (setf (tandem-view-block-live-reasoning b) "")
-                       (tandem-view--mark b)))))))
+        ("assistant" (let ((rope (tandem-view-block-text-rope b)))
+                       (when (> (tandem-view-rope-length rope) 0)
+                         (tandem-view-rope-clear rope)
+                         (tandem-view--mark b))))
+        ("reasoning" (let ((rope (tandem-view-block-reasoning-rope b)))
+                       (when (> (tandem-view-rope-length rope) 0)
+                         (tandem-view-rope-clear rope)
+                         (tandem-view--mark b))))))))
 
 (defun tandem-view--add-entry (entry)
   "Add ENTRY, the next one in seq order, to the model."
@@ -381,8 +382,8 @@ belongs to entries already in the buffer."
           (tandem-view--append-block b))
         (push entry (tandem-view-block-entries b))
         (pcase type
-          ("assistant" (setf (tandem-view-block-live-text b) ""))
-          ("reasoning" (setf (tandem-view-block-live-reasoning b) ""))
+          ("assistant" (tandem-view-rope-clear (tandem-view-block-text-rope b)))
+          ("reasoning" (tandem-view-rope-clear (tandem-view-block-reasoning-rope b)))
           ("user" (unless (or (tandem-view-block-directive b)
                               (equal (plist-get entry :text) (car tandem-composer-history)))
                     (push (plist-get entry :text) tandem-composer-history)))

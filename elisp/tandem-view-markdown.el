@@ -149,10 +149,12 @@ only.  Errors of the language's mode never reach the caller."
     (goto-char (point-min))
     ;; Fenced code blocks first: nothing inside them is Markdown.
     (let ((code-spans nil))
-      (while (re-search-forward "^\\([ \t]*\\)```[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n" nil t)
+      (while (re-search-forward
+              "^\\([ \t]*\\)\\(```\\|~~~\\)[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n" nil t)
         (let* ((open-beg (match-beginning 0)) (body-beg (match-end 0))
-               (lang (match-string 2))
-               (close (and (re-search-forward "^[ \t]*```[ \t]*$" nil t) (match-beginning 0)))
+               (lang (match-string 3))
+               (close (and (re-search-forward (concat "^[ \t]*" (match-string 2) "[ \t]*$") nil t)
+                           (match-beginning 0)))
                (body-end (or close (point-max)))
                (code (buffer-substring-no-properties body-beg body-end)))
           (put-text-property open-beg body-beg 'font-lock-face 'shadow)
@@ -184,50 +186,69 @@ only.  Errors of the language's mode never reach the caller."
          (message-log-max nil))
      ,@body))
 
-(defun tandem-view-markdown-fontify (text)
+(defun tandem-view-markdown-fontify (text &optional no-cache)
   "Return TEXT, a Markdown string, with `font-lock-face' properties.
 The engine is chosen by `tandem-view-markdown-engine'.  The result is a
-fresh string; the cache keeps its own copy."
+fresh string; the cache keeps its own copy, unless NO-CACHE (text that
+is still growing would only fill it)."
   (unless (stringp text)
     (signal 'wrong-type-argument (list 'stringp text)))
   (let* ((engine (tandem-view-markdown-engine))
          (key (cons engine text))
-         (hit (gethash key tandem-view-markdown--cache)))
+         (hit (and (not no-cache) (gethash key tandem-view-markdown--cache))))
     (unless hit
       (setq hit (tandem-view-markdown--quietly
                   (if (eq engine 'markdown-mode)
                       (tandem-view-markdown--face-to-font-lock
                        (tandem-view-markdown--with-markdown-mode text))
                     (tandem-view-markdown--builtin text))))
-      (when (> (hash-table-count tandem-view-markdown--cache)
-               tandem-view-markdown--cache-limit)
-        (clrhash tandem-view-markdown--cache))
-      (puthash key hit tandem-view-markdown--cache))
-    (copy-sequence hit)))
+      (unless no-cache
+        (when (> (hash-table-count tandem-view-markdown--cache)
+                 tandem-view-markdown--cache-limit)
+          (clrhash tandem-view-markdown--cache))
+        (puthash key hit tandem-view-markdown--cache)))
+    (if no-cache hit (copy-sequence hit))))
+
+(defun tandem-view-markdown--apply (start stop segment)
+  "Fontify START..STOP, a segment marked SEGMENT (see tandem-view-segments.el).
+SEGMENT is [PREFIX SUFFIX OPEN]: the text is fontified between PREFIX and
+SUFFIX (the fence lines that give a piece of code its context), and not
+cached when OPEN (it is still growing).  A value that is not a vector
+stands for a whole body."
+  (let* ((prefix (if (vectorp segment) (aref segment 0) ""))
+         (suffix (if (vectorp segment) (aref segment 1) ""))
+         (open (and (vectorp segment) (aref segment 2)))
+         (text (concat prefix (buffer-substring-no-properties start stop) suffix))
+         (styled (tandem-view-markdown-fontify text open))
+         (i (length prefix)) (len (- (length text) (length suffix))))
+    (with-silent-modifications
+      (remove-list-of-text-properties start stop '(tandem-markdown font-lock-face))
+      (while (< i len)
+        (let ((next (next-single-property-change i 'font-lock-face styled len))
+              (face (get-text-property i 'font-lock-face styled)))
+          (when face
+            (put-text-property (+ start (- i (length prefix))) (+ start (- next (length prefix)))
+                               'font-lock-face face))
+          (setq i next))))))
 
 (defun tandem-view-fontify-region (beg end)
-  "Fontify the Markdown bodies that overlap BEG..END and are still plain.
-Run by jit-lock when text is displayed; call it with the buffer's
-bounds to fontify everything at once (batch use)."
+  "Fontify the Markdown segments that overlap BEG..END and are still plain.
+Run by jit-lock when text is displayed, so only what is shown is
+fontified, one segment at a time (tandem-view-segments.el); call it
+with the buffer's bounds to fontify everything at once (batch use)."
   (let ((pos (if (get-text-property beg 'tandem-markdown) beg
                (next-single-property-change beg 'tandem-markdown nil end)))
         (inhibit-read-only t))
     (while (and pos (< pos end))
-      (let* ((start (or (and (> pos (point-min))
-                             (get-text-property (1- pos) 'tandem-markdown)
-                             (previous-single-property-change pos 'tandem-markdown))
-                        pos))
-             (stop (next-single-property-change pos 'tandem-markdown nil (point-max)))
-             (styled (tandem-view-markdown-fontify (buffer-substring-no-properties start stop))))
-        (with-silent-modifications
-          (remove-list-of-text-properties start stop '(tandem-markdown))
-          (let ((i 0) (len (length styled)))
-            (while (< i len)
-              (let ((next (next-single-property-change i 'font-lock-face styled len))
-                    (face (get-text-property i 'font-lock-face styled)))
-                (when face (put-text-property (+ start i) (+ start next) 'font-lock-face face))
-                (setq i next)))))
-        (setq pos (next-single-property-change stop 'tandem-markdown nil end))))))
+      (let* ((segment (get-text-property pos 'tandem-markdown))
+             (start (if (and (> pos (point-min))
+                             (eq segment (get-text-property (1- pos) 'tandem-markdown)))
+                        (previous-single-property-change pos 'tandem-markdown nil (point-min))
+                      pos))
+             (stop (next-single-property-change pos 'tandem-markdown nil (point-max))))
+        (tandem-view-markdown--apply start stop segment)
+        (setq pos (if (get-text-property stop 'tandem-markdown) stop
+                    (next-single-property-change stop 'tandem-markdown nil end)))))))
 
 (provide 'tandem-view-markdown)
 ;;; tandem-view-markdown.el ends here

@@ -23,6 +23,7 @@
 (require 'iso8601)
 (require 'seq)
 (require 'tandem-view-markdown)
+(require 'tandem-view-segments)
 (require 'tandem-usage)
 (require 'tandem-view-block)
 
@@ -133,16 +134,19 @@ else goes through `iso8601-parse'."
 
 (defvar tandem-view-render-lazy nil
   "When non-nil, Markdown bodies are fontified when first displayed.
-They are inserted with a `tandem-markdown' property that
-`tandem-view-fontify-region' (run by jit-lock) replaces with faces.
+They are cut into segments marked with a `tandem-markdown' property
+\(tandem-view-segments.el) that `tandem-view-fontify-region' (run by
+jit-lock) replaces with faces, one displayed segment at a time.
 Session buffers set it locally; elsewhere bodies are fontified at once.")
 
 (defun tandem-view-render--body (text &optional face)
   "Insert TEXT as an indented Markdown body (or in FACE, not as Markdown)."
   (let ((start (point)))
     (insert (cond (face (propertize text 'font-lock-face face))
-                  (tandem-view-render-lazy (propertize text 'tandem-markdown t))
+                  (tandem-view-render-lazy text)
                   (t (tandem-view-markdown-fontify text))))
+    (when (and tandem-view-render-lazy (not face))
+      (tandem-view-segments-mark start (point) (tandem-view-scan-create)))
     (unless (bolp) (insert "\n"))
     (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
                                              'wrap-prefix tandem-view-render-indent))))
@@ -375,6 +379,26 @@ indented by PREFIX; FOLDED-P as for a turn."
                    'font-lock-face 'tandem-view-muted)
        nil))))
 
+(defvar tandem-view-live-fontify-interval 0.25
+  "Seconds between two fontifications of the paragraph still streaming.
+Completed segments are fontified as soon as they are shown; the last,
+growing one is redone at most this often (it costs its whole length each
+time), and shows plain in between.")
+
+(defun tandem-view-render-live-mark (block beg end &optional throttle)
+  "Mark BLOCK's streamed text, from BEG (its start) to END, for fontification.
+Only lines not scanned before are read (see tandem-view-segments.el).
+With THROTTLE, the segment still growing is marked only when
+`tandem-view-live-fontify-interval' has passed since it last was.
+Outside a session buffer (eager rendering) it is fontified now."
+  (let* ((scan (tandem-view-block-text-scan block))
+         (now (float-time))
+         (skip (and throttle (< (- now (tandem-view-block-text-fontified block))
+                                tandem-view-live-fontify-interval))))
+    (unless skip (setf (tandem-view-block-text-fontified block) now))
+    (let ((from (tandem-view-segments-mark beg end scan t skip)))
+      (unless tandem-view-render-lazy (tandem-view-fontify-region from end)))))
+
 (defun tandem-view-render--live (block folded-p)
   "Insert BLOCK's streamed reasoning and text, with their markers.
 FOLDED-P tells whether a part key is folded."
@@ -404,6 +428,8 @@ FOLDED-P tells whether a part key is folded."
       (let ((start (point)))
         (insert text)
         (let ((end (point)))
+          (setf (tandem-view-block-text-scan block) (tandem-view-scan-create))
+          (tandem-view-render-live-mark block start end)
           (insert "\n")
           (setf (tandem-view-block-text-marker block) (copy-marker end t)))
         (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent

@@ -12,17 +12,12 @@ import subprocess
 import sys
 import tempfile
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from tandem import secrets
 from tandem.paths import tandem_home
-from tandem.protocol.base import MethodSpec
-from tandem.protocol.core import NoParams
-
-if TYPE_CHECKING:
-    from tandem.app import App
 from tandem.store import fsutil
 
 PACKAGES = ("epc", "sexpdata", "pydantic", "anyio", "httpx", "httpx-sse", "agent-client-protocol")
@@ -184,13 +179,8 @@ def run_cli(json_output: bool = False) -> int:
     return 0 if all(c.ok for c in items if c.required) else 1
 
 
-async def doctor_method(app: App, p: NoParams) -> dict[str, Any]:
-    """The same report for ``M-x tandem-doctor``."""
-    import anyio.to_thread
-
-    items = await anyio.to_thread.run_sync(checks)
+def report_data() -> dict[str, Any]:
+    """The report as data (text, whether all required parts are there, each check)."""
+    items = checks()
     return {"text": report(items), "ok": all(c.ok for c in items if c.required),
             "checks": [c.model_dump() for c in items]}
-
-
-METHODS = [MethodSpec("doctor", NoParams, doctor_method, "Report what tandem found and lacks.")]

@@ -183,7 +183,8 @@ REPLY is the first frame read back; CLOSED-P says the backend hung up."
     (when (get-buffer "*tandem-events*") (kill-buffer "*tandem-events*"))
     (tandem-test-with-backend
       (tandem-request "debug/echo" '(:value (:api-key "sk-very-secret" :other 1)))
-      (with-current-buffer "*tandem-events*"
+      ;; The log is printed when it is read.
+      (with-current-buffer (tandem-events-buffer)
         (should (string-match-p ":api-key \"\\*\\*\\*\"" (buffer-string)))
         (should-not (string-match-p "sk-very-secret" (buffer-string)))
         (should-not (string-match-p (oref tandem--connection token) (buffer-string)))))))

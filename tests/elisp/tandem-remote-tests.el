@@ -135,9 +135,8 @@ The server's home is a fresh folder; `tandem-remote-hosts' names it \"box\"."
           (should (string-match-p "Path is a directory" (cdr (nth 0 failures))))
           (should (string-match-p "it is a folder" (cdr (nth 1 failures)))))
         ;; The key never reached the event log.
-        (when (get-buffer "*tandem-events*")
-          (with-current-buffer "*tandem-events*"
-            (should-not (string-match-p "right-key\\|wrong-key" (buffer-string)))))))))
+        (with-current-buffer (tandem-events-buffer)
+          (should-not (string-match-p "right-key\\|wrong-key" (buffer-string))))))))
 
 (ert-deftest tandem-remote-attach-target-header ()
   "Attaching records the resolved target; the header names it; detach clears it."

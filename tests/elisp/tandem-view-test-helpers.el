@@ -7,6 +7,7 @@
 
 ;;; Code:
 
+(require 'cl-lib)
 (require 'tandem-test-helpers)
 (require 'tandem-view)
 (require 'json)
@@ -119,6 +120,32 @@ again through `sessions/open-file', so the backend reads what we wrote."
       (let ((coding-system-for-write 'utf-8-unix))
         (write-region (point-min) (point-max) path t 'silent)))
     (tandem-request "sessions/open-file" (list :path path :cwd cwd))))
+
+;;;; A long Markdown answer
+
+(defun tandem-view-test-markdown-answer (size)
+  "Return a Markdown answer of about SIZE characters, with code blocks.
+Sections of prose (bold, italic, inline code, lists) alternate with
+fenced Python blocks; one block in three is longer than a segment
+\(`tandem-view-segments-max'), and some fences use tildes."
+  (let ((parts (list "Intro **bold** start, then sections.\n\n")) (n 0) (total 0))
+    (while (< total size)
+      (cl-incf n)
+      (let ((part
+             (concat
+              (format "## Section %d\n\n" n)
+              (mapconcat (lambda (i) (format "Line %d of section %d has **bold %d**, *italic*, and `code_%d` in it." i n i i))
+                         (number-sequence 1 6) " ")
+              "\n\n- first item\n- second **item**\n\n"
+              (if (= 0 (% n 4)) "~~~python\n" "```python\n")
+              (mapconcat (lambda (i) (format "def f_%d_%d(x):\n    return x + %d  # note\n" n i i))
+                         (number-sequence 1 (if (= 0 (% n 3)) 120 6)) "")
+              (if (= 0 (% n 4)) "~~~\n\n" "```\n\n")
+              (format "After the code of section %d, **more** prose.\n\n" n))))
+        (push part parts)
+        (cl-incf total (length part))))
+    (push "The end, `done`." parts)
+    (apply #'concat (nreverse parts))))
 
 (provide 'tandem-view-test-helpers)
 ;;; tandem-view-test-helpers.el ends here

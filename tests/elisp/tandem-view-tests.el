@@ -61,7 +61,7 @@
       (search-forward "def read")
       (should (get-text-property (match-beginning 0) 'tandem-markdown))
       (tandem-view-fontify-region (point-min) (point-max))
-      (should-not (text-property-any (point-min) (point-max) 'tandem-markdown t))
+      (should-not (text-property-not-all (point-min) (point-max) 'tandem-markdown nil))
       (goto-char (point-min))
       (search-forward "def read")
       (should (memq 'font-lock-keyword-face

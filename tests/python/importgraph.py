@@ -1,7 +1,7 @@
 """Read the backend's imports with `ast` and check them against the layer rules.
 
-A *package* is the first name under ``tandem`` (``tandem.sessions.api`` is in
-``sessions``; a top-level module such as ``tandem.cli`` is its own package).
+A *package* is the first name under ``tandem`` (``tandem.sessions.manager`` is
+in ``sessions``; a top-level module such as ``tandem.cli`` is its own package).
 The rules are those of ``docs/architecture.md``:
 
 * no cycle between packages;
@@ -11,9 +11,10 @@ The rules are those of ``docs/architecture.md``:
   `FUNCTION_IMPORTS_ALLOWED` says why (start-up speed).
 
 The composition root ``tandem.app`` imports every service. Method handlers
-name it as the type of their first argument under ``if TYPE_CHECKING:``
-only (`TYPE_ONLY`): such an import is no runtime edge, so it is left out of
-the cycle check, and it is the only way a domain package may name ``app``.
+(``tandem.adapters``) name it as the type of their first argument under
+``if TYPE_CHECKING:`` only (`TYPE_ONLY`): such an import is no runtime edge,
+so it is left out of the cycle check, and it is the only way to name ``app``
+below it.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "workspace", "providers", "tools", "checkpoints",
-                    "remote", "turns", "config", "history", "mcp"})
-"""Packages that must know nothing of EPC or Emacs."""
+                    "remote", "turns", "config", "history", "mcp", "review", "overview"})
+"""Packages that must know nothing of EPC or Emacs (nor of the adapters above them)."""
 
 _ABOVE_ALL = frozenset({"server", "adapters", "app"})
 """The transport, the adapters and the composition root: no domain package imports them."""
@@ -41,13 +42,18 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "tools": _ABOVE_ALL | {"workspace", "turns", "sessions", "providers", "history"},
     "sessions": _ABOVE_ALL | {"turns", "workspace", "history"},
     "turns": _ABOVE_ALL | {"workspace", "history"},
-    "protocol": _ABOVE_ALL,
+    "protocol": _ABOVE_ALL | DOMAIN,
+    "adapters": frozenset({"server", "app", "cli", "ask"}),
     "mcp": _ABOVE_ALL | {"sessions", "workspace", "turns", "history"},
 }
-"""PACKAGE -> packages it must not import (``history`` sits above ``turns``)."""
+"""PACKAGE -> packages it must not import (``history`` sits above ``turns``).
+
+``protocol`` is self-contained (its models name no domain type); the
+``adapters`` sit between the server and the domain: they import the domain
+and the protocol, never the server, and the app only under TYPE_CHECKING."""
 
 TYPE_ONLY: frozenset[str] = frozenset({"tandem.app"})
-"""Modules a domain package may import under ``if TYPE_CHECKING:`` (handlers' `App`)."""
+"""Modules an adapter (or a domain package) may import under ``if TYPE_CHECKING:`` (`App`)."""
 
 _SUBCOMMAND = ("the CLI's start-up: `tandem --help` registers every subcommand; its work loads "
                "when run")
@@ -88,7 +94,7 @@ class Import:
     """One ``import`` of a tandem module."""
 
     module: str
-    """The importing module (``tandem.sessions.api``)."""
+    """The importing module (``tandem.adapters.sessions``)."""
     target: str
     """The imported module (``tandem.turns.service``)."""
     line: int

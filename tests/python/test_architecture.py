@@ -131,3 +131,46 @@ def test_serve_and_the_cli_load_no_pydantic_before_their_command_runs() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=SOURCE)
     assert done.stdout.strip() == ""
+
+
+def test_the_adapter_layer_sits_between_the_server_and_a_self_contained_protocol() -> None:
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tandem.app import App\n"
+    imports = _graph_of({
+        "tandem.adapters.sessions": typed + "from tandem.sessions.manager import Active\n"
+                                            "from tandem.protocol.sessions import NewParams\n",
+        "tandem.adapters.core": "from tandem.server.connection import CURRENT\n",
+        "tandem.adapters.turns": "from tandem.app import App\n",
+        "tandem.sessions.manager": "from tandem.adapters import sessions\n",
+        "tandem.protocol.sessions": "from tandem.store.models import Entry\n",
+        "tandem.server.table": "from tandem.adapters import core\n",
+    })
+    assert g.layer_violations(imports) == [
+        "tandem.adapters.core -> tandem.server.connection",
+        "tandem.adapters.turns -> tandem.app",
+        "tandem.protocol.sessions -> tandem.store.models",
+        "tandem.sessions.manager -> tandem.adapters",
+    ]
+
+
+
+def test_methods_live_in_the_adapters_only() -> None:
+    # No domain `api` module is left: every method table is an adapter module.
+    root = SOURCE / "tandem"
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                  if p.stem == "api" or p.stem.endswith("_api"))
+    assert left == []
+    from tandem.server.table import DOMAIN_APIS
+    assert all(m.startswith("tandem.adapters.") for m in DOMAIN_APIS)
+
+
+def test_each_namespace_has_its_adapter_module() -> None:
+    # `sessions/rewind` is in tandem.adapters.sessions, `directives/act` in …directives;
+    # the un-namespaced methods (hello, ping, page, doctor) are the core's.
+    import importlib
+
+    from tandem.server.table import DOMAIN_APIS
+    for name in DOMAIN_APIS:
+        module = name.rsplit(".", 1)[1]
+        for spec in importlib.import_module(name).METHODS:
+            space = spec.name.split("/")[0] if "/" in spec.name else "core"
+            assert space == module, f"{spec.name} is declared in {name}"

@@ -4,7 +4,8 @@
 """
 
 from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
-from tandem.checkpoints.models import (
+from tandem.checkpoints.restore import FileHook
+from tandem.protocol.checkpoints import (
     Checkpoint,
     FileChange,
     Gap,
@@ -14,7 +15,6 @@ from tandem.checkpoints.models import (
     RestorePlan,
     RestoreResult,
 )
-from tandem.checkpoints.restore import FileHook
 
 __all__ = [
     "DEFAULT_SIZE_CAP",

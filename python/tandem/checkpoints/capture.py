@@ -28,7 +28,7 @@ from pathlib import Path
 from tandem.checkpoints import bulk
 from tandem.checkpoints.git import Git, GitError
 from tandem.checkpoints.layout import Layout
-from tandem.checkpoints.models import Gap
+from tandem.protocol.checkpoints import Gap
 
 _UNREADABLE_DIR = re.compile(r"could not open directory '(.*)': ")
 

@@ -21,7 +21,15 @@ from tandem.checkpoints.capture import Capture, IgnoreWatch, capture
 from tandem.checkpoints.git import Git, user_excludes_file
 from tandem.checkpoints.layout import Layout
 from tandem.checkpoints.maintenance import LiveSessions, MaintenanceResult, Retention
-from tandem.checkpoints.models import (
+from tandem.checkpoints.restore import (
+    FileHook,
+    RollbackFailed,
+    apply,
+    new_token,
+    restore_ops,
+)
+from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import (
     Checkpoint,
     CheckpointRecord,
     Completeness,
@@ -34,14 +42,6 @@ from tandem.checkpoints.models import (
     RestoreStart,
     UndoResult,
 )
-from tandem.checkpoints.restore import (
-    FileHook,
-    RollbackFailed,
-    apply,
-    new_token,
-    restore_ops,
-)
-from tandem.protocol.base import TandemError
 from tandem.store.fsutil import atomic_write
 
 DEFAULT_SIZE_CAP = 10 * 1024 * 1024

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from tandem.checkpoints.git import Git
-from tandem.checkpoints.models import ChangeStatus, FileChange, Gap, PatchGap
+from tandem.protocol.checkpoints import ChangeStatus, FileChange, Gap, PatchGap
 
 _STATUS: dict[str, ChangeStatus] = {
     "A": "created",

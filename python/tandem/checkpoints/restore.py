@@ -22,8 +22,8 @@ from pathlib import Path
 
 from tandem.checkpoints.diffing import RawChange, covered
 from tandem.checkpoints.git import Git
-from tandem.checkpoints.models import Gap, RestoreGap
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import Gap, RestoreGap
 
 FileHook = Callable[[str], None]
 """Called with each path just before the restore touches it (fault-injection seam)."""

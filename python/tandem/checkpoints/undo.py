@@ -14,8 +14,8 @@ from pathlib import Path
 
 from tandem.checkpoints import diffing
 from tandem.checkpoints.git import Git
-from tandem.checkpoints.models import Checkpoint
 from tandem.checkpoints.restore import Op, new_token, restore_ops, rollback, sweep_temp
+from tandem.protocol.checkpoints import Checkpoint
 
 
 def planned_ops(git: Git, backup: Checkpoint, target: Checkpoint) -> list[Op]:

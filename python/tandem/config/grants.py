@@ -15,28 +15,8 @@ from tandem.config.layers import (
     user_settings_path,
 )
 from tandem.config.trust import TrustStore, canonical_root
-from tandem.protocol.base import Reply, TandemError
-
-SHOWN_CHARS = 64 * 1024
-"""How much of the file a report carries for the user to read before trusting."""
-
-
-class TrustReport(Reply):
-    """Where ROOT's project settings stand."""
-
-    root: str
-    path: str
-    exists: bool
-    trusted: bool = False
-    changed: bool = False
-    """Trusted once, at another content."""
-    sha256: str | None = None
-    grants: list[str] = []
-    """The keys that apply only with trust (ignored while untrusted)."""
-    text: str = ""
-    """The file's content (first `SHOWN_CHARS` characters)."""
-    error: str | None = None
-    """Why the file cannot be used at all (invalid settings)."""
+from tandem.protocol.base import TandemError
+from tandem.protocol.settings import SHOWN_CHARS, TrustReport
 
 
 def trust_report(root: str | Path, home: Path, user_path: Path | None = None) -> TrustReport:

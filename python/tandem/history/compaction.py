@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tandem.events import EventSink
-from tandem.protocol.base import Reply, TandemError
+from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import CompactReply, StatusReply
 from tandem.providers.base import Message, TurnRequest
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import (
@@ -43,36 +44,6 @@ from tandem.turns.engine import TurnSpec
 from tandem.turns.service import TurnService
 
 log = logging.getLogger("tandem.compaction")
-
-
-class CompactReply(Reply):
-    """What a compaction recorded."""
-
-    session: str
-    seq: int
-    """Seq of the ``compaction`` entry."""
-    first_kept_turn: int
-    tokens_before: int
-    tokens_after: int
-    provider: str
-    acp_session_id: str | None = None
-    """For an agent's root chat (ACP): the new, seeded conversation."""
-
-
-class StatusReply(Reply):
-    """The projected context against the model's window."""
-
-    session: str
-    provider: str | None
-    tokens: int
-    window: int | None
-    threshold: float | None
-    limit: int | None
-    auto: bool
-    would_compact: bool
-    compacting: bool
-    latest: dict[str, Any] | None
-    """The latest ``compaction`` entry (seq, first_kept_turn, token counts), if any."""
 
 
 def _check_unchanged(journal: Journal, seq: int) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tandem.checkpoints.checkpointer import Checkpointer
-from tandem.checkpoints.models import RestoreResult
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestoreResult
 from tandem.turns.engine import run_blocking
 
 

@@ -24,15 +24,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
 from tandem.history.restore_back import put_back
 from tandem.history.rewind_undo import RewindUndo
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestoreResult, RestoreStart
+from tandem.protocol.sessions import DiscardedTurn, RewindPlan, RewindResult
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.gate import SessionGate, writable_root
-from tandem.sessions.rewind import DiscardedTurn, RewindPlan, RewindResult, build_plan
+from tandem.sessions.rewind import build_plan
 from tandem.sessions.rewind_recovery import (
     Recovery,
     RecoveryReport,

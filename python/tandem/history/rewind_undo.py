@@ -21,12 +21,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.history.restore_back import put_back
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestoreResult, RestoreStart
+from tandem.protocol.sessions import UndoPlan, UndoResult
 from tandem.sessions.gate import writable_root
 from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
-from tandem.sessions.rewind_undo import UndoPlan, UndoResult, build_undo_plan
+from tandem.sessions.rewind_undo import build_undo_plan
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import run_blocking

@@ -15,36 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from tandem.config.model import SettingsModel
 from tandem.mcp.adapter import adapt, token_estimate
 from tandem.mcp.connection import McpConnection, McpServerError, Timeouts
 from tandem.mcp.servers import ServerConfig, acp_server, configured, describe, fingerprint
 from tandem.protocol.base import TandemError
+from tandem.protocol.mcp import ServerRow
 from tandem.providers.base import ToolSource, TurnRequest
 from tandem.tools.base import Tool
 
 SettingsOf = Callable[[], SettingsModel]
-
-
-class ServerRow(BaseModel):
-    """One server as ``mcp/list`` shows it."""
-
-    name: str
-    kind: str
-    """``stdio`` or ``http``."""
-    target: str
-    """The command line or the URL."""
-    enabled: bool
-    status: str
-    tools: list[str] | None = None
-    """Tool names as the model sees them; None when never listed."""
-    tokens: int | None = None
-    """Estimated tokens the definitions cost per request (characters / 4)."""
-    stale: bool = False
-    """TOOLS and TOKENS are from an earlier run (the server is not running now)."""
-    error: str | None = None
 
 
 @dataclass

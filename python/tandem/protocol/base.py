@@ -2,8 +2,10 @@
 
 A method is a name, a params model and an async handler ``handler(app,
 params) -> reply``. The reply is a pydantic model, a dict, a list, a string,
-a number or None. Domain packages declare their methods in an ``api`` module
-as ``METHODS: list[MethodSpec]``; the server's method table collects them.
+a number or None. Each method namespace has one module in `tandem.adapters`
+declaring ``METHODS: list[MethodSpec]``; the server's method table collects
+them. Every params and reply model lives in `tandem.protocol`, one module
+per namespace.
 `TandemError` (defined with the error codes in `tandem.protocol.errors`) is
 imported from here by every raise site.
 """

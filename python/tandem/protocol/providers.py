@@ -1,4 +1,4 @@
-"""Params and replies of the provider-choice methods: switch, usage, model lists."""
+"""Params and replies of the provider methods (``providers/…``): the default, model lists."""
 
 from __future__ import annotations
 
@@ -7,20 +7,6 @@ from typing import Literal
 from pydantic import Field
 
 from tandem.protocol.base import Params, Reply
-from tandem.protocol.turns import SessionId
-
-
-class SetProviderParams(Params):
-    """Make PROVIDER (``openai:MODEL``, ``anthropic:MODEL``, ``acp:AGENT``) SESSION's choice."""
-
-    session: str = SessionId
-    provider: str = Field(min_length=1, max_length=300)
-
-
-class UsageParams(Params):
-    """The token totals of SESSION."""
-
-    session: str = SessionId
 
 
 class DefaultParams(Params):

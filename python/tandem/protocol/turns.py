@@ -88,3 +88,10 @@ class TurnStatus(Reply):
     outcome: Literal["succeeded", "failed", "aborted"] | None = None
     error: str | None = None
     files_changed: list[str] = Field(default_factory=list)
+
+
+class SetProviderParams(Params):
+    """Make PROVIDER (``openai:MODEL``, ``anthropic:MODEL``, ``acp:AGENT``) SESSION's choice."""
+
+    session: str = SessionId
+    provider: str = Field(min_length=1, max_length=300)

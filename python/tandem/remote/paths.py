@@ -14,13 +14,12 @@ from __future__ import annotations
 import re
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import DRIVE as _DRIVE
+from tandem.protocol.remote import UNC as _UNC
+from tandem.protocol.remote import is_absolute
 
-_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
-"""``C:\\x`` or ``C:/x``: a Windows path anchored at a drive root."""
 _DRIVE_RELATIVE = re.compile(r"^[A-Za-z]:(?![\\/])")
 """``C:`` or ``C:x``: relative to the drive's current directory, never meant here."""
-_UNC = re.compile(r"^\\\\[^\\/]+[\\/][^\\/]+")
-"""``\\\\server\\share``: a Windows network path."""
 _WINDOWS_ROOT = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/][^\\/]+[\\/]?)$")
 _SEPARATORS = re.compile(r"[\\/]")
 
@@ -29,16 +28,6 @@ def _check_text(path: str, what: str) -> None:
     """Refuse NUL and other control characters: no server path contains them."""
     if any(ord(c) < 32 for c in path):
         raise TandemError("invalid", f"{what} contains a control character: {path!r}")
-
-
-def is_windows_path(path: str) -> bool:
-    """True if PATH is a Windows drive (``C:\\x``, ``C:/x``) or UNC path."""
-    return bool(_DRIVE.match(path) or _UNC.match(path))
-
-
-def is_absolute(path: str) -> bool:
-    """True if PATH is absolute on the server: POSIX ``/x``, ``C:\\x``, ``C:/x`` or UNC."""
-    return path.startswith("/") or is_windows_path(path)
 
 
 def separator_of(path: str) -> str:

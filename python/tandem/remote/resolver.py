@@ -9,9 +9,10 @@ conversation's worktree and its uploads land in the same folder.
 from __future__ import annotations
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import is_absolute
 from tandem.remote.client import AgentServerClient
 from tandem.remote.home_cache import HomeCache
-from tandem.remote.paths import is_absolute, join_under, relative_parts
+from tandem.remote.paths import join_under, relative_parts
 
 
 class WorkingDirResolver:

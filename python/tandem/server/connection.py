@@ -15,12 +15,12 @@ import itertools
 import logging
 import re
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.peer import CURRENT
 from tandem.server import framing, sexp
 from tandem.server.limits import Limits
 from tandem.server.paging import PageStore
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 log = logging.getLogger("tandem.server")
-
-CURRENT: ContextVar[Connection] = ContextVar("tandem_connection")
-"""The connection whose call is being handled (for calls back into Emacs)."""
 
 _UID = re.compile(r"\s*\(\s*[a-z-]+\s+([0-9]{1,15})(?![0-9])")
 

@@ -1,8 +1,10 @@
 """The method table: every method the backend answers, gathered by name.
 
-Each domain declares ``METHODS`` in its ``api`` module; the table imports
-those modules by name so that a domain still being built (no ``api`` module
-yet) does not stop the server from starting.
+Each method namespace has one module in `tandem.adapters` declaring
+``METHODS`` (``sessions/…`` in ``tandem.adapters.sessions``; ``hello``,
+``ping``, ``page`` and ``doctor`` in ``tandem.adapters.core``). The table
+imports them by name, only when the server builds it: `tandem serve` prints
+its port line before pydantic and the domain load.
 """
 
 from __future__ import annotations
@@ -15,21 +17,18 @@ from tandem.protocol.base import MethodSpec
 log = logging.getLogger("tandem.server")
 
 DOMAIN_APIS = (
-    "tandem.server.core",
-    "tandem.sessions.api",
-    "tandem.history.compaction_api",
-    "tandem.history.rewind_api",
-    "tandem.review.api",
-    "tandem.overview.api",
-    "tandem.turns.api",
-    "tandem.turns.acp_api",
-    "tandem.turns.mcp_api",
-    "tandem.turns.provider_api",
-    "tandem.checkpoints.api",
-    "tandem.workspace.api",
-    "tandem.remote.api",
-    "tandem.config.api",
-    "tandem.doctor",
+    "tandem.adapters.core",
+    "tandem.adapters.debug",
+    "tandem.adapters.sessions",
+    "tandem.adapters.review",
+    "tandem.adapters.turns",
+    "tandem.adapters.providers",
+    "tandem.adapters.acp",
+    "tandem.adapters.mcp",
+    "tandem.adapters.checkpoints",
+    "tandem.adapters.directives",
+    "tandem.adapters.remote",
+    "tandem.adapters.settings",
 )
 
 

@@ -16,122 +16,22 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, get_args
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import (
+    DiscardedAttempt,
+    DiscardedTurn,
+    ExternalChange,
+    GapKind,
+    KnownGap,
+    RewindPlan,
+)
 from tandem.providers.registry import keeps_conversation
 from tandem.sessions.compaction import compaction_blocks_rewind
 from tandem.sessions.reverts import left_after
 from tandem.store.turn_index import TurnIndex
-
-GapKind = Literal[
-    "gap-at-checkpoint",
-    "gap-now",
-    "not-captured-now",
-    "skipped-file-changed",
-    "ran-shell",
-    "wrote-outside",
-    "no-patch",
-    "no-end-state",
-]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DiscardedTurn(_Model):
-    """A turn the rewind hides: its number, origin, request and outcome."""
-
-    turn: int
-    origin: str
-    request: str = ""
-    """First line of the request (for a directive: of its exact prompt)."""
-    outcome: str | None = None
-    """None while it has no ``turn_end``."""
-    provider: str = ""
-    directive: str | None = None
-    files: list[str] = Field(default_factory=list)
-    completeness: str | None = None
-
-
-class DiscardedAttempt(_Model):
-    """A directive turn among the discarded ones (an attempt or a discussion turn)."""
-
-    turn: int
-    workspace: str
-    directive: str
-    action: str
-    attempt: int | None = None
-    """The attempt number; None for a discussion turn."""
-
-
-class KnownGap(_Model):
-    """Something the rewind cannot put back exactly, or does not know about."""
-
-    kind: GapKind
-    path: str | None = None
-    detail: str = ""
-    turn: int | None = None
-
-
-class ExternalChange(_Model):
-    """A file changed by something other than tandem after a discarded turn began."""
-
-    path: str
-    when: str
-    """``since turn K ended`` or ``between turns K and K+1``."""
-
-
-class RewindPlan(_Model):
-    """What a rewind before ``before_turn`` would do now (for the user to confirm)."""
-
-    session: str
-    before_turn: int
-    root: str
-    checkpoint: str
-    """The pre-turn checkpoint of ``before_turn``: the state the files go back to."""
-    expected_after: str | None
-    """The checkpoint at the end of the newest visible turn (what tandem last left)."""
-    current_tree: str
-    journal_seq: int
-    to_restore: list[str] = Field(default_factory=list)
-    to_delete: list[str] = Field(default_factory=list)
-    changed_externally: list[ExternalChange] = Field(default_factory=list)
-    turns: list[DiscardedTurn] = Field(default_factory=list)
-    attempts: list[DiscardedAttempt] = Field(default_factory=list)
-    gaps: list[KnownGap] = Field(default_factory=list)
-    diff: str = ""
-    """Unified diff from the files now to the checkpoint (what the restore does)."""
-    diff_truncated: bool = False
-    acp_reset: bool = False
-    """The root chat's ACP conversation saw discarded turns and starts afresh."""
-    digest: str = ""
-    """Guard token: `rewind` refuses (``stale``) when the plan differs from this one."""
-
-
-class RestoreDone(_Model):
-    """What a completed rewind, or undo of one, did to the files and the turns."""
-
-    session: str
-    before_turn: int
-    seq: int
-    """Seq of the entry written (``rewind`` or ``rewind_undo``)."""
-    checkpoint: str
-    backup: str
-    """Checkpoint of the files as they were just before the restore."""
-    restored: list[str] = Field(default_factory=list)
-    deleted: list[str] = Field(default_factory=list)
-    turns: list[int] = Field(default_factory=list)
-    acp_reset: bool = False
-
-
-class RewindResult(RestoreDone):
-    """What a completed rewind did."""
-
 
 # -- reading the journal ----------------------------------------------------------
 

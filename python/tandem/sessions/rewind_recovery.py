@@ -37,12 +37,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tandem.checkpoints.models import RestoreStart
 from tandem.checkpoints.restore import TEMP_PATTERN
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
 from tandem.paths import sessions_dir
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestoreStart
 from tandem.store import fsutil
 from tandem.store.journal import Journal
 from tandem.store.jsonl import now_iso

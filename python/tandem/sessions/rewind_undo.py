@@ -20,63 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field
-
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
-from tandem.sessions.rewind import (
+from tandem.protocol.sessions import (
     DiscardedAttempt,
     DiscardedTurn,
     ExternalChange,
     KnownGap,
-    RestoreDone,
-    _Model,
-    turn_facts,
+    UndoPlan,
 )
+from tandem.sessions.rewind import turn_facts
 from tandem.store.rewinds import cancels
-
-
-class UndoPlan(_Model):
-    """What undoing the latest rewind would do now (for the user to confirm)."""
-
-    session: str
-    rewind_seq: int
-    """Seq of the ``rewind`` entry this undo cancels."""
-    before_turn: int
-    root: str
-    checkpoint: str
-    """The rewind's backup: the state the files go back to."""
-    expected_after: str
-    """The rewind's target checkpoint: the state the rewind left the files in."""
-    current_tree: str
-    journal_seq: int
-    files_only: bool = False
-    """Only the files go back; the turns stay rewound (no turn returns)."""
-    to_restore: list[str] = Field(default_factory=list)
-    to_delete: list[str] = Field(default_factory=list)
-    changed_externally: list[ExternalChange] = Field(default_factory=list)
-    """Files changed since the rewind by something other than it: the undo overwrites them."""
-    turns: list[DiscardedTurn] = Field(default_factory=list)
-    """The turns that come back (none with ``files_only``)."""
-    attempts: list[DiscardedAttempt] = Field(default_factory=list)
-    """The directive attempts that come back."""
-    later_turns: list[int] = Field(default_factory=list)
-    """Turns that ran after the rewind: they block a full undo."""
-    refusal: str | None = None
-    """Why a full undo is refused (None: allowed); ``files_only`` is still possible."""
-    gaps: list[KnownGap] = Field(default_factory=list)
-    diff: str = ""
-    diff_truncated: bool = False
-    acp_reset: bool = False
-    """The root chat's agent conversation starts afresh, seeded from the projection."""
-    digest: str = ""
-
-
-class UndoResult(RestoreDone):
-    """What a completed undo did (its backup: the files just before it)."""
-
-    rewind_seq: int
-    files_only: bool = False
 
 
 @dataclass

@@ -122,6 +122,7 @@ class TurnService:
         self.editor = editor
         """The connected Emacs's buffers for ACP file requests (None: disk only)."""
         self.sessions = sessions
+        self.gate = gate
         self._config = ClientConfig()
         sessions.front_end = self._config  # its settings layer (one object: edits show)
         self._providers: dict[tuple[str, str], Provider] = {}
@@ -181,6 +182,12 @@ class TurnService:
         for key in [k for k in self._providers if k[0] not in busy]:
             provider = self._providers.pop(key)
             asyncio.get_running_loop().create_task(provider.close())
+
+    async def close(self, session: str) -> None:
+        """Close SESSION: stop its providers, release its journal; refused while it is held."""
+        self.gate.check_free(session, "close")
+        await self.close_session(session)
+        self.sessions.close(session)
 
     async def close_session(self, session: str) -> None:
         """Stop SESSION's providers (ACP agent processes) and its MCP servers."""

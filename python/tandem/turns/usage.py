@@ -12,6 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tandem.protocol.base import TandemError
+from tandem.sessions.service import SessionService
+
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 """The counters of a turn's ``usage`` (a missing one counts as 0)."""
 
@@ -67,3 +70,19 @@ def session_provider_choice(entries: Iterable[Mapping[str, Any]]) -> str | None:
         if e.get("type") == "provider_change" and isinstance(e.get("provider"), str):
             chosen = e["provider"]
     return chosen
+
+
+def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
+    """SESSION's token totals, overall and per provider, and the provider it would use."""
+    journal = sessions.journal(session)
+    entries = sessions.entries(journal)
+    total, parts = session_usage(entries)
+    chosen = session_provider_choice(entries)
+    provider = chosen
+    if provider is None:  # the default the next turn would use, if any
+        try:
+            provider = sessions.provider_for(sessions.settings(sessions.root_of(journal)), None)
+        except TandemError:
+            provider = None
+    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
+            "provider": provider, "chosen": chosen is not None}

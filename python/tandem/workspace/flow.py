@@ -15,18 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.directives import MAX_TEXT, SystemDirective
 from tandem.providers.base import Message
 from tandem.store.layout import canonical_cwd
 from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec, run_blocking
 from tandem.workspace.actions import check
-from tandem.workspace.models import (
-    DISCUSSION_ACTIONS,
-    MAX_TEXT,
-    Attempt,
-    DirectiveState,
-    Discussion,
-    SystemDirective,
-)
+from tandem.workspace.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
 from tandem.workspace.prompts import build_prompt
 from tandem.workspace.references import resolve_anchor, resolve_reference
 from tandem.workspace.service import Workspace, WorkspaceService

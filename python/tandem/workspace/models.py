@@ -11,81 +11,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
-Action = Literal["discuss", "implement", "implement-this", "discuss-result", "request-changes",
-                 "retry"]
+from tandem.protocol.directives import Action, Anchor, Record, Reference, SystemDirective
+
 ACTIONS: tuple[Action, ...] = ("discuss", "implement", "implement-this", "discuss-result",
                                "request-changes", "retry")
 DISCUSSION_ACTIONS: frozenset[str] = frozenset({"discuss", "discuss-result"})
 """Actions that run read-only and record a discussion turn, not an attempt."""
 
 Lifecycle = Literal["ready", "discussed", "implemented", "failed"]
-AnchorStatus = Literal["attached", "detached", "source-missing"]
 
 MAX_REQUEST = 20_000
-MAX_TEXT = 100_000
-
-
-class Record(BaseModel):
-    """Base of every on-disk record: extra keys are kept, not dropped."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class Anchor(Record):
-    """Where a directive points: a path relative to the root, a line range, its text."""
-
-    path: str
-    start_line: int = Field(ge=1)
-    end_line: int = Field(ge=1)
-    text: str = ""
-    status: AnchorStatus = "attached"
-
-    @field_validator("path")
-    @classmethod
-    def _relative(cls, value: str) -> str:
-        if not value or value.startswith("/") or "\0" in value or ".." in value.split("/"):
-            raise ValueError(f"anchor path must be relative to the root, not {value!r}")
-        return value
-
-    @field_validator("end_line")
-    @classmethod
-    def _order(cls, value: int, info: Any) -> int:
-        start = info.data.get("start_line")
-        if isinstance(start, int) and value < start:
-            raise ValueError(f"end_line {value} is before start_line {start}")
-        return value
-
-
-class Reference(Record):
-    """Another file or region the prompt includes, re-read at send time."""
-
-    path: str
-    start_line: int | None = Field(default=None, ge=1)
-    end_line: int | None = Field(default=None, ge=1)
-
-    @field_validator("path")
-    @classmethod
-    def _relative(cls, value: str) -> str:
-        return Anchor._relative(value)
-
-
-class SystemDirective(Record):
-    """The system directive a request used (the gptel-shaped ``tandem-directives`` entry)."""
-
-    name: str = ""
-    system: str = ""
-    template: list[str] = Field(default_factory=list)
-    """Alternating user/assistant template turns sent before the prompt."""
-
-    @field_validator("name", "system", "template", mode="before")
-    @classmethod
-    def _nil(cls, value: Any, info: Any) -> Any:
-        # Emacs sends nil for an empty list or string.
-        if value is None:
-            return [] if info.field_name == "template" else ""
-        return value
 
 
 class Exchange(Record):

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem.workspace.models import Anchor, Reference
+from tandem.protocol.directives import Anchor, Reference
 
 MAX_SOURCE_CHARS = 100_000
 """Cap on one file's text in a prompt; the cut is said in the prompt."""

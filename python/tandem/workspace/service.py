@@ -18,6 +18,7 @@ from typing import Any
 from tandem.checkpoints.service import CheckpointService
 from tandem.lru import LRU
 from tandem.protocol.base import TandemError
+from tandem.protocol.directives import Anchor, Reference
 from tandem.sessions.service import SessionService
 from tandem.store.jsonl import read_header
 from tandem.store.layout import lock_path
@@ -28,12 +29,10 @@ from tandem.workspace.log import Registry, WorkspaceLog, canonical_root
 from tandem.workspace.models import (
     DISCUSSION_ACTIONS,
     MAX_REQUEST,
-    Anchor,
     Attempt,
     DirectiveState,
     Discussion,
     Event,
-    Reference,
 )
 from tandem.workspace.references import relative_path
 from tandem.workspace.state import (

@@ -20,11 +20,13 @@ from acp_adapter import AdapterUnavailable, ensure_adapter
 from fakes.anthropic_server import FakeAnthropic
 from fakes.script import Reply, Script, ToolCallSpec, last_user_text
 
+from tandem.adapters import directives as api
+from tandem.adapters.sessions import new
 from tandem.app import App
+from tandem.protocol import directives as dp
+from tandem.protocol.sessions import NewParams
 from tandem.providers.acp import AcpProvider
-from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
-from tandem.workspace import api
 
 TURN_TIMEOUT = 120
 
@@ -83,7 +85,7 @@ def test_directives_open_fresh_acp_sessions_and_discussion_cannot_write(
             assert ended.outcome == "succeeded", ended.error
 
         async def act(directive: str, text: str) -> Any:
-            reply = await api.act_method(app, api.ActParams(
+            reply = await api.act(app, dp.ActParams(
                 root=str(root), id=directive, action="discuss", text=text,
                 provider="acp:claude", session=sid))
             return await asyncio.wait_for(service.engine.wait(sid, reply["turn"]),
@@ -92,7 +94,7 @@ def test_directives_open_fresh_acp_sessions_and_discussion_cannot_write(
         try:
             await chat("root one marker-R1")
             for request in ("directive alpha marker-DA", "directive beta marker-DB"):
-                await api.create(app, api.CreateParams(
+                await api.create(app, dp.CreateParams(
                     root=str(root), path="a.txt", start_line=1, end_line=1,
                     text="hello world\n", request=request))
             assert (await act("D1", "what now?")).outcome == "succeeded"

@@ -13,10 +13,11 @@ import pytest
 from cp_helpers import write
 from pydantic import ValidationError
 
+from tandem.adapters.checkpoints import METHODS
 from tandem.app import App
 from tandem.checkpoints import Checkpointer
-from tandem.checkpoints.api import METHODS, DiffParams, PlanParams
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import DiffParams, PlanParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from server.epc_peer import Peer, start_backend  # noqa: E402

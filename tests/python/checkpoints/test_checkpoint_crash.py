@@ -12,7 +12,7 @@ import pytest
 from cp_helpers import tree_state, write
 
 from tandem.checkpoints import Checkpointer
-from tandem.checkpoints.models import RestoreStart
+from tandem.protocol.checkpoints import RestoreStart
 
 Make = Callable[..., Checkpointer]
 

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tandem.adapters.sessions import new
 from tandem.app import App
+from tandem.protocol.sessions import NewParams
 from tandem.providers.base import Message
-from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec
 
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from tandem.adapters.sessions import compact
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.history.compaction_api import CompactParams, compact_method
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import CompactParams
 
 from .conftest import file_hash, write_settings
 from .sessions import chat, directive, entries, journal_path, new_session
@@ -55,7 +56,7 @@ def test_acp_root_chat_switches_to_a_seeded_session(
             assert (await directive(app, sid, "DIRECTIVE SECRET prompt", PROVIDER)
                     ).outcome == "succeeded"
             assert (await chat(app, sid, "BRAVO request", PROVIDER)).outcome == "succeeded"
-            reply = await compact_method(app, CompactParams(session=sid))
+            reply = await compact(app, CompactParams(session=sid))
             assert reply.acp_session_id
             assert (await chat(app, sid, "CHARLIE request", PROVIDER)).outcome == "succeeded"
         finally:
@@ -117,7 +118,7 @@ def test_failed_acp_summary_changes_nothing_and_keeps_the_old_session(
             path = journal_path(app, sid)
             before = file_hash(path)
             with pytest.raises(TandemError) as err:
-                await compact_method(app, CompactParams(session=sid))
+                await compact(app, CompactParams(session=sid))
             assert err.value.code == "provider" and "summary exploded" in err.value.message
             assert file_hash(path) == before
             assert (await chat(app, sid, "CHARLIE request", PROVIDER)).outcome == "succeeded"

@@ -19,8 +19,9 @@ from acp_adapter import AdapterUnavailable, ensure_adapter
 from fakes.anthropic_server import FakeAnthropic
 from fakes.script import Reply, Script, last_user_text
 
+from tandem.adapters.sessions import compact
 from tandem.app import App
-from tandem.history.compaction_api import CompactParams, compact_method
+from tandem.protocol.sessions import CompactParams
 
 from .conftest import write_settings
 from .sessions import chat, directive, entries, new_session
@@ -69,7 +70,7 @@ def test_claude_root_chat_compacts_into_a_new_seeded_session(
             assert ended.outcome == "succeeded", ended.error
             ended = await asyncio.wait_for(chat(app, sid, "root three marker-R3", PROVIDER), 120)
             assert ended.outcome == "succeeded", ended.error
-            reply = await asyncio.wait_for(compact_method(app, CompactParams(session=sid)), 180)
+            reply = await asyncio.wait_for(compact(app, CompactParams(session=sid)), 180)
             assert reply.first_kept_turn == 4 and reply.acp_session_id
             ended = await asyncio.wait_for(chat(app, sid, "root four marker-R4", PROVIDER), 120)
             assert ended.outcome == "succeeded", ended.error

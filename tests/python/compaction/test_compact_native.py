@@ -10,17 +10,11 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Match, Reply, Script, Step
 
+from tandem.adapters.sessions import compact, compact_cancel, compaction_status
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.history.compaction_api import (
-    CompactParams,
-    SessionOnlyParams,
-    StatusParams,
-    cancel_method,
-    compact_method,
-    status_method,
-)
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import CompactParams, SessionOnlyParams, StatusParams
 from tandem.sessions.compaction import SUMMARY_SYSTEM
 from tandem.sessions.projection import SUMMARY_PREFIX
 
@@ -60,7 +54,7 @@ def test_summary_excludes_directives_and_next_request_is_summary_plus_kept(
             _use(fake, monkeypatch)
             try:
                 sid = await _build(app, project)
-                reply = await compact_method(app, CompactParams(session=sid))
+                reply = await compact(app, CompactParams(session=sid))
                 assert (await chat(app, sid, "DELTA request")).outcome == "succeeded"
             finally:
                 await app.turns.aclose()
@@ -103,9 +97,9 @@ def test_a_second_compaction_summarises_the_first_summary(
             _use(fake, monkeypatch)
             try:
                 sid = await _build(app, project)
-                await compact_method(app, CompactParams(session=sid))
+                await compact(app, CompactParams(session=sid))
                 await chat(app, sid, "DELTA request")
-                second = await compact_method(app, CompactParams(session=sid))
+                second = await compact(app, CompactParams(session=sid))
                 await chat(app, sid, "ECHO request")
             finally:
                 await app.turns.aclose()
@@ -133,13 +127,13 @@ def test_failed_compaction_leaves_the_journal_byte_identical(
                 path = journal_path(app, sid)
                 before, everything = file_hash(path), tree_hash(app.home)
                 with pytest.raises(TandemError) as err:
-                    await compact_method(app, CompactParams(session=sid))
+                    await compact(app, CompactParams(session=sid))
                 assert err.value.code == "provider"
                 assert "context too long for summary" in err.value.message
                 assert file_hash(path) == before
                 assert tree_hash(app.home) == everything  # nothing else on disk either
                 with pytest.raises(TandemError) as err:  # an empty summary is a failure too
-                    await compact_method(app, CompactParams(session=sid))
+                    await compact(app, CompactParams(session=sid))
                 assert "empty summary" in err.value.message
                 assert file_hash(path) == before
             finally:
@@ -160,22 +154,22 @@ def test_cancelled_compaction_leaves_the_journal_byte_identical(
                 sid = await _build(app, project)
                 path = journal_path(app, sid)
                 before, everything = file_hash(path), tree_hash(app.home)
-                task = asyncio.create_task(compact_method(app, CompactParams(session=sid)))
+                task = asyncio.create_task(compact(app, CompactParams(session=sid)))
                 while len(fake.api_requests(CHAT)) < 5:
                     await asyncio.sleep(0.02)
-                status = await status_method(app, StatusParams(session=sid))
+                status = await compaction_status(app, StatusParams(session=sid))
                 assert status.compacting
                 with pytest.raises(TandemError) as busy:  # no turn while compacting
                     await app.compactions.maybe_compact(sid)
                 assert busy.value.code == "busy"
-                assert (await cancel_method(app, SessionOnlyParams(session=sid))) == {
+                assert (await compact_cancel(app, SessionOnlyParams(session=sid))) == {
                     "cancelled": True}
                 with pytest.raises(TandemError) as err:
                     await task
                 assert err.value.code == "cancelled"
                 assert file_hash(path) == before and tree_hash(app.home) == everything
-                assert not (await status_method(app, StatusParams(session=sid))).compacting
-                assert (await cancel_method(app, SessionOnlyParams(session=sid))) == {
+                assert not (await compaction_status(app, StatusParams(session=sid))).compacting
+                assert (await compact_cancel(app, SessionOnlyParams(session=sid))) == {
                     "cancelled": False}
             finally:
                 await app.turns.aclose()
@@ -199,7 +193,7 @@ def test_refused_while_a_turn_runs_and_when_nothing_to_compact(
                 path = journal_path(app, sid)
                 before = file_hash(path)
                 with pytest.raises(TandemError) as err:
-                    await compact_method(app, CompactParams(session=sid))
+                    await compact(app, CompactParams(session=sid))
                 assert err.value.code == "nothing-to-compact"
                 assert file_hash(path) == before
                 from tandem.turns.engine import TurnSpec
@@ -208,7 +202,7 @@ def test_refused_while_a_turn_runs_and_when_nothing_to_compact(
                 turn = await engine.accept(TurnSpec(session=sid, text="SLOW request",
                                                     provider="openai:gpt-test"))
                 with pytest.raises(TandemError) as err:
-                    await compact_method(app, CompactParams(session=sid))
+                    await compact(app, CompactParams(session=sid))
                 assert err.value.code == "busy" and "running" in err.value.message
                 assert await app.compactions.maybe_compact(sid) is False
                 while len(fake.api_requests(CHAT)) < 2:
@@ -216,7 +210,7 @@ def test_refused_while_a_turn_runs_and_when_nothing_to_compact(
                 engine.cancel(sid)
                 await engine.wait(sid, turn)
                 with pytest.raises(TandemError) as err:
-                    await compact_method(app, CompactParams(session=sid, provider="nope"))
+                    await compact(app, CompactParams(session=sid, provider="nope"))
                 assert err.value.code == "invalid"
             finally:
                 await app.turns.aclose()
@@ -239,18 +233,18 @@ def test_maybe_compact_compacts_past_the_threshold_only(
                 write_settings({"context_windows": {"gpt-test": 100_000},
                                 "compaction_keep_turns": 1})
                 assert await app.compactions.maybe_compact(sid, text="next") is False
-                status = await status_method(app, StatusParams(session=sid))
+                status = await compaction_status(app, StatusParams(session=sid))
                 assert status.window == 100_000 and not status.would_compact
                 write_settings({"context_windows": {"gpt-test": 1024},
                                 "compaction_threshold": 0.1, "auto_compact": False,
                                 "compaction_keep_turns": 1})
-                assert (await status_method(app, StatusParams(session=sid))).tokens > 102
+                assert (await compaction_status(app, StatusParams(session=sid))).tokens > 102
                 assert await app.compactions.maybe_compact(sid, text="next") is False  # auto off
                 write_settings({"context_windows": {"gpt-test": 1024},
                                 "compaction_threshold": 0.1, "compaction_keep_turns": 1})
-                assert (await status_method(app, StatusParams(session=sid))).would_compact
+                assert (await compaction_status(app, StatusParams(session=sid))).would_compact
                 assert await app.compactions.maybe_compact(sid, text="next") is True
-                status = await status_method(app, StatusParams(session=sid))
+                status = await compaction_status(app, StatusParams(session=sid))
                 assert status.latest is not None and status.latest["first_kept_turn"] == 2
             finally:
                 await app.turns.aclose()
@@ -270,7 +264,7 @@ def test_bad_settings_are_reported(app: App, project: Path,
                 await chat(app, sid, "ALPHA request")
                 write_settings({"compaction_threshold": 3})
                 with pytest.raises(TandemError) as err:
-                    await compact_method(app, CompactParams(session=sid))
+                    await compact(app, CompactParams(session=sid))
                 assert "compaction_threshold" in err.value.message
                 with pytest.raises(TandemError):
                     await app.compactions.maybe_compact(sid)

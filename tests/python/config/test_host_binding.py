@@ -11,12 +11,13 @@ import pytest
 from fakes.anthropic_server import FakeAnthropic
 from fakes.script import Reply
 
+from tandem.adapters import settings as settings_api
+from tandem.adapters.sessions import new
 from tandem.app import App
-from tandem.config import api as settings_api
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import NewParams
 from tandem.providers.credentials import bound_credentials, host_matches
 from tandem.providers.registry import build_provider
-from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
 
 

@@ -15,10 +15,11 @@ import pytest
 from fakes.script import Reply, ToolCallSpec
 from native_helpers import FAMILIES, KEY, make_fake
 
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink as EventRecorder
+from tandem.protocol.sessions import NewParams
 from tandem.providers.base import PermissionRequest
-from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import TurnSpec
 
 pytestmark = pytest.mark.anyio

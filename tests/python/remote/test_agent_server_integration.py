@@ -20,9 +20,9 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from tandem.adapters.remote import METHODS
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.remote.api import METHODS
 from tandem.remote.client import AgentServerClient
 from tandem.remote.models import LlmSettings
 from tandem.remote.service import RemoteService

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from tandem.adapters.remote import METHODS
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.remote.api import METHODS
 
 from .fake_server import FakeAgentServer
 

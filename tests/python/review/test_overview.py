@@ -10,8 +10,9 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 
 from rewind.helpers import PROVIDER, new_session, use, writes
+from tandem.adapters.sessions import overview
 from tandem.app import App
-from tandem.overview.api import OverviewParams, overview
+from tandem.protocol.sessions import OverviewParams
 from tandem.turns.engine import TurnSpec
 
 pytestmark = pytest.mark.anyio

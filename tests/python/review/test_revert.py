@@ -8,9 +8,10 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 
 from rewind.helpers import chat, entries, journal_path, new_session, tree, use, writes
+from tandem.adapters.review import before
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.review.api import BeforeParams, before
+from tandem.protocol.review import BeforeParams
 from tandem.review.revert import revert
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,10 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.adapters.sessions import new
 from tandem.app import App
+from tandem.protocol.sessions import NewParams
 from tandem.providers.base import Message
-from tandem.sessions.api import NewParams, new
 from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec
 
 PROVIDER = "openai:gpt-test"

@@ -9,10 +9,11 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply
 
+from tandem.adapters.sessions import turn_patch
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.history.rewind_api import TurnPatchParams, turn_patch
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import TurnPatchParams
 from tandem.sessions.projection import project as projection
 
 from .helpers import chat, directive, entries, journal_path, new_session, tree, use, writes

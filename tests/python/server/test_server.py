@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from tandem.protocol.base import MethodSpec, Params, TandemError
+from tandem.protocol.peer import CURRENT
 from tandem.server import framing, sexp
-from tandem.server.connection import CURRENT, Connection
+from tandem.server.connection import Connection
 from tandem.server.sexp import Symbol
 
 from .conftest import TOKEN

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tandem.adapters import sessions as api
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.sessions import api
 from tandem.sessions.settings import Settings, merge, user_settings_path
 from tandem.store.journal import Journal
 

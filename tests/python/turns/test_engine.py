@@ -11,10 +11,11 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.sessions.api import NewParams, new
+from tandem.protocol.sessions import NewParams
 from tandem.store.journal import Journal
 from tandem.turns.engine import CRASH_ERROR, DirectiveFrame, TurnSpec
 
@@ -233,7 +234,8 @@ def test_two_concurrent_sends_reserve_one_turn(
 
 def test_closing_a_session_stops_its_providers_and_waits_for_turns(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tandem.sessions.api import CloseParams, close
+    from tandem.adapters.sessions import close
+    from tandem.protocol.sessions import CloseParams
 
     async def main() -> None:
         app = App(home=tmp_path / "home", events=RecordingSink())

@@ -18,9 +18,10 @@ from fakes.http_base import FakeServer
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.sessions.api import NewParams, new
+from tandem.protocol.sessions import NewParams
 from tandem.turns.engine import TurnSpec
 
 

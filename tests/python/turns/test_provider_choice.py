@@ -14,14 +14,16 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply
 
+from tandem.adapters import providers as providers_api
+from tandem.adapters import sessions as sessions_api
+from tandem.adapters import turns as turn_api
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.protocol.providers import ModelsParams, SetProviderParams, UsageParams
-from tandem.protocol.turns import SendParams
-from tandem.sessions.api import NewParams, new
-from tandem.turns import api as turn_api
-from tandem.turns import provider_api
+from tandem.protocol.providers import ModelsParams
+from tandem.protocol.sessions import NewParams, UsageParams
+from tandem.protocol.turns import SendParams, SetProviderParams
 
 
 @pytest.fixture
@@ -47,11 +49,11 @@ def test_switch_is_journaled_used_by_the_next_turn_and_counted(
                 app.turns.config.default_provider = "openai:default-model"
                 one = await turn_api.send(app, SendParams(session=info.id, text="a"))
                 await app.turns.engine.wait(info.id, one.turn)
-                entry = await provider_api.set_provider(
+                entry = await turn_api.set_provider(
                     app, SetProviderParams(session=info.id, provider="openai:other-model"))
                 two = await turn_api.send(app, SendParams(session=info.id, text="b"))
                 await app.turns.engine.wait(info.id, two.turn)
-                totals = await provider_api.usage(app, UsageParams(session=info.id))
+                totals = await sessions_api.usage(app, UsageParams(session=info.id))
             finally:
                 await app.turns.aclose()
             bodies = [r.body for r in fake.api_requests("/v1/chat/completions")]
@@ -75,7 +77,7 @@ def test_malformed_provider_is_refused_and_nothing_written(project: Path, tmp_pa
         info = await new(app, NewParams(cwd=str(project)))
         before = len(list(app.sessions.journal(info.id).entries()))
         with pytest.raises(TandemError) as err:
-            await provider_api.set_provider(app, SetProviderParams(session=info.id,
+            await turn_api.set_provider(app, SetProviderParams(session=info.id,
                                                                    provider="gpt-4o"))
         assert err.value.code == "invalid"
         assert len(list(app.sessions.journal(info.id).entries())) == before
@@ -89,7 +91,7 @@ def test_models_are_listed_with_the_key(tmp_path: Path, monkeypatch: pytest.Monk
         app = App(home=tmp_path / "home", events=RecordingSink())
         with FakeOpenAI([]) as fake:
             monkeypatch.setenv("OPENAI_API_KEY", "sk-listing")
-            reply = await provider_api.models(
+            reply = await providers_api.models(
                 app, ModelsParams(family="openai", base_url=fake.base_url + "/v1"))
             (req,) = [r for r in fake.requests if r.path == "/v1/models"]
         assert reply.models == ["fake-model"]
@@ -110,7 +112,7 @@ def test_a_server_that_never_answers_is_a_clear_error_in_bounded_time(tmp_path: 
         app = App(home=tmp_path / "home", events=RecordingSink())
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
         with pytest.raises(TandemError) as err:
-            await provider_api.models(app, ModelsParams(family="openai", base_url=url,
+            await providers_api.models(app, ModelsParams(family="openai", base_url=url,
                                                         timeout=0.5))
         assert err.value.code == "provider" and "did not answer" in err.value.message
 

@@ -18,10 +18,11 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply
 
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.sessions.api import NewParams, new
+from tandem.protocol.sessions import NewParams
 from tandem.store.journal import Journal, JournalIO
 from tandem.turns.engine import TurnSpec
 

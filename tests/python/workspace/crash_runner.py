@@ -15,9 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+from tandem.adapters import directives as api
+from tandem.adapters.sessions import new
 from tandem.app import App
-from tandem.sessions.api import NewParams, new
-from tandem.workspace import api
+from tandem.protocol import directives as dp
+from tandem.protocol.sessions import NewParams
 from tandem.workspace.service import WorkspaceService
 
 
@@ -32,9 +34,9 @@ async def main(home: str, project: str, base_url: str, mode: str) -> None:
             os._exit(9)
         WorkspaceService.record = die  # type: ignore[method-assign]
     sid = (await new(app, NewParams(cwd=project))).id
-    await api.create(app, api.CreateParams(root=project, path="a.txt", start_line=1, end_line=1,
+    await api.create(app, dp.CreateParams(root=project, path="a.txt", start_line=1, end_line=1,
                                            text="hello world\n", request="Make it loud"))
-    reply = await api.act_method(app, api.ActParams(
+    reply = await api.act(app, dp.ActParams(
         root=project, id="D1", action="implement", provider="openai:fake-model",
         permission_mode="auto-edit", session=sid))
     print("ACCEPTED", reply["session"], reply["turn"], flush=True)

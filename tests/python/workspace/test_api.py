@@ -8,9 +8,10 @@ import pytest
 from pydantic import ValidationError
 from ws_helpers import create
 
+from tandem.adapters import directives as api
 from tandem.app import App
+from tandem.protocol import directives as dp
 from tandem.protocol.base import TandemError
-from tandem.workspace import api
 
 pytestmark = pytest.mark.anyio
 
@@ -28,39 +29,39 @@ async def test_create_list_get_edit_archive(app: App, project: Path) -> None:
     assert rec["anchor"]["path"] == "src/app.py" and rec["references"][0]["path"] == "notes.md"
     assert rec["root"] == str(project.resolve()) and rec["workspace"]
     await create(app, project, "Second")
-    rows = await api.list_directives(app, api.ListParams(root=str(project)))
+    rows = await api.list_directives(app, dp.ListParams(root=str(project)))
     assert [r["id"] for r in rows] == ["D1", "D2"] and rows[0]["path"] == "src/app.py"
-    edited = await api.edit(app, api.EditParams(root=str(project), id="D1",
+    edited = await api.edit(app, dp.EditParams(root=str(project), id="D1",
                                                 request="Make greet very loud"))
     assert edited["request_changed"] and len(edited["request_history"]) == 2
-    arch = await api.archive(app, api.ArchiveParams(root=str(project), id="D2"))
+    arch = await api.archive(app, dp.ArchiveParams(root=str(project), id="D2"))
     assert arch["archived"] and arch["actions"] == []
-    rows = await api.list_directives(app, api.ListParams(root=str(project)))
+    rows = await api.list_directives(app, dp.ListParams(root=str(project)))
     assert [r["id"] for r in rows] == ["D1"]
-    rows = await api.list_directives(app, api.ListParams(root=str(project), archived=True))
+    rows = await api.list_directives(app, dp.ListParams(root=str(project), archived=True))
     assert [r["id"] for r in rows] == ["D1", "D2"]
-    back = await api.archive(app, api.ArchiveParams(root=str(project), id="D2", archived=False))
+    back = await api.archive(app, dp.ArchiveParams(root=str(project), id="D2", archived=False))
     assert not back["archived"] and back["actions"]
-    info = await api.workspace_info(app, api.RootParams(root=str(project)))
+    info = await api.workspace_info(app, dp.RootParams(root=str(project)))
     assert info["id"] == rec["workspace"] and Path(info["log"]).is_file()
 
 
 async def test_preview_is_the_exact_prompt_and_sends_nothing(app: App, project: Path) -> None:
     await create(app, project, "Make it loud", references=[{"path": "notes.md",
                                                             "start_line": 2}])
-    p = await api.preview(app, api.ActionParams(root=str(project), id="D1", action="discuss",
+    p = await api.preview(app, dp.ActionParams(root=str(project), id="D1", action="discuss",
                                                 text="Why?"))
     assert p["prompt"].startswith("# Directive D1\n") and "Shout politely." in p["prompt"]
     assert "notes.md, line 2" in p["prompt"] and p["read_only"]
     assert p["system"]["name"] == "discuss"
-    custom = await api.preview(app, api.ActionParams(
+    custom = await api.preview(app, dp.ActionParams(
         root=str(project), id="D1", action="implement",
         system_directive={"name": "terse", "system": "Be terse.", "template": ["u", "a"]}))
     assert custom["system"] == {"name": "terse", "system": "Be terse.", "template": ["u", "a"]}
     with pytest.raises(TandemError, match="alternate"):
-        await api.preview(app, api.ActionParams(root=str(project), id="D1", action="implement",
+        await api.preview(app, dp.ActionParams(root=str(project), id="D1", action="implement",
                                                 system_directive={"template": ["only user"]}))
-    log = (await api.workspace_info(app, api.RootParams(root=str(project))))["log"]
+    log = (await api.workspace_info(app, dp.RootParams(root=str(project))))["log"]
     assert "attempt" not in Path(log).read_text() and not (app.home / "sessions").exists()
 
 
@@ -68,28 +69,28 @@ async def test_anchor_detach_missing_and_reattach(app: App, project: Path) -> No
     await create(app, project, "Loud", path="src/app.py", start=1, end=2,
                  text="def greet():\n    return 'hi'\n")
     root = str(project)
-    det = await api.anchor(app, api.AnchorParams(root=root, id="D1", path="src/app.py",
+    det = await api.anchor(app, dp.AnchorParams(root=root, id="D1", path="src/app.py",
                                                  start_line=1, end_line=2,
                                                  text="def greet():\n    return 'hi'\n",
                                                  status="detached"))
     assert det["anchor"]["status"] == "detached"
     (project / "src/app.py").rename(project / "src/gone.py")
     with pytest.raises(TandemError, match="still missing"):
-        await api.reattach(app, api.ReattachParams(root=root, id="D1"))
+        await api.reattach(app, dp.ReattachParams(root=root, id="D1"))
     (project / "src/gone.py").write_text("# moved\ndef greet():\n    return 'hi'\n")
     (project / "src/gone.py").rename(project / "src/app.py")
-    back = await api.reattach(app, api.ReattachParams(root=root, id="D1"))
+    back = await api.reattach(app, dp.ReattachParams(root=root, id="D1"))
     assert back["anchor"]["status"] == "attached"
     assert (back["anchor"]["start_line"], back["anchor"]["end_line"]) == (2, 3)
     (project / "src/app.py").write_text("def greet():\n    return 'hi'\n" * 2)
     with pytest.raises(TandemError) as amb:
-        await api.reattach(app, api.ReattachParams(root=root, id="D1"))
+        await api.reattach(app, dp.ReattachParams(root=root, id="D1"))
     assert amb.value.code == "ambiguous" and "2 times" in amb.value.message
-    chosen = await api.reattach(app, api.ReattachParams(root=root, id="D1", start_line=3,
+    chosen = await api.reattach(app, dp.ReattachParams(root=root, id="D1", start_line=3,
                                                         end_line=4))
     assert chosen["anchor"]["start_line"] == 3
     with pytest.raises(TandemError, match="not in src/app.py"):
-        await api.reattach(app, api.ReattachParams(root=root, id="D1", start_line=9))
+        await api.reattach(app, dp.ReattachParams(root=root, id="D1", start_line=9))
 
 
 async def test_user_errors_are_clear(app: App, project: Path, tmp_path: Path) -> None:
@@ -107,25 +108,25 @@ async def test_user_errors_are_clear(app: App, project: Path, tmp_path: Path) ->
     with pytest.raises(TandemError, match="too long"):
         await create(app, project, "x" * 20_001)
     with pytest.raises(TandemError) as none:
-        await api.get(app, api.GetParams(root=root, id="D1"))
+        await api.get(app, dp.GetParams(root=root, id="D1"))
     assert none.value.code == "not-found"
     await create(app, project, "x")
     for bad_id in ("D0", "X1", "D1/../"):
         with pytest.raises(TandemError, match="Not a directive id"):
-            await api.get(app, api.GetParams(root=root, id=bad_id))
+            await api.get(app, dp.GetParams(root=root, id=bad_id))
     with pytest.raises(TandemError, match="No directive D7"):
-        await api.get(app, api.GetParams(root=root, id="D7"))
+        await api.get(app, dp.GetParams(root=root, id="D7"))
     with pytest.raises(TandemError, match="Nothing to change"):
-        await api.edit(app, api.EditParams(root=root, id="D1", request="x"))
+        await api.edit(app, dp.EditParams(root=root, id="D1", request="x"))
     with pytest.raises(ValidationError):
-        api.ActParams(root=root, id="D1", action="explode")
+        dp.ActParams(root=root, id="D1", action="explode")
     with pytest.raises(ValidationError):
-        api.CreateParams(root=root, path="a.txt", start_line=0, end_line=1, request="x")
+        dp.CreateParams(root=root, path="a.txt", start_line=0, end_line=1, request="x")
     with pytest.raises(ValidationError):
-        api.GetParams(root=root, id="D1", surprise=True)  # type: ignore[call-arg]
+        dp.GetParams(root=root, id="D1", surprise=True)  # type: ignore[call-arg]
     with pytest.raises(TandemError) as unavailable:
-        await api.preview(app, api.ActionParams(root=root, id="D1", action="retry"))
+        await api.preview(app, dp.ActionParams(root=root, id="D1", action="retry"))
     assert unavailable.value.code == "unavailable"
     with pytest.raises(TandemError, match="no surviving attempt"):
-        await api.attempt_diff(app, api.DiffParams(root=root, id="D1", attempt=1))
-    assert await api.list_directives(app, api.ListParams(root=str(tmp_path))) == []
+        await api.attempt_diff(app, dp.DiffParams(root=root, id="D1", attempt=1))
+    assert await api.list_directives(app, dp.ListParams(root=str(tmp_path))) == []

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from ws_helpers import act, create, get, make_app, marker_model, new_session
 
+from tandem.adapters import directives as api
+from tandem.protocol import directives as dp
 from tandem.protocol.base import TandemError
-from tandem.workspace import api
 
 pytestmark = pytest.mark.anyio
 
@@ -81,10 +82,10 @@ async def test_unavailable_session_refuses_then_warned_rebind(project: Path, tmp
         assert rec["attempts"][0]["session"] == old
 
         new = await new_session(app, project)
-        asked = await api.rebind(app, api.RebindParams(root=str(project), id="D1", session=new))
+        asked = await api.rebind(app, dp.RebindParams(root=str(project), id="D1", session=new))
         assert asked["confirmed"] is False and "Earlier attempts keep pointing" in asked["warning"]
         assert (await get(app, project, "D1"))["session"] == old  # a warning moves nothing
-        done = await api.rebind(app, api.RebindParams(root=str(project), id="D1", session=new,
+        done = await api.rebind(app, dp.RebindParams(root=str(project), id="D1", session=new,
                                                       confirm=True))
         assert done["confirmed"] and done["record"]["session"] == new
         assert done["record"]["previous_sessions"] == [old]
@@ -93,11 +94,11 @@ async def test_unavailable_session_refuses_then_warned_rebind(project: Path, tmp
         after = await get(app, project, "D1")
         assert [(a["session"], a["turn"]) for a in after["attempts"]] == [(old, 1), (new, 1)]
         with pytest.raises(TandemError) as same:
-            await api.rebind(app, api.RebindParams(root=str(project), id="D1", session=new,
+            await api.rebind(app, dp.RebindParams(root=str(project), id="D1", session=new,
                                                    confirm=True))
         assert "already bound" in same.value.message
         with pytest.raises(TandemError) as missing:
-            await api.rebind(app, api.RebindParams(root=str(project), id="D1",
+            await api.rebind(app, dp.RebindParams(root=str(project), id="D1",
                                                    session="0190aaaa-0000-7000-8000-000000000000"))
         assert missing.value.code == "unavailable"
     finally:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem.workspace.models import Anchor, Attempt, DirectiveState, Discussion, Reference
+from tandem.protocol.directives import Anchor, Reference
+from tandem.workspace.models import Attempt, DirectiveState, Discussion
 from tandem.workspace.prompts import build_prompt, fence
 from tandem.workspace.references import Source, resolve_anchor, resolve_reference
 

@@ -8,11 +8,13 @@ from typing import Any
 
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.adapters import directives as api
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.sessions.api import NewParams, new
+from tandem.protocol import directives as dp
+from tandem.protocol.sessions import NewParams
 from tandem.turns.engine import TurnSpec
-from tandem.workspace import api
 
 KEY = "sk-workspace-test-key"
 
@@ -42,7 +44,7 @@ async def chat(app: App, session: str, text: str) -> Any:
 async def create(app: App, root: Path, request: str, path: str = "a.txt", start: int = 1,
                  end: int = 1, text: str = "hello world\n", **kw: Any) -> dict[str, Any]:
     """Create a directive through the method handler."""
-    return await api.create(app, api.CreateParams(root=str(root), path=path, start_line=start,
+    return await api.create(app, dp.CreateParams(root=str(root), path=path, start_line=start,
                                                   end_line=end, text=text, request=request, **kw))
 
 
@@ -51,7 +53,7 @@ async def act(app: App, root: Path, directive: str, action: str, text: str = "",
     """Run ACTION through `directives/act`; wait for the turn's end unless told not to."""
     kw.setdefault("provider", "openai:fake-model")
     kw.setdefault("permission_mode", "auto-edit")
-    reply = await api.act_method(app, api.ActParams(root=str(root), id=directive, action=action,
+    reply = await api.act(app, dp.ActParams(root=str(root), id=directive, action=action,
                                                     text=text, **kw))
     ended = None
     if wait:
@@ -61,7 +63,7 @@ async def act(app: App, root: Path, directive: str, action: str, text: str = "",
 
 async def get(app: App, root: Path, directive: str, **kw: Any) -> dict[str, Any]:
     """The record of DIRECTIVE."""
-    return await api.get(app, api.GetParams(root=str(root), id=directive, **kw))
+    return await api.get(app, dp.GetParams(root=str(root), id=directive, **kw))
 
 
 def body_text(req: Any) -> str:

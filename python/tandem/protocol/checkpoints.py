@@ -1,6 +1,8 @@
-"""Records of the checkpoint engine: checkpoints, patches, restore plans.
+"""The checkpoint methods' params, and the records they answer with: checkpoints,
+patches, restore plans.
 
-These are the shapes the turn engine, Rewind and Emacs see. A checkpoint's
+These are the shapes the turn engine, Rewind and Emacs see (the
+checkpoint engine builds them, the protocol carries them). A checkpoint's
 own record is stored as the JSON message of its commit in the private
 repository (`CheckpointRecord`), so the record and the snapshot it describes
 are written by one atomic ref update.
@@ -12,6 +14,8 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tandem.protocol.base import Params
 
 GapReason = Literal["too-large", "unreadable"]
 Completeness = Literal["no-changes", "captured", "incomplete"]
@@ -192,3 +196,26 @@ class UndoResult(_Model):
     """Paths in neither the backup's nor the target's state (changed since): left alone."""
     temp_removed: list[str] = Field(default_factory=list)
     """The restore's own temporary files found in the workspace and removed."""
+
+
+class ListParams(Params):
+    """``checkpoints/list``: the newest kept checkpoints of ROOT."""
+
+    root: str = Field(min_length=1)
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class DiffParams(Params):
+    """``checkpoints/diff``: patch from checkpoint START to TO (None: the root now)."""
+
+    root: str = Field(min_length=1)
+    start: str = Field(min_length=40, max_length=40)
+    to: str | None = Field(default=None, min_length=40, max_length=40)
+
+
+class PlanParams(Params):
+    """``checkpoints/plan-restore``: what restoring CHECKPOINT would do now."""
+
+    root: str = Field(min_length=1)
+    checkpoint: str = Field(min_length=40, max_length=40)
+    expected_after: str | None = Field(default=None, min_length=40, max_length=40)

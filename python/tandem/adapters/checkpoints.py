@@ -1,9 +1,8 @@
-"""Read-only checkpoint methods for Emacs.
+"""Read-only checkpoint methods (``checkpoints/…``): list, show a patch, preview a restore.
 
 Restoring is not exposed here: a restore is one half of a Rewind
-transaction (files, then the journal's rewind entry), which the sessions
-layer owns. These methods let Emacs list checkpoints, show a patch and
-preview what a restore would do.
+transaction (files, then the journal's rewind entry), which
+``sessions/rewind`` carries out.
 """
 
 from __future__ import annotations
@@ -11,36 +10,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
-from pydantic import Field
 
-from tandem.checkpoints.models import Checkpoint, Patch, RestorePlan
-from tandem.protocol.base import MethodSpec, Params
+from tandem.protocol.base import MethodSpec
+from tandem.protocol.checkpoints import (
+    Checkpoint,
+    DiffParams,
+    ListParams,
+    Patch,
+    PlanParams,
+    RestorePlan,
+)
 
 if TYPE_CHECKING:
     from tandem.app import App
-
-
-class ListParams(Params):
-    """``checkpoints/list``: the newest kept checkpoints of ROOT."""
-
-    root: str = Field(min_length=1)
-    limit: int = Field(default=50, ge=1, le=1000)
-
-
-class DiffParams(Params):
-    """``checkpoints/diff``: patch from checkpoint START to TO (None: the root now)."""
-
-    root: str = Field(min_length=1)
-    start: str = Field(min_length=40, max_length=40)
-    to: str | None = Field(default=None, min_length=40, max_length=40)
-
-
-class PlanParams(Params):
-    """``checkpoints/plan-restore``: what restoring CHECKPOINT would do now."""
-
-    root: str = Field(min_length=1)
-    checkpoint: str = Field(min_length=40, max_length=40)
-    expected_after: str | None = Field(default=None, min_length=40, max_length=40)
 
 
 async def list_checkpoints(app: App, params: ListParams) -> list[Checkpoint]:

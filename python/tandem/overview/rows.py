@@ -10,74 +10,34 @@ the events that change a state (``turn-started``, ``interaction``, the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import Field
-
-from tandem.protocol.base import MethodSpec, Params, Reply
+from tandem.overview.facts import FactsCache
+from tandem.protocol.sessions import Overview, OverviewRow, OverviewState
 from tandem.providers.registry import parse_provider
+from tandem.sessions.service import SessionService
+from tandem.turns.engine import TurnEngine
 
-if TYPE_CHECKING:
-    from tandem.app import App
-
-State = Literal["waiting", "running", "idle", "closed", "directory-gone", "damaged"]
 _ORDER = {"waiting": 0, "running": 1}
 
 
-class OverviewParams(Params):
-    """``cwd``: only this project's sessions; omit for every project."""
-
-    cwd: str | None = None
-
-
-class OverviewRow(Reply):
-    """One session in the overview."""
-
-    id: str
-    path: str
-    title: str
-    cwd: str
-    last_activity: str
-    state: State
-    question: str | None = None
-    """The waiting question's title (state ``waiting``)."""
-    turn: int | None = None
-    """The running turn (states ``running`` and ``waiting``)."""
-    provider: str = ""
-    engine: str = ""
-    """``acp`` (an agent process) or ``native`` (tandem's own loop); "" before a turn."""
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    damaged: str | None = None
-
-
-class Overview(Reply):
-    """Every session, those waiting for the user first."""
-
-    rows: list[OverviewRow] = Field(default_factory=list)
-
-
-async def overview(app: App, p: OverviewParams) -> Overview:
-    """Handler of ``sessions/overview``."""
-    sessions = app.sessions.manager
-    engine = app.turns.engine
-    cache = app.overview_facts
+def overview(sessions: SessionService, engine: TurnEngine, cache: FactsCache,
+             cwd: str | None) -> Overview:
+    """Every session (only CWD's when given), those waiting for the user first."""
+    manager = sessions.manager
     rows: list[OverviewRow] = []
-    for s in sessions.list(p.cwd):
+    for s in manager.list(cwd):
         facts = cache.facts(s.path)
         running = engine.running.get(s.id)
         question = None
         if running is not None:
             pending = running.sink.pending
-            state: State = "waiting" if pending else "running"
-            question = _question(app, s.id, set(pending)) if pending else None
+            state: OverviewState = "waiting" if pending else "running"
+            question = _question(sessions, s.id, set(pending)) if pending else None
         elif s.damaged:
             state = "damaged"
         elif not s.cwd_exists:
             state = "directory-gone"
         else:
-            state = "idle" if s.id in sessions.journals else "closed"
+            state = "idle" if s.id in manager.journals else "closed"
         provider = running.spec.provider if running is not None else facts.provider
         rows.append(OverviewRow(
             id=s.id, path=s.path, title=s.title, cwd=s.cwd, last_activity=s.last_activity,
@@ -95,16 +55,9 @@ def _engine(provider: str) -> str:
     return "acp" if parse_provider(provider).family == "acp" else "native"
 
 
-def _question(app: App, session: str, pending: set[str]) -> str | None:
+def _question(sessions: SessionService, session: str, pending: set[str]) -> str | None:
     """The title of SESSION's first waiting question (from its open journal's cache)."""
-    sessions = app.sessions
     for e in reversed(sessions.entries(sessions.journal(session))):
         if e.get("type") == "interaction" and e.get("interaction_id") in pending:
             return str(e.get("title") or e.get("tool") or "a question")
     return None
-
-
-METHODS: list[MethodSpec] = [
-    MethodSpec("sessions/overview", OverviewParams, overview,
-               "Every session with its live state (waiting for you first).", Overview),
-]

@@ -1,67 +1,30 @@
-"""Core methods every backend answers: hello, ping, page and diagnostics.
+"""Diagnostics (``debug/…``): tests and ``make bench`` exercise the transport through them.
 
-The diagnostics (``debug/…``) exist so that tests and ``make bench`` exercise
-the transport through the real server: echo, large replies, event floods,
-slow calls and calls back into Emacs.
+Echo, large replies, event floods, slow calls and calls back into Emacs,
+plus the lists the front end's tests compare against (settings keys, entry
+types).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from typing import TYPE_CHECKING, Any
 
-from tandem import __version__
 from tandem.config.keys import setting_keys
-from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.base import MethodSpec
 from tandem.protocol.core import (
-    PROTOCOL_VERSION,
     BigParams,
     CallEmacsParams,
     EchoParams,
     EmitParams,
-    HelloParams,
-    HelloReply,
     NoParams,
-    PageParams,
     SleepParams,
 )
-from tandem.server.connection import CURRENT
+from tandem.protocol.peer import CURRENT
 from tandem.store.models import ENTRY_TYPES
 
 if TYPE_CHECKING:
     from tandem.app import App
-
-
-async def hello(app: App, p: HelloParams) -> HelloReply:
-    """Authenticate (the connection checked the token) and describe the backend."""
-    conn = CURRENT.get()
-    return HelloReply(
-        version=__version__,
-        protocol=PROTOCOL_VERSION,
-        pid=os.getpid(),
-        home=str(app.home),
-        python=sys.version.split()[0],
-        executable=sys.executable,
-        prefix=sys.prefix,
-        methods=sorted(conn.methods),
-    )
-
-
-async def ping(app: App, p: NoParams) -> str:
-    """Answer ``pong``: the cheapest round trip."""
-    return "pong"
-
-
-async def page(app: App, p: PageParams) -> str:
-    """Return one page of a large reply held by this connection."""
-    try:
-        return CURRENT.get().pages.page(p.handle, p.index)
-    except KeyError:
-        raise TandemError("not-found", f"No paged reply {p.handle} (expired?)") from None
-    except IndexError:
-        raise TandemError("invalid", f"Page {p.index} is out of range for {p.handle}") from None
 
 
 async def echo(app: App, p: EchoParams) -> Any:
@@ -108,9 +71,6 @@ async def entry_types(app: App, p: NoParams) -> list[str]:
 
 
 METHODS = [
-    MethodSpec("hello", HelloParams, hello, "Authenticate with the token; describe the backend."),
-    MethodSpec("ping", NoParams, ping, "Answer pong."),
-    MethodSpec("page", PageParams, page, "Fetch one page of a large reply."),
     MethodSpec("debug/echo", EchoParams, echo, "Diagnostics: return VALUE."),
     MethodSpec("debug/big", BigParams, big, "Diagnostics: a large reply."),
     MethodSpec("debug/emit", EmitParams, emit, "Diagnostics: publish COUNT events."),

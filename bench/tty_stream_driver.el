@@ -1,0 +1,198 @@
+;;; tty_stream_driver.el --- One run of bench_stream_tty.py, inside `emacs -nw'  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Loaded by an interactive `emacs -nw' that bench/bench_stream_tty.py
+;; starts in a detached tmux session.  It streams a long Markdown answer
+;; into one full-frame window, then writes what it measured as JSON to
+;; $BENCH_TTY_OUT and exits.  $BENCH_TTY_MODE says into what:
+;;
+;;   tandem  the session buffer, through the real path: a real backend,
+;;           the fake OpenAI server streaming the answer in CHUNK-character
+;;           deltas at RATE a second, the client's dispatch, the view;
+;;   tandem-builtin  the same with the built-in Markdown fontifier;
+;;   anchor  a `markdown-mode' buffer (code blocks fontified natively) the
+;;           same chunks are appended to at the same rate, point at its end.
+;;
+;; Measured in Emacs: its CPU (utime+stime of /proc/self/stat) from the
+;; first chunk to one second after the last (the settle included), the
+;; lateness of a 10 ms timer, and when each <f5> was handled (the harness
+;; sends them with tmux at a steady rate and knows when it sent them).
+;; $BENCH_TTY_READY is written once <f5> is bound, so no key is lost.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'json)
+(require 'tandem-view-test-helpers)
+(require 'markdown-mode)
+(defvar markdown-fontify-code-blocks-natively)
+
+(defvar bench-tty-mode (getenv "BENCH_TTY_MODE") "What the answer streams into.")
+(defvar bench-tty-size (string-to-number (or (getenv "BENCH_TTY_SIZE") "200000"))
+  "Characters of the answer.")
+(defvar bench-tty-chunk (string-to-number (or (getenv "BENCH_TTY_CHUNK") "111"))
+  "Characters per delta.")
+(defvar bench-tty-rate (string-to-number (or (getenv "BENCH_TTY_RATE") "200"))
+  "Deltas a second.")
+(defvar bench-tty-idle 2.0 "Seconds of idle key latency before the stream.")
+(defvar bench-tty-tail 1.0 "Seconds measured after the last chunk (the settle).")
+
+(defvar bench-tty-keys nil "When each <f5> was handled, newest first.")
+(defvar bench-tty-ticks nil "Timer firings (float-time), newest first.")
+(defvar bench-tty-first nil
+  "When the first chunk arrived: (TIME CPU-TICKS GCS-DONE GC-ELAPSED).")
+(defvar bench-tty-last nil "When the last chunk arrived (or the turn ended).")
+(defvar bench-tty-chunks 0 "Chunks (events) applied.")
+(defvar bench-tty-extra nil "More to report: a plist.")
+(defvar bench-tty-go nil "When the stream was asked for (the idle phase ends).")
+
+(defun bench-tty-key ()
+  "Record when this key was handled."
+  (interactive)
+  (push (float-time) bench-tty-keys))
+
+(defun bench-tty-cpu ()
+  "Return this Emacs's CPU time so far in clock ticks (utime + stime)."
+  (with-temp-buffer
+    (insert-file-contents "/proc/self/stat")
+    (goto-char (point-max))
+    (let ((fields (split-string (buffer-substring (1+ (search-backward ")")) (point-max)))))
+      ;; Fields after the command name start at field 3; utime is 14, stime 15.
+      (+ (string-to-number (nth 11 fields)) (string-to-number (nth 12 fields))))))
+
+(defun bench-tty-profile ()
+  "Return the file name stem for a profile of this run, or nil for none."
+  (let ((stem (getenv "BENCH_TTY_PROFILE"))) (and stem (not (string-empty-p stem)) stem)))
+
+(defvar bench-tty-sync nil "Synchronous requests during the stream: (METHOD . SECONDS).")
+
+(defun bench-tty--time-request (fn method &rest args)
+  "Call FN with METHOD and ARGS, noting how long Emacs waited."
+  (let ((t0 (float-time)))
+    (prog1 (apply fn method args)
+      (when bench-tty-first (push (cons method (- (float-time) t0)) bench-tty-sync)))))
+
+(defun bench-tty-chunk-arrived ()
+  "Note one chunk."
+  (when (and (not bench-tty-first) (bench-tty-profile))
+    (require 'profiler)
+    (advice-add 'tandem-request :around #'bench-tty--time-request)
+    (profiler-start 'cpu))
+  (unless bench-tty-first
+    (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed)))
+  (cl-incf bench-tty-chunks))
+
+(defun bench-tty-finish ()
+  "Write the figures of this run and exit (on an error, say so in the report)."
+  (condition-case err (bench-tty-report)
+    (error (with-temp-file (getenv "BENCH_TTY_OUT")
+             (insert (json-encode (list :error (format "%s first=%S last=%S" (error-message-string err) bench-tty-first bench-tty-last)))))
+           (kill-emacs 1))))
+
+(defun bench-tty-report ()
+  "Write the figures of this run and exit."
+  (when (bench-tty-profile)
+    (profiler-report)
+    (with-current-buffer (seq-find (lambda (b) (string-match-p "Profiler-Report" (buffer-name b)))
+                                   (buffer-list))
+      (goto-char (point-min))
+      (while (not (eobp)) (ignore-errors (profiler-report-expand-entry t)) (forward-line 1))
+      (write-region (point-min) (point-max)
+                    (concat (bench-tty-profile) "-" bench-tty-mode ".txt")))
+    (with-temp-file (concat (bench-tty-profile) "-" bench-tty-mode "-sync.txt")
+      (insert (format "%S" bench-tty-sync))))
+  (let* ((log (get-buffer "*tandem-events*"))
+         (bench-tty-extra
+          (append bench-tty-extra
+                  (list :events_log_chars (if log (buffer-size log) 0)
+                        :gcs (- gcs-done (nth 2 bench-tty-first))
+                        :gc_seconds (- gc-elapsed (nth 3 bench-tty-first)))))
+         (end (+ bench-tty-last bench-tty-tail))
+         (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first))))
+    (with-temp-file (getenv "BENCH_TTY_OUT")
+      (insert (json-encode
+               (append
+                (list :mode bench-tty-mode :cpu_ticks cpu :go bench-tty-go :start (car bench-tty-first)
+                      :last bench-tty-last :end end :chunks bench-tty-chunks
+                      :wall (- (float-time) (car bench-tty-first))
+                      :keys (vconcat (reverse bench-tty-keys))
+                      :ticks (vconcat (reverse bench-tty-ticks)))
+                bench-tty-extra))))
+    (kill-emacs 0)))
+
+(defun bench-tty-after-last ()
+  "The last chunk is in: measure the settle, then finish."
+  (setq bench-tty-last (float-time))
+  (run-at-time bench-tty-tail nil #'bench-tty-finish))
+
+;;;; Into the tandem view
+
+(defun bench-tty-tandem (text)
+  "Stream TEXT into a session buffer through a real backend and the fake model."
+  (let* ((fake (tandem-view-test-start-fake
+                `(:steps [(:reply (:text ,text :chunk_size ,bench-tty-chunk
+                                   :delay ,(/ 1.0 bench-tty-rate)))])))
+         (info nil))
+    (setenv "OPENAI_BASE_URL" (cdr fake))
+    (setq tandem-python (getenv "BENCH_TTY_PYTHON")
+          tandem-home (make-temp-file "bench-tty-home-" t)
+          tandem-provider "openai:fake-model")
+    (tandem-start)
+    (setq info (tandem-request "sessions/new" (list :cwd (make-temp-file "bench-tty-project-" t)
+                                                    :title "stream")))
+    (switch-to-buffer (tandem-view-show info))
+    (delete-other-windows)
+    (add-hook 'tandem-event-functions
+              (lambda (e)
+                (pcase (plist-get e :kind)
+                  ("delta" (bench-tty-chunk-arrived))
+                  ("turn-ended" (bench-tty-after-last)))))
+    (let ((view (current-buffer)))
+      (lambda ()
+        (with-current-buffer view (tandem-view-test-send "Stream the long answer, please."))))))
+
+;;;; Into a markdown-mode buffer (the anchor)
+
+(defun bench-tty-anchor (text)
+  "Append TEXT in chunks to a `markdown-mode' buffer, at the same rate."
+  (switch-to-buffer (get-buffer-create "*anchor*"))
+  (delete-other-windows)
+  (markdown-mode)
+  (setq-local markdown-fontify-code-blocks-natively t)
+  (lambda ()
+    (let ((pos 0) (timer nil))
+      (setq timer
+            (run-at-time
+             0 (/ 1.0 bench-tty-rate)
+             (lambda ()
+               (when pos
+                 (with-current-buffer "*anchor*"
+                   (goto-char (point-max))
+                   (insert (substring text pos (min (length text) (+ pos bench-tty-chunk))))
+                   (set-window-point (get-buffer-window (current-buffer)) (point-max)))
+                 (bench-tty-chunk-arrived)
+                 (setq pos (+ pos bench-tty-chunk))
+                 (when (>= pos (length text))
+                   (setq pos nil)
+                   (cancel-timer timer)
+                   (bench-tty-after-last)))))))))
+
+(defun bench-tty-main ()
+  "Set up the mode's buffer, signal readiness, idle a while, then stream."
+  (let* ((text (tandem-view-test-markdown-answer bench-tty-size))
+         (go (pcase bench-tty-mode
+               ("tandem" (bench-tty-tandem text))
+               ("tandem-builtin" (setq tandem-view-markdown-engine 'builtin)
+                (bench-tty-tandem text))
+               (_ (bench-tty-anchor text)))))
+    (global-set-key [f5] #'bench-tty-key)
+    (run-at-time 0.01 0.01 (lambda () (push (float-time) bench-tty-ticks)))
+    (garbage-collect)
+    (with-temp-file (getenv "BENCH_TTY_READY") (insert "ready"))
+    (run-at-time bench-tty-idle nil (lambda () (setq bench-tty-go (float-time)) (funcall go)))))
+
+(run-at-time 0.2 nil #'bench-tty-main)
+
+(provide 'tty_stream_driver)
+;;; tty_stream_driver.el ends here

@@ -1,0 +1,134 @@
+;;; tandem-view-segments.el --- Markdown bodies cut into segments fontified on their own  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The tandem authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A Markdown body is cut into segments that can each be fontified
+;; alone, so that fontifying what is shown costs what is shown, not the
+;; whole answer: a segment ends at a blank line outside code once it has
+;; `tandem-view-segments-min' characters, before a fence opens and after
+;; it closes, and at a line end once it reaches `tandem-view-segments-max'
+;; (inside a long code block too).  A segment that starts or ends inside a
+;; fence carries the fence lines that put it back in context (its prefix
+;; and suffix), so a piece of a code block is still fontified as code.
+;;
+;; The scan is incremental: it reads complete lines only, once each, and
+;; keeps its state (where the open segment starts, the fence open at the
+;; scan point) in a `tandem-view-scan'.  A streamed body and the same text
+;; rendered at once are cut identically, so they are fontified alike.
+;;
+;; Each segment is marked with a `tandem-markdown' property whose value is
+;; a fresh [PREFIX SUFFIX OPEN] vector (one per segment, so neighbours stay
+;; apart) and `fontified' nil; jit-lock then fontifies the segments that
+;; are displayed (`tandem-view-fontify-region').
+
+;;; Code:
+
+(require 'cl-lib)
+
+;; Sizes: markdown-mode costs about 7 us a character in pieces of a few
+;; hundred characters and more per character in larger ones; small
+;; segments keep the piece still growing at the end cheap to redo.
+(defconst tandem-view-segments-min 384
+  "Characters a segment has before a blank line may end it.")
+
+(defconst tandem-view-segments-max 1024
+  "Characters after which a segment ends at the next line end.")
+
+(defconst tandem-view-segments--fence-re
+  "^[ \t]*\\(```+\\|~~~+\\)[ \t]*\\([^`\n]*\\)$"
+  "A fence line: group 1 the fence, group 2 the info string.")
+
+(cl-defstruct (tandem-view-scan (:constructor tandem-view-scan-create) (:copier nil))
+  "Where an incremental segment scan of one body stands (offsets from its start)."
+  (start 0 :documentation "Offset of the open segment's first character.")
+  (pos 0 :documentation "Offset of the first line not scanned yet.")
+  (prefix "" :documentation "Fence line the open segment starts inside of, with its newline.")
+  (fence nil :documentation "The open fence, as (FENCE . OPENING-LINE), or nil."))
+
+(defun tandem-view-segments--closer (fence)
+  "Return the line that closes FENCE, a (FENCE . OPENING-LINE) pair."
+  (concat (car fence) "\n"))
+
+(defun tandem-view-segments--closes-p (fence)
+  "Return non-nil when the line at point closes FENCE."
+  (and (looking-at tandem-view-segments--fence-re)
+       (string-empty-p (match-string 2))
+       (eq (aref (match-string 1) 0) (aref (car fence) 0))
+       (>= (length (match-string 1)) (length (car fence)))))
+
+(defun tandem-view-segments-scan (beg end scan)
+  "Scan the complete lines of the body starting at BEG, up to END.
+SCAN is the body's `tandem-view-scan', updated in place.  Return the
+segments that closed, oldest first, as (FROM TO PREFIX SUFFIX) in buffer
+positions."
+  (let ((closed nil))
+    (save-excursion
+      (save-match-data
+        (goto-char (+ beg (tandem-view-scan-pos scan)))
+        (while (search-forward "\n" end t)
+          (let* ((next (point))
+                 (line (progn (forward-line -1) (point)))
+                 (start (+ beg (tandem-view-scan-start scan)))
+                 (fence (tandem-view-scan-fence scan)))
+            (cl-flet ((close (at suffix prefix)
+                        (when (> at start)
+                          (push (list start at (tandem-view-scan-prefix scan) suffix) closed)
+                          (setf (tandem-view-scan-start scan) (- at beg)
+                                (tandem-view-scan-prefix scan) prefix)
+                          (setq start at))))
+              (cond
+               ((and fence (tandem-view-segments--closes-p fence))
+                (setf (tandem-view-scan-fence scan) nil)
+                (close next "" ""))
+               (fence
+                (when (>= (- next start) tandem-view-segments-max)
+                  (close next (tandem-view-segments--closer fence)
+                         (concat (cdr fence) "\n"))))
+               ((looking-at tandem-view-segments--fence-re)
+                (close line "" "")
+                (setf (tandem-view-scan-fence scan)
+                      (cons (match-string-no-properties 1)
+                            (buffer-substring-no-properties line (1- next)))))
+               ((or (and (looking-at "[ \t]*$") (>= (- next start) tandem-view-segments-min))
+                    (>= (- next start) tandem-view-segments-max))
+                (close next "" ""))))
+            (goto-char next)
+            (setf (tandem-view-scan-pos scan) (- next beg))))))
+    (nreverse closed)))
+
+(defun tandem-view-segments-open-suffix (scan text-ends-in-newline)
+  "Return the suffix of SCAN's open segment.
+TEXT-ENDS-IN-NEWLINE tells whether the body's text ends a line."
+  (let ((fence (tandem-view-scan-fence scan)))
+    (if fence
+        (concat (if text-ends-in-newline "" "\n") (tandem-view-segments--closer fence))
+      "")))
+
+(defun tandem-view-segments-mark (beg end scan &optional open skip-open)
+  "Cut the body from BEG to END into segments and mark them for fontification.
+SCAN is the body's `tandem-view-scan' (updated); only lines after its
+point are read.  The segment still open at END is marked too, with OPEN
+non-nil when more text will come (it is then not cached), unless
+SKIP-OPEN.  Return the first position marked."
+  (let* ((closed (tandem-view-segments-scan beg end scan))
+         (open-start (+ beg (tandem-view-scan-start scan)))
+         (from (if closed (car (car closed)) open-start)))
+    (with-silent-modifications
+      (dolist (seg closed)
+        (put-text-property (nth 0 seg) (nth 1 seg) 'tandem-markdown
+                           (vector (nth 2 seg) (nth 3 seg) nil)))
+      (when (and (< open-start end) (not skip-open))
+        (put-text-property open-start end 'tandem-markdown
+                           (vector (tandem-view-scan-prefix scan)
+                                   (tandem-view-segments-open-suffix
+                                    scan (eq (char-before end) ?\n))
+                                   open)))
+      (let ((to (if skip-open open-start end)))
+        (when (< from to) (put-text-property from to 'fontified nil))))
+    from))
+
+(provide 'tandem-view-segments)
+;;; tandem-view-segments.el ends here

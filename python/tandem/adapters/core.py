@@ -1,0 +1,61 @@
+"""Core methods every backend answers: hello, ping, page and the doctor's report."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from tandem import __version__
+from tandem.doctor import report_data
+from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.core import PROTOCOL_VERSION, HelloParams, HelloReply, NoParams, PageParams
+from tandem.protocol.peer import CURRENT
+
+if TYPE_CHECKING:
+    from tandem.app import App
+
+
+async def hello(app: App, p: HelloParams) -> HelloReply:
+    """Authenticate (the connection checked the token) and describe the backend."""
+    return HelloReply(
+        version=__version__,
+        protocol=PROTOCOL_VERSION,
+        pid=os.getpid(),
+        home=str(app.home),
+        python=sys.version.split()[0],
+        executable=sys.executable,
+        prefix=sys.prefix,
+        methods=sorted(CURRENT.get().methods),
+    )
+
+
+async def ping(app: App, p: NoParams) -> str:
+    """Answer ``pong``: the cheapest round trip."""
+    return "pong"
+
+
+async def page(app: App, p: PageParams) -> str:
+    """Return one page of a large reply held by this connection."""
+    try:
+        return CURRENT.get().pages.page(p.handle, p.index)
+    except KeyError:
+        raise TandemError("not-found", f"No paged reply {p.handle} (expired?)") from None
+    except IndexError:
+        raise TandemError("invalid", f"Page {p.index} is out of range for {p.handle}") from None
+
+
+async def doctor(app: App, p: NoParams) -> dict[str, Any]:
+    """The report of ``tandem doctor`` for ``M-x tandem-doctor``."""
+    result: dict[str, Any] = await anyio.to_thread.run_sync(report_data)
+    return result
+
+
+METHODS = [
+    MethodSpec("hello", HelloParams, hello, "Authenticate with the token; describe the backend."),
+    MethodSpec("ping", NoParams, ping, "Answer pong."),
+    MethodSpec("page", PageParams, page, "Fetch one page of a large reply."),
+    MethodSpec("doctor", NoParams, doctor, "Report what tandem found and lacks."),
+]

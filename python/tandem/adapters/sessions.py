@@ -1,0 +1,202 @@
+"""Session methods (``sessions/…``): open and switch sessions, entries, compaction, rewind.
+
+Each handler makes one call into the sessions, compaction, rewind, overview
+or usage services (see `tandem.sessions.requests` for the relocation
+question Emacs asks between ``sessions/lookup`` and ``sessions/resume``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tandem.history.turn_patch import turn_patch as patch_of
+from tandem.overview.rows import overview as overview_of
+from tandem.protocol.base import MethodSpec
+from tandem.protocol.sessions import (
+    CloseParams,
+    CompactParams,
+    CompactReply,
+    ContinueParams,
+    CurrentParams,
+    EntriesParams,
+    ListParams,
+    LookupParams,
+    NewParams,
+    OpenFileParams,
+    Overview,
+    OverviewParams,
+    PlanParams,
+    RelocateParams,
+    ResumeParams,
+    RewindParams,
+    RewindPlan,
+    RewindResult,
+    SessionInfo,
+    SessionOnlyParams,
+    StatusParams,
+    StatusReply,
+    SwitchParams,
+    TurnPatch,
+    TurnPatchParams,
+    UndoParams,
+    UndoPlan,
+    UndoPlanParams,
+    UndoResult,
+    UsageParams,
+)
+from tandem.sessions import requests
+from tandem.sessions.requests import absolute_dir, info
+from tandem.turns.usage import usage_report
+
+if TYPE_CHECKING:
+    from tandem.app import App
+
+
+async def list_sessions(app: App, p: ListParams) -> list[dict[str, Any]]:
+    """Sessions, most recent activity first."""
+    cwd = None if p.all or not p.cwd else absolute_dir(p.cwd)
+    return [s.model_dump() for s in app.sessions.manager.list(cwd)]
+
+
+async def new(app: App, p: NewParams) -> SessionInfo:
+    """Create an empty session and make it active."""
+    return info(app.sessions, app.sessions.manager.new(absolute_dir(p.cwd), p.title))
+
+
+async def lookup(app: App, p: LookupParams) -> dict[str, Any]:
+    """Id, journal, recorded cwd, whether it still exists, and the relocation question."""
+    return requests.lookup(app.sessions, p.query, p.cwd)
+
+
+async def resume(app: App, p: ResumeParams) -> SessionInfo:
+    """Resume by id; a lost directory needs ``relocate`` (t moves, nil cancels)."""
+    return info(app.sessions, requests.resume(app.sessions, p.query, p.cwd, p.relocate))
+
+
+async def open_file(app: App, p: OpenFileParams) -> SessionInfo:
+    """Open a journal file; never moves it (active cwd falls back to ``cwd``)."""
+    return info(app.sessions, app.sessions.manager.open_file(p.path, absolute_dir(p.cwd)))
+
+
+async def switch(app: App, p: SwitchParams) -> SessionInfo:
+    """Switch sessions; keeps the active directory when the target's is gone."""
+    return info(app.sessions, app.sessions.manager.switch(p.target))
+
+
+async def continue_(app: App, p: ContinueParams) -> SessionInfo:
+    """Continue: this project's latest session, else re-root a lost breadcrumb, else new."""
+    return info(app.sessions, app.sessions.manager.continue_recent(absolute_dir(p.cwd)))
+
+
+async def current(app: App, p: CurrentParams) -> SessionInfo | None:
+    """The active session, or nil."""
+    active = app.sessions.manager.current
+    return info(app.sessions, active) if active else None
+
+
+async def entries(app: App, p: EntriesParams) -> dict[str, Any]:
+    """Entries as written, with the journal's last seq (for gap detection)."""
+    return requests.entries_page(app.sessions, p.session, p.after, p.before, p.limit)
+
+
+async def relocate(app: App, p: RelocateParams) -> dict[str, Any]:
+    """Move a session not open here; refused while another process holds it."""
+    return requests.relocate(app.sessions, p.target, p.cwd)
+
+
+async def close(app: App, p: CloseParams) -> None:
+    """Close one session: stop its providers (ACP agent processes), release its lock.
+
+    Refused while a turn runs in it: cancel the turn first.
+    """
+    await app.turns.close(p.session)
+
+
+async def compact(app: App, p: CompactParams) -> CompactReply:
+    """Compact a session now."""
+    return await app.compactions.compact(p.session, p.provider)
+
+
+async def compact_cancel(app: App, p: SessionOnlyParams) -> dict[str, bool]:
+    """Cancel the compaction of a session; it ends leaving the session unchanged."""
+    return {"cancelled": app.compactions.cancel(p.session)}
+
+
+async def compaction_status(app: App, p: StatusParams) -> StatusReply:
+    """The projected context size against the window and the threshold."""
+    return app.compactions.status(p.session, p.provider)
+
+
+async def rewind_plan(app: App, p: PlanParams) -> RewindPlan:
+    """What rewinding before a turn would do."""
+    return await app.rewinds.plan(p.session, p.turn)
+
+
+async def rewind(app: App, p: RewindParams) -> RewindResult:
+    """Rewind before a turn as planned."""
+    return await app.rewinds.rewind(p.session, p.turn, p.digest)
+
+
+async def rewind_undo_plan(app: App, p: UndoPlanParams) -> UndoPlan:
+    """What undoing the latest rewind would do."""
+    return await app.rewinds.undo.plan(p.session, p.files_only)
+
+
+async def rewind_undo(app: App, p: UndoParams) -> UndoResult:
+    """Undo the latest rewind as planned."""
+    return await app.rewinds.undo.undo(p.session, p.digest, p.files_only)
+
+
+async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
+    """One turn's patch, to the files now while it runs."""
+    return await patch_of(app.sessions, app.turns.engine, app.checkpoints, p.session, p.turn)
+
+
+async def overview(app: App, p: OverviewParams) -> Overview:
+    """Every session with its live state."""
+    return overview_of(app.sessions, app.turns.engine, app.overview_facts, p.cwd)
+
+
+async def usage(app: App, p: UsageParams) -> dict[str, Any]:
+    """SESSION's token totals, overall and per provider."""
+    return usage_report(app.sessions, p.session)
+
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("sessions/list", ListParams, list_sessions, "List sessions, newest first."),
+    MethodSpec("sessions/new", NewParams, new, "Create a session.", SessionInfo),
+    MethodSpec("sessions/lookup", LookupParams, lookup, "Find a session by id or prefix."),
+    MethodSpec("sessions/resume", ResumeParams, resume, "Resume by id.", SessionInfo),
+    MethodSpec(
+        "sessions/open-file", OpenFileParams, open_file, "Open a journal file.", SessionInfo
+    ),
+    MethodSpec("sessions/switch", SwitchParams, switch, "Switch sessions.", SessionInfo),
+    MethodSpec("sessions/continue", ContinueParams, continue_, "Continue here.", SessionInfo),
+    MethodSpec("sessions/current", CurrentParams, current, "The active session."),
+    MethodSpec("sessions/entries", EntriesParams, entries, "A page of entries."),
+    MethodSpec("sessions/relocate", RelocateParams, relocate, "Re-root a session."),
+    MethodSpec("sessions/close", CloseParams, close, "Close a session."),
+    MethodSpec("sessions/compact", CompactParams, compact,
+               "Summarise older chat turns into a compaction entry.", CompactReply),
+    MethodSpec("sessions/compact-cancel", SessionOnlyParams, compact_cancel,
+               "Cancel a running compaction (the session stays unchanged)."),
+    MethodSpec("sessions/compaction-status", StatusParams, compaction_status,
+               "Context size against the model's window and the threshold.", StatusReply),
+    MethodSpec("sessions/rewind-plan", PlanParams, rewind_plan,
+               "What a rewind before a turn would do (files, turns, attempts, gaps).",
+               RewindPlan),
+    MethodSpec("sessions/rewind", RewindParams, rewind,
+               "Rewind before a turn as planned: restore files, then one rewind entry.",
+               RewindResult),
+    MethodSpec("sessions/rewind-undo-plan", UndoPlanParams, rewind_undo_plan,
+               "What undoing the latest rewind would do (files, turns returning, refusal).",
+               UndoPlan),
+    MethodSpec("sessions/rewind-undo", UndoParams, rewind_undo,
+               "Undo the latest rewind as planned: files back, then one rewind_undo entry.",
+               UndoResult),
+    MethodSpec("sessions/turn-patch", TurnPatchParams, turn_patch,
+               "One turn's patch with its unified diff.", TurnPatch),
+    MethodSpec("sessions/overview", OverviewParams, overview,
+               "Every session with its live state (waiting for you first).", Overview),
+    MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
+]

@@ -1,0 +1,73 @@
+"""Turn methods (``turns/…``): send, cancel, answer, status, wait, configure, set-provider."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tandem.history.chat import send as send_chat
+from tandem.protocol.base import MethodSpec
+from tandem.protocol.turns import (
+    Accepted,
+    AnswerParams,
+    ConfigureParams,
+    SendParams,
+    SessionParams,
+    SetProviderParams,
+    TurnParams,
+    TurnStatus,
+)
+from tandem.turns import requests
+
+if TYPE_CHECKING:
+    from tandem.app import App
+
+
+async def send(app: App, p: SendParams) -> Accepted:
+    """Accept TEXT as the next chat turn of SESSION and start it."""
+    return await send_chat(app.turns, app.compactions, p.session, p.text, p.provider, p.model,
+                           p.permission_mode)
+
+
+async def cancel(app: App, p: SessionParams) -> dict[str, bool]:
+    """Cancel SESSION's turn in flight; it ends aborted through the terminal path."""
+    return {"cancelled": requests.cancel(app.turns, p.session)}
+
+
+async def answer(app: App, p: AnswerParams) -> dict[str, bool]:
+    """Answer a permission question of SESSION's running turn."""
+    requests.answer(app.turns, p.session, p.interaction_id, p.answer)
+    return {"answered": True}
+
+
+async def status(app: App, p: TurnParams) -> TurnStatus:
+    """Where turn TURN of SESSION stands."""
+    return requests.status(app.turns, p.session, p.turn)
+
+
+async def wait(app: App, p: TurnParams) -> TurnStatus:
+    """Wait up to TIMEOUT seconds for TURN to end; return its status either way."""
+    return await requests.wait(app.turns, p.session, p.turn, p.timeout)
+
+
+async def configure(app: App, p: ConfigureParams) -> dict[str, Any]:
+    """Take the front end's configuration (in memory only)."""
+    return requests.configure(app.turns, p.acp_agents, p.credentials, p.default_provider,
+                              p.permission_mode, p.settings_json)
+
+
+async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:
+    """Record PROVIDER as SESSION's choice for its next turns; return the entry."""
+    return requests.set_provider(app.sessions, app.events, p.session, p.provider)
+
+
+METHODS = [
+    MethodSpec("turns/send", SendParams, send, "Send a chat turn; returns its identity."),
+    MethodSpec("turns/cancel", SessionParams, cancel, "Cancel the turn in flight."),
+    MethodSpec("turns/answer", AnswerParams, answer, "Answer a permission question."),
+    MethodSpec("turns/status", TurnParams, status, "Where a turn stands."),
+    MethodSpec("turns/wait", TurnParams, wait, "Wait for a turn to end."),
+    MethodSpec("turns/configure", ConfigureParams, configure,
+               "Set ACP agents, credentials and defaults (memory only)."),
+    MethodSpec("turns/set-provider", SetProviderParams, set_provider,
+               "Switch a session's provider and model (a journal entry)."),
+]

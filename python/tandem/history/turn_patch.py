@@ -1,0 +1,63 @@
+"""One turn's patch: from its pre-turn checkpoint to the one at its end.
+
+While the turn runs the patch goes to the files now. A finished turn's
+patch carries the completeness the turn recorded (shell runs, writes
+outside the root), which a bare diff of two snapshots cannot know.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tandem.checkpoints.service import CheckpointService
+from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import Patch, PatchGap
+from tandem.protocol.sessions import TurnPatch
+from tandem.sessions.service import SessionService
+from tandem.turns.engine import TurnEngine, run_blocking
+
+
+async def turn_patch(sessions: SessionService, engine: TurnEngine,
+                     checkpoints: CheckpointService, session: str, turn: int) -> TurnPatch:
+    """The patch of TURN of SESSION with its unified diff."""
+    journal = sessions.journal(session)
+    index = sessions.index(journal)
+    rec = index.get(turn)
+    start = rec.start if rec is not None else None
+    end = rec.end if rec is not None else None
+    if start is None:
+        raise TandemError("not-found", f"Session {journal.id} has no turn {turn}")
+    running = journal.id in engine.running and engine.running[journal.id].turn == turn
+    patch = end.patch if end else None
+    from_id = patch.get("from_id") if isinstance(patch, dict) else None
+    to_id = patch.get("to_id") if isinstance(patch, dict) else None
+    if running:
+        from_id, to_id = start.checkpoint, None
+    elif not (isinstance(from_id, str) and isinstance(to_id, str)):
+        why = "it has no checkpoint" if not start.checkpoint else "it recorded no patch"
+        raise TandemError("no-checkpoint", f"Turn {turn} has no patch to show: {why}")
+    if not isinstance(from_id, str):
+        raise TandemError("no-checkpoint", f"Turn {turn} has no checkpoint")
+    cp = checkpoints.for_root(sessions.root_of(journal))
+    try:
+        result: Patch = await run_blocking(cp.diff, from_id, to_id)
+    except TandemError as e:
+        if e.code in ("not-found", "invalid"):
+            raise TandemError("no-checkpoint", f"The checkpoints of turn {turn} are not in "
+                              f"the store of {cp.root}: {e.message}") from e
+        raise
+    if not running and isinstance(patch, dict):
+        result = _as_recorded(result, patch)
+    return TurnPatch(session=journal.id, turn=turn, root=str(cp.root), running=running,
+                     rewound=turn in index.hidden, patch=result)
+
+
+def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:
+    """RESULT with the completeness the turn recorded (shell runs, writes outside)."""
+    try:
+        gaps = [PatchGap.model_validate(g) for g in recorded.get("gaps") or []]
+    except ValueError:
+        return result
+    if recorded.get("completeness") not in ("no-changes", "captured", "incomplete"):
+        return result
+    return result.model_copy(update={"completeness": recorded["completeness"], "gaps": gaps})

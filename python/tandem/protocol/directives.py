@@ -1,0 +1,178 @@
+"""Params of the directive methods (``directives/…``) and the records they carry.
+
+A directive's anchor, its references and the system directive of a request
+come from Emacs as they are stored in the workspace log, so the log's
+records are these models (`tandem.workspace.models` builds on them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tandem.protocol.base import Params
+
+Action = Literal["discuss", "implement", "implement-this", "discuss-result", "request-changes",
+                 "retry"]
+AnchorStatus = Literal["attached", "detached", "source-missing"]
+
+MAX_TEXT = 100_000
+"""Longest region text, question, guidance or feedback a request carries."""
+
+
+class Record(BaseModel):
+    """Base of every on-disk record: extra keys are kept, not dropped."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Anchor(Record):
+    """Where a directive points: a path relative to the root, a line range, its text."""
+
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    text: str = ""
+    status: AnchorStatus = "attached"
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if not value or value.startswith("/") or "\0" in value or ".." in value.split("/"):
+            raise ValueError(f"anchor path must be relative to the root, not {value!r}")
+        return value
+
+    @field_validator("end_line")
+    @classmethod
+    def _order(cls, value: int, info: Any) -> int:
+        start = info.data.get("start_line")
+        if isinstance(start, int) and value < start:
+            raise ValueError(f"end_line {value} is before start_line {start}")
+        return value
+
+
+class Reference(Record):
+    """Another file or region the prompt includes, re-read at send time."""
+
+    path: str
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        return Anchor._relative(value)
+
+
+class SystemDirective(Record):
+    """The system directive a request used (the gptel-shaped ``tandem-directives`` entry)."""
+
+    name: str = ""
+    system: str = ""
+    template: list[str] = Field(default_factory=list)
+    """Alternating user/assistant template turns sent before the prompt."""
+
+    @field_validator("name", "system", "template", mode="before")
+    @classmethod
+    def _nil(cls, value: Any, info: Any) -> Any:
+        # Emacs sends nil for an empty list or string.
+        if value is None:
+            return [] if info.field_name == "template" else ""
+        return value
+
+
+class RootParams(Params):
+    """A workspace, by project root."""
+
+    root: str = Field(min_length=1)
+
+
+class IdParams(RootParams):
+    """One directive of a workspace."""
+
+    id: str = Field(min_length=2, max_length=12)
+
+
+class CreateParams(RootParams):
+    """Create a directive on ``path`` lines ``start_line``..``end_line`` (text ``text``)."""
+
+    path: str = Field(min_length=1)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    text: str = Field(default="", max_length=MAX_TEXT)
+    request: str
+    references: list[Reference] = Field(default_factory=list)
+
+
+class ListParams(RootParams):
+    """The directives of a workspace; archived ones only with ``archived``."""
+
+    archived: bool = False
+
+
+class GetParams(IdParams):
+    """One directive's record; ``diffs`` includes each attempt's full diff."""
+
+    diffs: bool = False
+
+
+class ActionParams(IdParams):
+    """An action on a directive: ``text`` (question, guidance, feedback), ``attempt``."""
+
+    action: Action
+    text: str = Field(default="", max_length=MAX_TEXT)
+    attempt: int | None = Field(default=None, ge=1)
+    system_directive: SystemDirective | None = None
+
+
+class ActParams(ActionParams):
+    """Run an action: ``provider``/``model`` per request; ``session`` for the first binding."""
+
+    provider: str | None = None
+    model: str = ""
+    session: str | None = None
+    permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
+
+
+class EditParams(IdParams):
+    """Change the request (back to Ready) and/or the references."""
+
+    request: str | None = None
+    references: list[Reference] | None = None
+
+
+class AnchorParams(IdParams):
+    """Where the anchor is now, as Emacs sees it."""
+
+    path: str = Field(min_length=1)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    text: str = Field(default="", max_length=MAX_TEXT)
+    status: AnchorStatus = "attached"
+
+
+class ReattachParams(IdParams):
+    """Reattach: at ``start_line``..``end_line``, or where the anchor text occurs once."""
+
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+
+
+class ArchiveParams(IdParams):
+    """Archive (hide) or, with ``archived`` nil, unarchive."""
+
+    archived: bool = True
+
+
+class RebindParams(IdParams):
+    """Move future activity to ``session``; without ``confirm`` only the warning is returned."""
+
+    session: str = Field(min_length=1)
+    confirm: bool = False
+
+
+class DiffParams(IdParams):
+    """One attempt's patch."""
+
+    attempt: int = Field(ge=1)

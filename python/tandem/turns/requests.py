@@ -1,0 +1,123 @@
+"""What the turn and provider methods ask of the turn service.
+
+Each function resolves the session named in a request (an id or a unique
+prefix) and makes the call the engine or the provider registry answers;
+the adapters stay one line each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tandem.config.front_end import ClientConfig
+from tandem.config.model import validate
+from tandem.events import EventSink
+from tandem.protocol.base import TandemError
+from tandem.protocol.providers import ModelsReply
+from tandem.protocol.turns import AgentSpec, TurnStatus
+from tandem.providers.base import PermissionAnswer, PermissionMode
+from tandem.providers.credentials import ApiFamily, resolve_credentials
+from tandem.providers.model_list import list_models, models_url
+from tandem.providers.registry import parse_provider
+from tandem.sessions.service import SessionService
+from tandem.store.models import entry_to_dict
+from tandem.turns.engine import TurnSpec
+from tandem.turns.service import TurnService
+from tandem.turns.usage import session_provider_choice
+
+
+def chat_spec(sessions: SessionService, session: str, text: str, provider: str | None,
+              model: str | None, permission_mode: PermissionMode | None) -> TurnSpec:
+    """The chat turn TEXT of SESSION as the settings and the session's choices make it."""
+    journal = sessions.journal(session)
+    settings = sessions.settings(sessions.root_of(journal))
+    # The session's own choice (M-x tandem-set-provider) wins over the default.
+    requested = provider or session_provider_choice(sessions.entries(journal))
+    return TurnSpec(session=journal.id, text=text,
+                    provider=sessions.provider_for(settings, requested), model=model or "",
+                    permission_mode=sessions.permission_mode(settings, permission_mode))
+
+
+def cancel(turns: TurnService, session: str) -> bool:
+    """Cancel SESSION's turn in flight; it ends aborted through the terminal path."""
+    return turns.engine.cancel(turns.sessions.journal(session).id)
+
+
+def answer(turns: TurnService, session: str, interaction_id: str,
+           reply: PermissionAnswer) -> None:
+    """Answer a permission question of SESSION's running turn (not-found: none waits)."""
+    if not turns.engine.answer(turns.sessions.journal(session).id, interaction_id, reply):
+        raise TandemError("not-found", f"No pending question {interaction_id} in {session}")
+
+
+def status(turns: TurnService, session: str, turn: int) -> TurnStatus:
+    """Where TURN of SESSION stands."""
+    return TurnStatus(**turns.engine.status(turns.sessions.journal(session).id, turn))
+
+
+async def wait(turns: TurnService, session: str, turn: int, timeout: float) -> TurnStatus:
+    """Wait up to TIMEOUT seconds (0: not at all) for TURN to end; its status either way."""
+    engine = turns.engine
+    sid = turns.sessions.journal(session).id
+    if timeout:
+        try:
+            await asyncio.wait_for(engine.wait(sid, turn), timeout=timeout)
+        except TimeoutError:
+            pass
+    return TurnStatus(**engine.status(sid, turn))
+
+
+def configure(turns: TurnService, acp_agents: list[AgentSpec],
+              credentials: dict[str, dict[str, str]], default_provider: str | None,
+              permission_mode: PermissionMode | None,
+              settings_json: str | None) -> dict[str, Any]:
+    """Take the front end's configuration (in memory only); the agents and keys it named."""
+    agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in acp_agents}
+    custom: dict[str, Any] = {}
+    if settings_json:
+        try:
+            data = json.loads(settings_json)
+        except ValueError as exc:
+            raise TandemError("invalid-settings", f"Settings from Emacs: invalid JSON: {exc}"
+                              ) from None
+        custom = validate(data, "from Emacs customization").plain()
+    # Emacs sends this before every turn; providers are rebuilt only on a change.
+    turns.configure(ClientConfig(acp_agents=agents, credentials=credentials,
+                                 default_provider=default_provider,
+                                 permission_mode=permission_mode, settings=custom))
+    return {"acp_agents": sorted(agents), "credentials": sorted(credentials)}
+
+
+def set_provider(sessions: SessionService, events: EventSink, session: str,
+                 provider: str) -> dict[str, Any]:
+    """Record PROVIDER as SESSION's choice for its next turns; the entry written."""
+    spec = parse_provider(provider)  # a clear error for a malformed name
+    journal = sessions.journal(session)
+    entry = journal.append({"type": "provider_change", "provider": spec.name,
+                            "model": "" if spec.family == "acp" else spec.target})
+    journal.sync()
+    written = entry_to_dict(entry)
+    events.publish(journal.id, "entry", {"entry": written})
+    return written
+
+
+async def server_models(turns: TurnService, family: ApiFamily, base_url: str | None,
+                        timeout: float) -> ModelsReply:
+    """The models FAMILY's server lists, asked with the user's key (auth-source or env)."""
+    given = turns.config.credentials.get(family) or {}
+    creds = resolve_credentials(family, api_key=given.get("api_key"),
+                                base_url=base_url or given.get("base_url"))
+    return ModelsReply(url=models_url(creds), models=await list_models(creds, timeout))
+
+
+def default_provider(sessions: SessionService, cwd: str) -> str | None:
+    """The provider a turn in CWD uses by default (settings, Emacs), or None: first run."""
+    try:
+        return sessions.provider_for(sessions.settings(Path(cwd)), None)
+    except TandemError as e:
+        if e.code != "no-provider":
+            raise
+        return None

@@ -1,0 +1,183 @@
+;;; tandem-view-stream-tests.el --- The live path: streamed Markdown and the events log  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+;; A real backend and a real session buffer; the events of a streamed
+;; answer go through the client's own dispatch (`tandem--on-events', what
+;; the backend's `tandem--events' call runs), cut at awkward places
+;; (inside fences), with frames and jit-lock run by hand: batch Emacs has
+;; no redisplay.  The rendering while streaming must equal the settled
+;; one, and what a frame fontifies must depend on the new text only.
+
+;;; Code:
+
+(require 'tandem-view-test-helpers)
+
+(defun tandem-view-stream-test--send (events)
+  "Deliver EVENTS (plists without :seq) as one batch on the current connection."
+  (let* ((conn tandem--connection)
+         (session (tandem-view-state-session tandem-view--state))
+         (seq (gethash session (oref conn last-seq) 0)))
+    (tandem--on-events conn (mapcar (lambda (e) (append (list :session session :seq (cl-incf seq))
+                                                        e))
+                                    events))))
+
+(defun tandem-view-stream-test--entry (type &rest props)
+  "Return an `entry' event for the next journal entry of TYPE with PROPS."
+  (list :kind "entry"
+        :entry (append (list :seq (1+ (tandem-view-state-last-seq tandem-view--state))
+                             :type type :turn 1 :ts "2026-12-01T10:00:00.000Z")
+                       props)))
+
+(defun tandem-view-stream-test--start ()
+  "Start turn 1 in the current session buffer (its first entries)."
+  (tandem-view-stream-test--send (list (tandem-view-stream-test--entry
+                                        "turn_start" :origin "chat"
+                                        :provider "openai:fake-model" :model "fake-model")))
+  (tandem-view-stream-test--send (list (list :kind "turn-started" :turn 1
+                                             :provider "openai:fake-model" :model "fake-model")
+                                       (tandem-view-stream-test--entry "user" :text "Go")))
+  (tandem-view-flush))
+
+(defun tandem-view-stream-test--pieces (text size cuts)
+  "Cut TEXT into pieces of SIZE characters, also cutting at each of CUTS."
+  (let ((points (sort (delete-dups (append cuts (number-sequence size (1- (length text)) size)))
+                      #'<))
+        (from 0) (out nil))
+    (dolist (p points) (when (< from p (length text)) (push (substring text from p) out) (setq from p)))
+    (nreverse (cons (substring text from) out))))
+
+(defun tandem-view-stream-test--body (text)
+  "Return the bounds (BEG . END) of the body showing TEXT in the buffer."
+  (goto-char (point-min))
+  (let ((beg (search-forward (substring text 0 20))))
+    (cons (- beg 20) (+ (- beg 20) (length text)))))
+
+(defun tandem-view-stream-test--faces (bounds)
+  "Return the `font-lock-face' of every character within BOUNDS."
+  (cl-loop for pos from (car bounds) below (cdr bounds)
+           collect (get-text-property pos 'font-lock-face)))
+
+(defun tandem-view-stream-test--face-at (bounds string)
+  "Return the faces (a list) at the first STRING within BOUNDS."
+  (goto-char (car bounds))
+  (search-forward string (cdr bounds))
+  (ensure-list (get-text-property (match-beginning 0) 'font-lock-face)))
+
+(ert-deftest tandem-view-stream-live-equals-settled ()
+  "While it streams the answer is Markdown; once settled it is rendered alike.
+Deltas are cut every 7 characters and inside fences (\"``\" | \"`python\");
+each frame is followed by what jit-lock would run.  Both engines."
+  (dolist (engine '(markdown-mode builtin))
+    ;; Every frame redoes the growing paragraph (no throttle), as when idle.
+    (let ((tandem-view-markdown-engine engine) (tandem-view-live-fontify-interval 0))
+      (tandem-view-test-with-session '(:steps [])
+        (let* ((text (tandem-view-test-markdown-answer 14000))
+               (fence (string-match "```python" text))
+               (close (string-match "^```$" text fence))
+               (pieces (tandem-view-stream-test--pieces text 7 (list (+ fence 2) (+ close 1))))
+               (sent 0) (checked nil))
+          (tandem-view-stream-test--start)
+          (while pieces
+            (let ((batch (cl-loop repeat 20 while pieces collect (pop pieces))))
+              (tandem-view-stream-test--send
+               (mapcar (lambda (p) (list :kind "delta" :turn 1 :stream "text" :text p)) batch))
+              (cl-incf sent (apply #'+ (mapcar #'length batch)))
+              (tandem-view-flush)
+              (tandem-view-fontify-region (point-min) (point-max))
+              ;; Live Markdown: the first code block is code once it closed.
+              (when (and (not checked) (> sent (+ close 4)))
+                (setq checked t)
+                (let ((bounds (tandem-view-stream-test--body (substring text 0 sent))))
+                  (should (memq 'font-lock-keyword-face
+                                (tandem-view-stream-test--face-at bounds "def f_1_1")))
+                  (should-not (memq 'font-lock-keyword-face
+                                    (tandem-view-stream-test--face-at bounds "Intro")))))))
+          (should checked)
+          (let* ((bounds (tandem-view-stream-test--body text))
+                 (live (tandem-view-stream-test--faces bounds)))
+            (should (equal (buffer-substring-no-properties (car bounds) (cdr bounds)) text))
+            ;; A piece of a long block (section 3, split into segments) is code.
+            (should (memq 'font-lock-keyword-face
+                          (tandem-view-stream-test--face-at bounds "def f_3_100(")))
+            (should (memq 'font-lock-keyword-face
+                          (tandem-view-stream-test--face-at bounds "def f_4_2(")))
+            ;; Prose after a tilde fence is prose again.
+            (should-not (memq 'font-lock-keyword-face
+                              (tandem-view-stream-test--face-at bounds "After the code of section 4")))
+            (tandem-view-stream-test--send
+             (list (tandem-view-stream-test--entry "assistant" :text text)))
+            (tandem-view-flush)
+            (should (string-empty-p (tandem-view-block-live-text
+                                     (gethash 1 (tandem-view-state-by-turn tandem-view--state)))))
+            (tandem-view-fontify-region (point-min) (point-max))
+            (let ((settled-bounds (tandem-view-stream-test--body text)))
+              (should (equal (tandem-view-stream-test--faces settled-bounds) live))
+              ;; Shown once: the streamed text gave way to the entry.
+              (goto-char (cdr settled-bounds))
+              (should-not (search-forward "Intro **bold** start" nil t)))))))))
+
+(ert-deftest tandem-view-stream-fontifies-new-and-visible-text-only ()
+  "A 200 KB answer: each frame fontifies what is new; the settle what is shown.
+The fontifier is watched: no call sees more than a segment and a line,
+whatever the answer's length, and settling leaves the unseen body plain."
+  (tandem-view-test-with-session '(:steps [])
+    (let* ((text (tandem-view-test-markdown-answer 200000))
+           (pieces (tandem-view-stream-test--pieces text 700 nil))
+           (calls nil) (window 3000)
+           (bound (+ (* 2 tandem-view-segments-max) 200))
+           (watch (lambda (s &rest _) (push (length s) calls))))
+      (tandem-view-stream-test--start)
+      (advice-add 'tandem-view-markdown-fontify :before watch '((name . stream-test)))
+      (unwind-protect
+          (let ((b nil))
+            (while pieces
+              (tandem-view-stream-test--send
+               (list (list :kind "delta" :turn 1 :stream "text" :text (pop pieces))))
+              (tandem-view-flush)
+              (setq b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
+              ;; jit-lock: the window shows the newest WINDOW characters.
+              (let ((end (marker-position (tandem-view-block-text-marker b))))
+                (tandem-view-fontify-region (max (point-min) (- end window)) end)))
+            (should (= (tandem-view-rope-length (tandem-view-block-text-rope b)) (length text)))
+            (should (> (length calls) 250))
+            (should (<= (apply #'max calls) bound))
+            (setq calls nil)
+            (tandem-view-stream-test--send
+             (list (tandem-view-stream-test--entry "assistant" :text text)))
+            (tandem-view-flush)
+            (let ((bounds (tandem-view-stream-test--body text)))
+              (tandem-view-fontify-region (- (cdr bounds) window) (cdr bounds))
+              (should (<= (apply #'+ calls) (+ window (* 2 bound))))
+              ;; The beginning, not shown, is still waiting for jit-lock.
+              (should (get-text-property (car bounds) 'tandem-markdown))
+              (should-not (get-text-property (car bounds) 'font-lock-face))))
+        (advice-remove 'tandem-view-markdown-fontify 'stream-test)))))
+
+(ert-deftest tandem-view-stream-events-log-costs-nothing-unread ()
+  "The events log keeps messages unprinted until read; then every one is shown.
+Only the last `tandem-events-buffer-lines' are kept."
+  (let ((tandem-log-events t) (tandem-events-buffer-lines 50))
+    (when (get-buffer "*tandem-events*") (kill-buffer "*tandem-events*"))
+    (tandem-test-with-backend
+      (tandem-events-buffer)            ; whatever the start logged
+      (dotimes (i 20) (tandem-request "debug/echo" (list :value (format "message-%02d" i))))
+      (with-current-buffer "*tandem-events*"
+        (should-not (string-match-p "message-" (buffer-string))))
+      (with-current-buffer (tandem-events-buffer)
+        (dotimes (i 20)
+          (should (string-match-p (format "-> .*message-%02d" i) (buffer-string)))
+          (should (string-match-p (format "<- .*message-%02d" i) (buffer-string))))
+        ;; Oldest first.
+        (should (< (string-match "message-03" (buffer-string))
+                   (string-match "message-04" (buffer-string)))))
+      (dotimes (i 40) (tandem-request "debug/echo" (list :value (format "again-%02d" i))))
+      (with-current-buffer (tandem-events-buffer)
+        (should (<= (count-lines (point-min) (point-max)) 50))
+        (should (string-match-p "again-39" (buffer-string)))
+        (should-not (string-match-p "again-10" (buffer-string))))
+      ;; A long string is kept cut short, so the ring holds no large text.
+      (tandem-request "debug/echo" (list :value (make-string 100000 ?z)))
+      (should (< (length (format "%S" (ring-elements tandem--log-ring))) 2000)))))
+
+(provide 'tandem-view-stream-tests)
+;;; tandem-view-stream-tests.el ends here
