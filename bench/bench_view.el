@@ -7,8 +7,9 @@
 ;;
 ;;   view_open_5k_first_screen   open a 5000-turn session buffer
 ;;                               (anchor: open it rendering every turn at once)
-;;   view_open_5k_whole_history  then load the whole history on demand
-;;                               (anchor: fetching those entries alone)
+;;   view_open_5k_whole_history  open it and load the whole history: fetch
+;;                               and render (anchor: fetching the entries alone)
+;;   view_open_5k_whole_history_gc  the garbage collection inside that load
 ;;   view_stream_10k_deltas      10k streamed deltas until all are on screen
 ;;                               (anchor: the same events to a no-op handler)
 ;;   view_input_latency_p99      lateness of a 10 ms timer while they stream
@@ -74,13 +75,16 @@
 
 (defun bench-view-open (info)
   "Figures for opening the session INFO and loading its whole history."
-  (let (first all whole fetch)
+  (let (first all whole fetch gc)
     (dotimes (_ 5)
       (bench-view-kill)
-      (let (buffer)
-        (push (bench-view-ms (lambda () (setq buffer (tandem-view-show info t)))) first)
+      (let (buffer (open 0) (g0 gc-elapsed))
+        (push (setq open (bench-view-ms (lambda () (setq buffer (tandem-view-show info t))))) first)
         (with-current-buffer buffer
-          (push (bench-view-ms (lambda () (tandem-view-load-older t))) whole)
+          ;; Whole history = open + every older page fetched and rendered.
+          (push (+ open (bench-view-ms (lambda () (setq g0 gc-elapsed) (tandem-view-load-older t))))
+                whole)
+          (push (* 1000 (- gc-elapsed g0)) gc)
           (cl-assert (= 5000 (length (tandem-view-state-blocks tandem-view--state)))))))
     (dotimes (_ 3)
       (bench-view-kill)
@@ -106,7 +110,9 @@
     (bench-view-emit "view_open_5k_first_screen" (bench-view-median first) "ms"
                      "view_open_5k_render_all_at_open" (bench-view-median all) 150)
     (bench-view-emit "view_open_5k_whole_history" (bench-view-median whole) "ms"
-                     "sessions_entries_fetch_all" (bench-view-median fetch) nil)))
+                     "sessions_entries_fetch_all" (bench-view-median fetch) 300)
+    (bench-view-emit "view_open_5k_whole_history_gc" (bench-view-median gc) "ms"
+                     "view_open_5k_whole_history" (bench-view-median whole) nil)))
 
 ;;;; Streaming
 

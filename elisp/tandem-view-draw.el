@@ -69,13 +69,23 @@ Each row adds the keys of its answers; they act only while point is on it.")
   "Return non-nil when BLOCK has streamed text (its markers must live here)."
   (tandem-view-block-live-p block))
 
+(defconst tandem-view--bulk-gc-blocks 200
+  "Above this many blocks one insertion collects garbage less often.")
+
 (defun tandem-view--insert-blocks (blocks boundary)
   "Insert BLOCKS (in order) before the marker BOUNDARY.
 Runs of blocks are rendered in a scratch buffer and inserted with one
 edit: thousands of small insertions would each pay for every marker of
 the buffer.  A block with streamed text is rendered in place."
   (let ((state tandem-view--state)
-        (runs nil) (run nil))
+        (runs nil) (run nil)
+        ;; Thousands of blocks allocate tens of MB; at the default
+        ;; percentage each of ~25 collections marks the whole (large)
+        ;; heap, most of the time of loading a long history.  Collect in
+        ;; proportion to the heap instead, for this call only.
+        (gc-cons-percentage (if (> (length blocks) tandem-view--bulk-gc-blocks)
+                                (max gc-cons-percentage 0.5)
+                              gc-cons-percentage)))
     (dolist (b blocks)
       (if (not (tandem-view--live-p b))
           (push b run)
