@@ -24,3 +24,6 @@ class Checkpoints:
                     ) -> tuple[dict[str, Any] | None, str | None]:
         """Return (patch summary, completeness) of the turn since CHECKPOINT."""
         return None, None
+
+    async def background_done(self) -> None:
+        """Wait for the work these hooks started off the turn's path (store upkeep)."""

@@ -90,6 +90,10 @@ class RemoteCheckpoints(Checkpoints):
                                   f"{target.resolved_working_dir}: {e.message}", e.data) from e
         return mirror, synced
 
+    async def background_done(self) -> None:
+        """Wait for the mirror store's maintenance (LOCAL's)."""
+        await self.local.background_done()
+
     async def before(self, root: Path, session: str, turn: int) -> str | None:
         """Sync the mirror and snapshot it (ROOT, the local project, is not touched)."""
         mirror, synced = await self.sync(session)
@@ -123,6 +127,11 @@ class CheckpointsBySession(Checkpoints):
         self.local = local
         self.remote = remote
         self._by_checkpoint: dict[str, Checkpoints] = {}
+
+    async def background_done(self) -> None:
+        """Wait for both sides' work off the turn's path."""
+        await self.local.background_done()
+        await self.remote.background_done()
 
     def for_session(self, session: str) -> Checkpoints:
         """Which checkpoints SESSION's turns take."""

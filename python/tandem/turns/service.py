@@ -93,6 +93,11 @@ class GitCheckpoints(Checkpoints):
         task.add_done_callback(self._background.discard)
         return summary, str(patch.completeness)
 
+    async def background_done(self) -> None:
+        """Wait for the store maintenance started after earlier turns."""
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
     async def _maintain(self, cp: Checkpointer, root: Path) -> None:
         """Pack and prune ROOT's store, off the turn's path; a failure is only logged."""
         try:
