@@ -89,6 +89,9 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.app", "tandem.workspace.service"): _ABOVE_ENGINE,
     ("tandem.mcp.service", "tandem.mcp.adapter"): _MCP_SDK,
     ("tandem.mcp.service", "tandem.mcp.connection"): _MCP_SDK,
+    ("tandem.turns.service", "tandem.remote.engine"): (
+        "start-up of `tandem ask` and `tandem serve`: the remote engine and its websocket "
+        "client load with the first turn of a session attached to an agent-server"),
     ("tandem.providers.registry", "tandem.providers.acp"): (
         "start-up of `tandem serve` and `tandem ask`: the acp SDK takes ~1.5 s to import; "
         "it loads with the first ACP provider"),
