@@ -1,10 +1,11 @@
 """What a front end configures for a backend, in memory only (never written anywhere).
 
 `ClientConfig` is what ``turns/configure`` receives: the ACP agents (from
-``tandem-acp-agents``), credentials (auth-source), the default provider and
-permission mode. Its `overlay` part is the settings layer the sessions side
-puts on top of the user's and the project's files; the credentials stay with
-the turn service, which builds providers.
+``tandem-acp-agents``), credentials (auth-source), the agent-servers of
+``tandem-remote-hosts``, the default provider and permission mode. Its
+`overlay` part is the settings layer the sessions side puts on top of the
+user's and the project's files; the credentials and hosts stay with the turn
+service, which builds providers.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from tandem.config.model import PermissionMode
 
@@ -36,7 +37,27 @@ class FrontEndSettings(BaseModel):
         return out
 
 
+class RemoteHost(BaseModel):
+    """One agent-server of the user's own ``tandem-remote-hosts``.
+
+    Only hosts named here may receive the user's LLM key, and only with
+    FORWARD_KEYS; a host named anywhere else (project settings) never does.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1)
+    forward_keys: bool = False
+    """The user's LLM key may be handed to this server for its agent."""
+    agent_profile: str | None = None
+    """A server-side agent profile (``agent_profile_id``) used instead of a key."""
+    api_key: SecretStr | None = None
+    """The server's session API key (``X-Session-API-Key``), from auth-source or env."""
+
+
 class ClientConfig(FrontEndSettings):
     """Everything a front end configures: its settings layer plus credentials."""
 
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
+    remote_hosts: dict[str, RemoteHost] = Field(default_factory=dict)
+    """The user's agent-servers by name (in memory only, like the credentials)."""

@@ -45,7 +45,10 @@ class OverviewRow(Reply):
     """The running turn (states ``running`` and ``waiting``)."""
     provider: str = ""
     engine: str = ""
-    """``acp`` (an agent process) or ``native`` (tandem's own loop); "" before a turn."""
+    """``remote`` (an agent-server), ``acp`` (an agent process) or ``native`` (tandem's
+    own loop); "" before a turn of a local session."""
+    host: str | None = None
+    """The agent-server's name in ``tandem-remote-hosts`` (engine ``remote``)."""
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -63,6 +66,7 @@ async def overview(app: App, p: OverviewParams) -> Overview:
     sessions = app.sessions.manager
     engine = app.turns.engine
     cache = app.overview_facts
+    attached = app.remote.attached()
     rows: list[OverviewRow] = []
     for s in sessions.list(p.cwd):
         facts = cache.facts(s.path)
@@ -79,10 +83,12 @@ async def overview(app: App, p: OverviewParams) -> Overview:
         else:
             state = "idle" if s.id in sessions.journals else "closed"
         provider = running.spec.provider if running is not None else facts.provider
+        target = app.remote.target_or_none(s.id) if s.id in attached else None
         rows.append(OverviewRow(
             id=s.id, path=s.path, title=s.title, cwd=s.cwd, last_activity=s.last_activity,
             state=state, question=question, turn=running.turn if running else None,
-            provider=provider, engine=_engine(provider), turns=facts.turns,
+            provider=provider, engine="remote" if target else _engine(provider),
+            host=target.host if target else None, turns=facts.turns,
             input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
             damaged=s.damaged))
     rows.sort(key=lambda r: _ORDER.get(r.state, 2))  # stable: newest first within each

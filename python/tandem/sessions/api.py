@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
+from tandem.remote.models import RemoteTarget
 from tandem.sessions.manager import (
     Active,
     needs_terminal,
@@ -42,12 +43,15 @@ class SessionInfo(Reply):
     settings: dict[str, Any]
     settings_warnings: list[str]
     """Settings that do not apply: untrusted project keys, invalid files."""
+    remote: RemoteTarget | None = None
+    """Where the session executes when it is attached to an agent-server (else local)."""
 
 
 def _info(app: App, active: Active) -> SessionInfo:
     settings = app.sessions.manager.settings
     return SessionInfo(**active.describe(), settings=settings.effective,
-                       settings_warnings=settings.warnings)
+                       settings_warnings=settings.warnings,
+                       remote=app.remote.target_or_none(active.journal.header.id))
 
 
 def _dir(text: str) -> str:

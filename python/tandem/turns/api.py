@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from tandem.config.front_end import ClientConfig
+from tandem.config.front_end import ClientConfig, RemoteHost
 from tandem.config.model import validate
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.turns import (
@@ -84,11 +84,16 @@ async def configure(app: App, p: ConfigureParams) -> dict[str, Any]:
             raise TandemError("invalid-settings", f"Settings from Emacs: invalid JSON: {exc}"
                               ) from None
         custom = validate(data, "from Emacs customization").plain()
+    hosts = {h.name: RemoteHost(url=h.url, forward_keys=h.forward_keys,
+                                agent_profile=h.agent_profile, api_key=h.api_key)
+             for h in p.remote_hosts}
     # Emacs sends this before every turn; providers are rebuilt only on a change.
     app.turns.configure(ClientConfig(acp_agents=agents, credentials=p.credentials,
+                                     remote_hosts=hosts,
                                      default_provider=p.default_provider,
                                      permission_mode=p.permission_mode, settings=custom))
-    return {"acp_agents": sorted(agents), "credentials": sorted(p.credentials)}
+    return {"acp_agents": sorted(agents), "credentials": sorted(p.credentials),
+            "remote_hosts": sorted(hosts)}
 
 
 METHODS = [
