@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from tandem.protocol.base import TandemError
 from tandem.remote.client import AgentServerClient, Progress, normalize_base_url
-from tandem.remote.errors import RemoteError
+from tandem.remote.errors import RemoteError, naming_host
 from tandem.remote.home_cache import HomeCache
 from tandem.remote.models import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
 from tandem.remote.paths import build_upload_path, upload_name
@@ -128,7 +128,10 @@ class RemoteService:
     ) -> RemoteTarget:
         """Make HOST (at URL) SESSION's execution target, resolving WORKING_DIR now."""
         base = normalize_base_url(url)
-        resolved = await self.resolve(base, api_key, working_dir)
+        try:
+            resolved = await self.resolve(base, api_key, working_dir)
+        except TandemError as e:
+            raise naming_host(e, host) from None
         target = RemoteTarget(
             session=session,
             host=host,
