@@ -47,6 +47,7 @@ class App:
         self.rewinds = RewindService(self.events, self.sessions, self.turns, self.checkpoints,
                                      self.gate)
         self.remote = RemoteService(self.home)
+        self.turns.remote_target = self.remote.target  # an attached session runs remotely
         self.overview_facts = FactsCache()
         """Turn and token counts per journal for the sessions overview."""
         # Crash recovery: a session opened here settles a rewind a crash interrupted.

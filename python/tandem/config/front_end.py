@@ -38,21 +38,21 @@ class FrontEndSettings(BaseModel):
 
 
 class RemoteHost(BaseModel):
-    """One agent-server of the user's own ``tandem-remote-hosts``.
+    """One entry of ``tandem-remote-hosts``: the user's own word about an agent-server.
 
-    Only hosts named here may receive the user's LLM key, and only with
-    FORWARD_KEYS; a host named anywhere else (project settings) never does.
+    Only these entries may make tandem hand an LLM key to a server
+    (FORWARD_KEYS); a host named elsewhere (project settings) never gets one.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     url: str = Field(min_length=1)
     forward_keys: bool = False
-    """The user's LLM key may be handed to this server for its agent."""
+    """Send the session's LLM key to this server's agent (``:forward-keys``)."""
     agent_profile: str | None = None
-    """A server-side agent profile (``agent_profile_id``) used instead of a key."""
+    """A server-side agent profile to run instead (``agent_profile_id``)."""
     api_key: SecretStr | None = None
-    """The server's session API key (``X-Session-API-Key``), from auth-source or env."""
+    """The server's session API key (auth-source), for the turns run there."""
 
 
 class ClientConfig(FrontEndSettings):
@@ -60,4 +60,4 @@ class ClientConfig(FrontEndSettings):
 
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
     remote_hosts: dict[str, RemoteHost] = Field(default_factory=dict)
-    """The user's agent-servers by name (in memory only, like the credentials)."""
+    """The user's agent-servers by name (``tandem-remote-hosts``)."""

@@ -247,3 +247,63 @@ class AgentServerClient:
             )
         except (KeyError, TypeError) as e:
             raise RemoteError("remote-invalid", f"{context}: unexpected reply ({e})") from e
+
+    # -- conversations that run turns (the remote engine) -------------------
+
+    @property
+    def socket_headers(self) -> dict[str, str]:
+        """Headers for the session socket (the key in a header, never in the URL)."""
+        key = self._http.headers.get(KEY_HEADER)
+        return {KEY_HEADER: key} if key else {}
+
+    async def start_conversation(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /api/conversations`` with BODY as built by the engine; the server's reply."""
+        context = "Starting a remote conversation failed"
+        response = await self._request(context, "POST", "/api/conversations", json=body)
+        reply = response.json()
+        if not isinstance(reply, dict) or not isinstance(reply.get("id"), str):
+            raise RemoteError("remote-invalid", f"{context}: the reply has no conversation id")
+        return reply
+
+    async def conversation(self, conversation_id: str) -> dict[str, Any]:
+        """``GET /api/conversations/{id}``: its state (``execution_status``, ``stats`` …)."""
+        response = await self._request(
+            f"Reading conversation {conversation_id} failed", "GET",
+            f"/api/conversations/{conversation_id}")
+        reply = response.json()
+        if not isinstance(reply, dict):
+            raise RemoteError("remote-invalid", f"conversation {conversation_id}: not an object")
+        return reply
+
+    async def send_message(self, conversation_id: str, text: str) -> None:
+        """Post the user's TEXT to the conversation and start the agent (``run: true``)."""
+        await self._request(
+            f"Sending the message to conversation {conversation_id} failed", "POST",
+            f"/api/conversations/{conversation_id}/events",
+            json={"role": "user", "content": [{"type": "text", "text": text}], "run": True})
+
+    async def respond_to_confirmation(self, conversation_id: str, accept: bool,
+                                      reason: str) -> None:
+        """Accept or reject every action waiting for confirmation."""
+        await self._request(
+            f"Answering the confirmation in conversation {conversation_id} failed", "POST",
+            f"/api/conversations/{conversation_id}/events/respond_to_confirmation",
+            json={"accept": accept, "reason": reason})
+
+    async def interrupt(self, conversation_id: str) -> None:
+        """Stop the agent now (``/interrupt``: cancels the LLM call in flight)."""
+        await self._request(
+            f"Interrupting conversation {conversation_id} failed", "POST",
+            f"/api/conversations/{conversation_id}/interrupt")
+
+    async def search_events(self, conversation_id: str, page_id: str | None = None,
+                            limit: int = 100) -> dict[str, Any]:
+        """One page of ``GET …/events/search`` (``items``, ``next_page_id``)."""
+        params: dict[str, Any] = {"limit": limit}
+        if page_id:
+            params["page_id"] = page_id
+        response = await self._request(
+            f"Reading the events of conversation {conversation_id} failed", "GET",
+            f"/api/conversations/{conversation_id}/events/search", params=params)
+        reply = response.json()
+        return reply if isinstance(reply, dict) else {}

@@ -23,6 +23,8 @@ from tandem.events import EventSink
 from tandem.mcp.service import McpService
 from tandem.providers.base import Provider, TurnResult
 from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
+from tandem.remote.agent_llm import choose_agent, host_entry
+from tandem.remote.engine import RemoteProvider
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store import layout
@@ -32,6 +34,7 @@ from tandem.turns.engine import Checkpoints, TurnEngine, TurnSpec, last_acp_sess
 
 if TYPE_CHECKING:
     from tandem.checkpoints.checkpointer import Checkpointer
+    from tandem.remote.models import RemoteTarget
 
 def acp_choices(entries: list[dict[str, Any]], agent: str) -> dict[str, str]:
     """The mode and model last chosen for AGENT in a session's ENTRIES (``acp_option``)."""
@@ -125,6 +128,8 @@ class TurnService:
         self._config = ClientConfig()
         sessions.front_end = self._config  # its settings layer (one object: edits show)
         self._providers: dict[tuple[str, str], Provider] = {}
+        self.remote_target: Callable[[str], RemoteTarget | None] = lambda _session: None
+        """A session's remote target (the app sets `RemoteService.target`)."""
         self._grants = SessionGrants()
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  root_of=sessions.root_of, entries_of=sessions.entries,
@@ -146,7 +151,12 @@ class TurnService:
 
     def provider(self, spec: TurnSpec, journal: Journal) -> Provider:
         """The provider instance for SPEC in JOURNAL's session (one per session and name)."""
-        key = (spec.session, spec.provider)
+        target = self.remote_target(spec.session)
+        # Attaching or detaching switches the engine: the key says which one.
+        key = (spec.session, spec.provider if target is None
+               else f"{spec.provider}@{target.url}{target.resolved_working_dir}")
+        if key not in self._providers and target is not None:
+            self._providers[key] = self._remote_provider(spec, journal, target)
         if key not in self._providers:
             resolved = self.sessions.resolved(self.sessions.root_of(journal))
             conversation = (last_acp_session(self.sessions.entries(journal))[0]
@@ -171,6 +181,24 @@ class TurnService:
                 grants=self._grants, origin=resolved.origin, conversation_id=conversation,
                 **agent)
         return self._providers[key]
+
+    def _remote_provider(self, spec: TurnSpec, journal: Journal,
+                         target: RemoteTarget) -> Provider:
+        """The remote engine for SPEC on TARGET; refuses when no key may go and no profile."""
+        resolved = self.sessions.resolved(self.sessions.root_of(journal))
+
+        def settings_url(family: str) -> str | None:
+            section = getattr(resolved.settings, family, None)
+            return getattr(section, "base_url", None)
+
+        agent = choose_agent(spec.provider, target, self._config.remote_hosts,
+                             self._config.credentials, settings_url, resolved.origin)
+        entry = host_entry(target, self._config.remote_hosts)
+        return RemoteProvider(spec.provider, target, agent,
+                              entry.api_key if entry is not None else None,
+                              grants=self._grants,
+                              conversation_id=last_acp_session(
+                                  self.sessions.entries(journal))[0])
 
     def forget_providers(self) -> None:
         """Build providers afresh next time (the configuration changed).

@@ -1,0 +1,248 @@
+"""The remote engine: a `Provider` whose turns run on an OpenHands agent-server.
+
+One long-lived server conversation per root chat (its id goes to the journal
+as an agent's conversation does); a directive request opens a conversation of
+its own each time and keeps no id. Every conversation is created with the
+server's ``AlwaysConfirm`` policy, so each action waits; tandem decides each
+one by its own rules (`tandem.tools.permissions.decide`: a discussion refuses
+every write and execute, whatever the server would allow) and asks the user
+through the sink when the rule says ask. Cancel is ``/interrupt``; the turn
+ends when the conversation reaches finished / error / stuck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from pydantic import SecretStr
+
+from tandem.providers.base import (
+    Conversation,
+    Message,
+    Outcome,
+    PermissionRequest,
+    TurnRequest,
+    TurnResult,
+    TurnSink,
+    Usage,
+)
+from tandem.remote.agent_llm import AgentChoice
+from tandem.remote.client import AgentServerClient
+from tandem.remote.errors import RemoteError
+from tandem.remote.events_map import Action, EventMap, minus, usage_of
+from tandem.remote.models import RemoteTarget
+from tandem.remote.stream import SessionStream
+from tandem.tools.permissions import SessionGrants, decide
+
+log = logging.getLogger("tandem.remote.engine")
+
+INTERRUPT_TIMEOUT = 10.0
+"""Seconds a cancel waits for the server to take ``/interrupt``."""
+
+
+def prompt_text(request: TurnRequest, new_conversation: bool) -> str:
+    """What to post as the user's message.
+
+    A continued conversation has the context on the server: only the new
+    message goes. A new one (a directive, the first remote turn, after a
+    rewind) gets the whole context as text, the system prompt first.
+    """
+    if not new_conversation:
+        return request.messages[-1].text if request.messages else ""
+    parts = [f"<instructions>\n{request.system}\n</instructions>"] if request.system else []
+    earlier = request.messages[:-1]
+    if earlier:
+        parts.append("<earlier-conversation>\n" + "\n\n".join(
+            _render(m) for m in earlier) + "\n</earlier-conversation>")
+    if request.messages:
+        parts.append(request.messages[-1].text)
+    return "\n\n".join(parts)
+
+
+def _render(m: Message) -> str:
+    if m.role == "tool":
+        return f"[tool result{' (error)' if m.is_error else ''}] {m.text}"
+    calls = "".join(f"\n[tool call {c.name}] {c.input}" for c in m.tool_calls)
+    return f"[{m.role}] {m.text}{calls}"
+
+
+class RemoteProvider:
+    """Runs turns on the agent-server of TARGET with the agent AGENT names."""
+
+    def __init__(self, name: str, target: RemoteTarget, agent: AgentChoice,
+                 session_key: SecretStr | None = None, *,
+                 grants: SessionGrants | None = None, conversation_id: str | None = None,
+                 stream_options: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.target = target
+        self.agent = agent
+        self._session_key = session_key
+        self.grants = grants or SessionGrants()
+        self._conversation_id = conversation_id
+        self._how = "resume"
+        self._last: Conversation | None = None
+        self.stream_options = dict(stream_options or {})
+        """Passed to `SessionStream` (attempts, backoff: tests make them short)."""
+
+    def __repr__(self) -> str:
+        return f"RemoteProvider({self.name!r}, {self.target.host!r})"
+
+    # -- the conversation of the root chat ------------------------------------
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The root chat's server conversation as the last turn left it."""
+        return self._last
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The server conversation the next root-chat turn continues."""
+        return self._conversation_id
+
+    def reset_conversation(self, conversation_id: str | None = None) -> None:
+        """Continue CONVERSATION_ID next time, or (None) start a new, seeded one."""
+        self._conversation_id = conversation_id
+        self._last = None
+
+    # -- a turn -------------------------------------------------------------------
+
+    def _client(self) -> AgentServerClient:
+        return AgentServerClient(self.target.url, self._session_key)
+
+    async def _start(self, client: AgentServerClient) -> str:
+        body: dict[str, Any] = {
+            **self.agent.body(),
+            "workspace": {"working_dir": self.target.resolved_working_dir},
+            "confirmation_policy": {"kind": "AlwaysConfirm"},
+        }
+        reply = await client.start_conversation(body)
+        return str(reply["id"])
+
+    async def _conversation_for(self, client: AgentServerClient,
+                                request: TurnRequest) -> tuple[str, bool, dict[str, Any]]:
+        """(id, new?, state) of the conversation this turn runs in."""
+        if not request.isolated and self._conversation_id:
+            try:
+                state = await client.conversation(self._conversation_id)
+                self._how = "resume"
+                return self._conversation_id, False, state
+            except RemoteError as e:
+                if e.status not in (404, 422):  # gone, or an id of another engine
+                    raise
+                log.info("remote conversation %s is gone; starting a new one",
+                         self._conversation_id)
+        cid = await self._start(client)
+        self._how = "seeded" if len(request.messages) > 1 else "new"
+        return cid, True, await client.conversation(cid)
+
+    async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
+        """Run one turn on the server, reporting its events through SINK."""
+        async with self._client() as client:
+            cid, new, state = await self._conversation_for(client, request)
+            if not request.isolated:
+                self._conversation_id = cid
+                self._last = Conversation(id=cid, how=self._how)
+            baseline = usage_of(state.get("stats"))
+            stream = SessionStream(self.target.url, cid, client.socket_headers,
+                                   **self.stream_options)
+            events = EventMap(sink)
+            try:
+                await stream.open()
+                await client.send_message(cid, prompt_text(request, new))
+                await self._follow(client, cid, stream, events, request)
+            except asyncio.CancelledError:
+                await self._interrupt(client, cid)
+                raise
+            finally:
+                events.finish()
+                with contextlib.suppress(Exception):
+                    await stream.close()
+        return self._result(events, baseline, cid, request)
+
+    async def _follow(self, client: AgentServerClient, cid: str, stream: SessionStream,
+                      events: EventMap, request: TurnRequest) -> None:
+        """Map frames until the conversation's status ends the turn."""
+        reconnected = False
+        # Whether a durable event of this turn arrived: the snapshot sent on connect
+        # shows the status the last turn left (``finished``), which must not end this one.
+        live = False
+        asked: set[str] = set()
+        async for frame in stream.frames():
+            kind = frame.get("type")
+            if kind == "reconnected":
+                reconnected = True
+                continue
+            event = frame.get("event")
+            if kind not in ("durable", "transient") or not isinstance(event, dict):
+                continue  # streamed deltas: the durable message carries the whole text
+            events.on_event(event)
+            live = live or kind == "durable"
+            if not live:
+                continue
+            if reconnected and event.get("key") == "full_state":
+                reconnected = False
+                if events.status in ("idle", "paused"):
+                    raise RemoteError("remote-failed", (
+                        f"the agent-server {self.target.host} stopped running conversation "
+                        f"{cid} while the socket was down (status {events.status}; "
+                        "was it restarted?)"))
+            if events.ended:
+                return
+            if events.status == "paused":
+                raise RemoteError("remote-failed",
+                                  f"conversation {cid} was paused on {self.target.host}")
+            if events.status == "waiting_for_confirmation" and event.get("key") in (
+                    "execution_status", "full_state"):
+                pending = [a for a in events.pending if a.call_id not in asked]
+                if pending:
+                    asked.update(a.call_id for a in pending)
+                    await self._confirm(client, cid, pending, request, sink=events.sink)
+
+    async def _confirm(self, client: AgentServerClient, cid: str, pending: list[Action],
+                       request: TurnRequest, sink: TurnSink) -> None:
+        """Decide every action waiting, asking where tandem's rules say ask; answer once."""
+        refused: list[str] = []
+        for action in pending:
+            decision = decide(action.kind, request.permission_mode, request.read_only,
+                              self.grants.granted(request.session_id, action.tool))
+            if decision == "ask":
+                answer = await sink.ask_permission(PermissionRequest(
+                    call_id=action.call_id, tool=action.tool, kind=action.kind,
+                    title=action.title, input=action.input))
+                if answer == "allow_session":
+                    self.grants.grant(request.session_id, action.tool)
+                decision = "refuse" if answer == "reject" else "allow"
+            if decision == "refuse":
+                refused.append(action.title)
+        if refused:
+            why = ("read-only turn: no write or command may run" if request.read_only
+                   else "the user refused")
+            await client.respond_to_confirmation(cid, False, f"{why}: {'; '.join(refused)}")
+        else:
+            await client.respond_to_confirmation(cid, True, "allowed in tandem")
+
+    async def _interrupt(self, client: AgentServerClient, cid: str) -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(client.interrupt(cid)), INTERRUPT_TIMEOUT)
+        except Exception as e:  # the turn ends aborted anyway; say why it may go on
+            log.warning("could not interrupt remote conversation %s: %s", cid, e)
+
+    def _result(self, events: EventMap, baseline: Usage, cid: str,
+                request: TurnRequest) -> TurnResult:
+        usage = minus(events.usage, baseline)
+        outcome: Outcome
+        if events.status == "finished":
+            outcome, error = "succeeded", None
+        else:
+            outcome = "failed"
+            error = (f"the agent on {self.target.host} is {events.status}"
+                     + (f": {events.error}" if events.error else ""))
+        return TurnResult(outcome=outcome, error=error, usage=usage,
+                          ran_shell=events.ran_shell,
+                          acp_session_id=None if request.isolated else cid)
+
+    async def close(self) -> None:
+        """Nothing held between turns (a client per turn); conversations stay on the server."""

@@ -1,0 +1,239 @@
+"""Agent-server events → `TurnSink` calls: one pure mapping, no I/O.
+
+An event is the JSON the server sends (``kind`` names its class). What the
+turn needs to know besides the sink calls (the execution status, the actions
+waiting for confirmation, the first error, token usage) is kept on
+`EventMap` for the engine to read.
+
+Server tools and tandem's capability classes: ``terminal`` runs commands
+(execute); ``file_editor`` edits files, except its ``view`` command (read);
+``task_tracker``, ``think`` and ``finish`` touch no file (read).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tandem.providers.base import ToolKind, TurnSink, Usage
+
+OUTPUT_LIMIT = 100_000
+"""Characters of one tool result kept (the rest is summarised)."""
+
+ENDED = ("finished", "error", "stuck")
+"""Execution statuses at which a turn ends."""
+
+_READ_TOOLS = {"task_tracker", "think", "finish"}
+
+
+def tool_kind(tool: str, action: dict[str, Any]) -> ToolKind:
+    """tandem's capability class of the server tool TOOL doing ACTION."""
+    if tool in ("terminal", "bash", "execute_bash"):
+        return "execute"
+    if tool in ("file_editor", "str_replace_editor"):
+        return "read" if action.get("command") == "view" else "edit"
+    if tool in _READ_TOOLS:
+        return "read"
+    return "other"
+
+
+def text_of(content: Any) -> str:
+    """The text of a server content list (``[{"type": "text", "text": …}]``) or string."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(c.get("text", "")) for c in content
+                       if isinstance(c, dict) and c.get("type") == "text")
+    return ""
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _clip(text: str) -> str:
+    if len(text) <= OUTPUT_LIMIT:
+        return text
+    return text[:OUTPUT_LIMIT] + f"\n[… {len(text) - OUTPUT_LIMIT} characters omitted]"
+
+
+def tool_input(action: dict[str, Any]) -> dict[str, Any]:
+    """The tool row's input: the action's fields without the class tag and empty values."""
+    return {k: v for k, v in action.items() if k != "kind" and v not in (None, "", [], {})}
+
+
+def _title(tool: str, action: dict[str, Any], summary: Any) -> str:
+    if tool in ("terminal", "bash", "execute_bash") and action.get("command"):
+        return f"Run: {str(action['command'])[:80]}"
+    if action.get("path"):
+        return f"{action.get('command') or tool} {action['path']}"
+    return str(summary or tool)
+
+
+def usage_of(stats: Any) -> Usage:
+    """Token totals of a ``stats`` value (summed over every LLM the conversation used)."""
+    total = Usage()
+    metrics = stats.get("usage_to_metrics") if isinstance(stats, dict) else None
+    for m in (metrics or {}).values():
+        tokens = m.get("accumulated_token_usage") if isinstance(m, dict) else None
+        if not isinstance(tokens, dict):
+            continue
+        cached = int(tokens.get("cache_read_tokens") or 0)
+        total.add(Usage(input_tokens=max(int(tokens.get("prompt_tokens") or 0) - cached, 0),
+                        output_tokens=int(tokens.get("completion_tokens") or 0),
+                        cache_read_tokens=cached,
+                        cache_write_tokens=int(tokens.get("cache_write_tokens") or 0)))
+    return total
+
+
+def minus(a: Usage, b: Usage) -> Usage:
+    """A − B, floored at zero (this turn's share of cumulative totals)."""
+    return Usage(input_tokens=max(a.input_tokens - b.input_tokens, 0),
+                 output_tokens=max(a.output_tokens - b.output_tokens, 0),
+                 cache_read_tokens=max(a.cache_read_tokens - b.cache_read_tokens, 0),
+                 cache_write_tokens=max(a.cache_write_tokens - b.cache_write_tokens, 0))
+
+
+@dataclass
+class Action:
+    """A tool call the agent made: what tandem's permission decision reads."""
+
+    call_id: str
+    event_id: str
+    tool: str
+    kind: ToolKind
+    title: str
+    input: dict[str, Any]
+    done: bool = False
+
+
+@dataclass
+class EventMap:
+    """The state of one remote turn as its events arrive."""
+
+    sink: TurnSink
+    status: str | None = None
+    """The conversation's last execution status (``running``, ``finished`` …)."""
+    error: str | None = None
+    """The first error the server reported (its own words)."""
+    usage: Usage = field(default_factory=Usage)
+    """Cumulative totals of the conversation as last reported."""
+    actions: dict[str, Action] = field(default_factory=dict)
+    """Tool calls by call id, in order."""
+    ran_shell: bool = False
+    seen: set[str] = field(default_factory=set)
+    """Event ids already mapped (a duplicate is dropped)."""
+
+    @property
+    def pending(self) -> list[Action]:
+        """Actions without an observation yet (those a confirmation is about)."""
+        return [a for a in self.actions.values() if not a.done]
+
+    @property
+    def ended(self) -> bool:
+        """Whether the conversation reached a status that ends the turn."""
+        return self.status in ENDED
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """Report one server EVENT to the sink and note what the turn needs."""
+        event_id = str(event.get("id") or "")
+        if event_id and event_id in self.seen:
+            return
+        if event_id and event.get("kind") != "ConversationStateUpdateEvent":
+            self.seen.add(event_id)
+        handler = _HANDLERS.get(str(event.get("kind")))
+        if handler is not None:
+            handler(self, event)
+
+    def _message(self, event: dict[str, Any]) -> None:
+        message = _dict(event.get("llm_message"))
+        if event.get("source") != "agent" or message.get("role") != "assistant":
+            return  # the user's own message, echoed back
+        for block in message.get("thinking_blocks") or []:
+            if isinstance(block, dict) and block.get("thinking"):
+                self.sink.reasoning(str(block["thinking"]))
+        text = text_of(message.get("content"))
+        if text:
+            self.sink.text(text)
+        self.sink.end_message()
+
+    def _action(self, event: dict[str, Any]) -> None:
+        thought = text_of(event.get("thought"))
+        if thought:
+            self.sink.text(thought)
+        action = _dict(event.get("action"))
+        tool = str(event.get("tool_name") or "tool")
+        call_id = str(event.get("tool_call_id") or event.get("id"))
+        kind = tool_kind(tool, action)
+        call = Action(call_id, str(event.get("id")), tool, kind,
+                      _title(tool, action, event.get("summary")), tool_input(action))
+        self.actions[call_id] = call
+        self.sink.tool_call(call_id, tool, kind, call.title, call.input)
+
+    def _observation(self, event: dict[str, Any]) -> None:
+        call = self.actions.get(str(event.get("tool_call_id")))
+        observation = _dict(event.get("observation"))
+        output = text_of(observation.get("content"))
+        if call is None or call.done:
+            return
+        call.done = True
+        if call.kind == "execute":
+            self.ran_shell = True
+        status = "failed" if observation.get("is_error") else "completed"
+        self.sink.tool_result(call.call_id, status, _clip(output))
+
+    def _rejected(self, event: dict[str, Any]) -> None:
+        call = self.actions.get(str(event.get("tool_call_id")))
+        if call is not None and not call.done:
+            call.done = True
+            reason = str(event.get("rejection_reason") or "rejected")
+            self.sink.tool_result(call.call_id, "refused", reason)
+
+    def _agent_error(self, event: dict[str, Any]) -> None:
+        message = str(event.get("error") or "the agent reported an error")
+        call = self.actions.get(str(event.get("tool_call_id")))
+        if call is not None and not call.done:
+            call.done = True
+            self.sink.tool_result(call.call_id, "failed", _clip(message))
+        elif self.error is None:
+            self.error = message
+
+    def _conversation_error(self, event: dict[str, Any]) -> None:
+        detail = event.get("detail") or event.get("code") or "conversation error"
+        if self.error is None:
+            self.error = str(detail)
+
+    def _state(self, event: dict[str, Any]) -> None:
+        key, value = event.get("key"), event.get("value")
+        if key == "execution_status" and isinstance(value, str):
+            self.status = value
+        elif key == "stats":
+            self.usage = usage_of(value)
+        elif key == "full_state" and isinstance(value, dict):
+            if isinstance(value.get("execution_status"), str):
+                self.status = value["execution_status"]
+            if "stats" in value:
+                self.usage = usage_of(value["stats"])
+
+    def finish(self) -> None:
+        """End of the turn: every call still open gets a result row."""
+        for call in self.pending:
+            call.done = True
+            self.sink.tool_result(call.call_id, "failed", "no result: the turn ended first")
+
+
+_HANDLERS = {
+    "MessageEvent": EventMap._message,
+    "ActionEvent": EventMap._action,
+    "ObservationEvent": EventMap._observation,
+    "UserRejectObservation": EventMap._rejected,
+    "AgentErrorEvent": EventMap._agent_error,
+    "ConversationErrorEvent": EventMap._conversation_error,
+    "ConversationStateUpdateEvent": EventMap._state,
+}
+
+
+def describe(event: dict[str, Any]) -> str:
+    """A short description of EVENT for logs (never its content: it may quote secrets)."""
+    return json.dumps({"kind": event.get("kind"), "id": event.get("id")})

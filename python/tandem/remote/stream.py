@@ -1,0 +1,153 @@
+"""A conversation's events from the agent-server's session socket, surviving drops.
+
+``/sockets/session/{id}?after_seq=N`` (openhands-agent-server ≥ 1.58) sends a
+``sync`` frame, then every durable event with ``seq > N`` from disk, then live
+frames: ``durable {seq, event}``, ``transient {event}`` (not persisted: the
+state snapshot sent on connect), ``item_started`` / ``delta`` /
+``item_aborted`` (streamed text). The cursor is the last ``seq`` delivered: a
+dropped socket reconnects with ``after_seq=cursor`` after a backoff, and an
+event already delivered (seq ≤ cursor) is dropped, so none is lost or repeated.
+Reconnects are bounded: after ATTEMPTS failures in a row the stream fails with
+a named error. The session API key goes in a header, never in the URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from tandem.protocol.errors import ErrorCode
+from tandem.remote.errors import RemoteError
+
+log = logging.getLogger("tandem.remote.stream")
+
+GONE = 4004
+"""Close code of a conversation the server does not know (any more)."""
+AUTH_FAILED = 4001
+
+
+def socket_url(base_url: str, conversation_id: str, after_seq: int | None) -> str:
+    """The session socket's URL on BASE_URL (http→ws), resuming after AFTER_SEQ."""
+    ws = "wss" + base_url[5:] if base_url.startswith("https") else "ws" + base_url[4:]
+    url = f"{ws}/sockets/session/{conversation_id}"
+    return url if after_seq is None else f"{url}?after_seq={after_seq}"
+
+
+class SessionStream:
+    """The events of one conversation, once each, in order, across reconnects."""
+
+    def __init__(self, base_url: str, conversation_id: str, headers: dict[str, str],
+                 *, attempts: int = 6, backoff: float = 0.1, max_backoff: float = 2.0,
+                 open_timeout: float = 10.0) -> None:
+        self.base_url = base_url
+        self.conversation_id = conversation_id
+        self._headers = headers
+        self.attempts = attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.open_timeout = open_timeout
+        self.cursor: int | None = None
+        """The seq of the last durable event delivered (None: none yet)."""
+        self.reconnects = 0
+        self._ws: ClientConnection | None = None
+
+    async def open(self) -> None:
+        """Connect live and read the ``sync`` frame: the cursor is the log's end now.
+
+        Call before posting the message, so every event of the turn is after it.
+        """
+        self._ws = await self._connect(None)
+        sync = await self._sync(self._ws)
+        through = sync.get("through_seq")
+        self.cursor = through if isinstance(through, int) else -1
+
+    async def _connect(self, after_seq: int | None) -> ClientConnection:
+        url = socket_url(self.base_url, self.conversation_id, after_seq)
+        try:
+            return await websockets.connect(
+                url, additional_headers=self._headers, open_timeout=self.open_timeout,
+                ping_interval=10, ping_timeout=20, max_size=8 * 1024 * 1024)
+        except InvalidStatus as e:
+            status = e.response.status_code
+            code: ErrorCode = "unauthorized" if status in (401, 403) else "remote-failed"
+            raise RemoteError(code, f"the session socket of conversation {self.conversation_id}"
+                                    f" on {self.base_url} was refused (HTTP {status})",
+                              status) from None
+
+    async def _sync(self, ws: ClientConnection) -> dict[str, Any]:
+        frame = json.loads(await asyncio.wait_for(ws.recv(), self.open_timeout))
+        if frame.get("type") != "sync":
+            raise RemoteError("remote-invalid", f"the session socket began with "
+                                                f"{frame.get('type')!r}, not a sync frame")
+        return dict(frame)
+
+    async def close(self) -> None:
+        """Close the socket (the conversation goes on on the server)."""
+        if self._ws is not None:
+            await self._ws.close()
+            self._ws = None
+
+    def _closed_error(self, code: int | None, reason: str | None) -> RemoteError | None:
+        if code == GONE:
+            return RemoteError("not-found", f"the agent-server {self.base_url} no longer has "
+                                            f"conversation {self.conversation_id} "
+                                            f"({reason or 'gone'})")
+        if code == AUTH_FAILED:
+            return RemoteError("unauthorized", f"the agent-server {self.base_url} refused the "
+                                               "session socket: the session API key is wrong")
+        return None
+
+    async def frames(self) -> AsyncIterator[dict[str, Any]]:
+        """Every frame after the cursor; ``{"type": "reconnected"}`` after each reconnect."""
+        if self._ws is None:
+            await self.open()
+        failures = 0
+        while True:
+            ws = self._ws
+            try:
+                if ws is None:
+                    ws = self._ws = await self._connect(self.cursor)
+                    await self._sync(ws)
+                    self.reconnects += 1
+                    failures = 0
+                    yield {"type": "reconnected"}
+                async for raw in ws:
+                    frame = json.loads(raw)
+                    if frame.get("type") == "durable":
+                        seq = frame.get("seq")
+                        if not isinstance(seq, int) or (self.cursor is not None
+                                                        and seq <= self.cursor):
+                            continue  # already delivered before a reconnect
+                        self.cursor = seq
+                    elif frame.get("type") == "error":
+                        raise RemoteError("remote-failed", f"the session socket of "
+                                          f"{self.conversation_id}: {frame.get('detail')}")
+                    yield frame
+                code, reason = ws.close_code, ws.close_reason
+                why = f"closed by the server ({code})"
+            except ConnectionClosed as e:
+                code = e.rcvd.code if e.rcvd is not None else None
+                reason = e.rcvd.reason if e.rcvd is not None else None
+                why = f"closed ({e})"
+            except (OSError, TimeoutError, InvalidHandshake) as e:
+                code, reason, why = None, None, f"{type(e).__name__}: {e}"
+            gone = self._closed_error(code, reason)
+            if gone is not None:
+                raise gone
+            self._ws = None
+            failures += 1
+            if failures > self.attempts:
+                raise RemoteError("remote-unreachable", f"lost the session socket of "
+                                  f"conversation {self.conversation_id} on {self.base_url}: "
+                                  f"{self.attempts} reconnects failed ({why})")
+            delay = min(self.backoff * 2 ** (failures - 1), self.max_backoff)
+            log.info("session socket %s dropped (%s); reconnecting in %.2fs",
+                     self.conversation_id, why, delay)
+            await asyncio.sleep(delay)
