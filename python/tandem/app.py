@@ -18,6 +18,7 @@ from tandem.history.compaction import CompactionService
 from tandem.history.rewind import RewindService
 from tandem.overview.facts import FactsCache
 from tandem.paths import tandem_home
+from tandem.remote.checkpoints import CheckpointsBySession, RemoteCheckpoints
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
@@ -38,15 +39,21 @@ class App:
         """Who holds each session (a turn, a rewind, a compaction)."""
         self.checkpoints = CheckpointService(self.home)
         self.sessions = SessionService(self.home)
+        self.remote = RemoteService(self.home)
         # After each turn the store is packed and pruned with the root's retention.
-        checkpoints = GitCheckpoints(
+        local = GitCheckpoints(
             self.checkpoints, lambda root: retention_from(self.sessions.resolved(root).settings))
+        # A session with a remote target checkpoints its mirror (default retention: a
+        # mirror's settings files come from the server, not from the user).
+        self.remote_checkpoints = RemoteCheckpoints(
+            GitCheckpoints(self.checkpoints), self.remote, self.home)
+        """Checkpoints and mirrors of remote workspaces (`tandem.remote.checkpoints`)."""
+        checkpoints = CheckpointsBySession(local, self.remote_checkpoints)
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
         self.workspaces = WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
         self.compactions = CompactionService(self.events, self.sessions, self.turns, self.gate)
         self.rewinds = RewindService(self.events, self.sessions, self.turns, self.checkpoints,
-                                     self.gate)
-        self.remote = RemoteService(self.home)
+                                     self.gate, self.remote_checkpoints)
         self.turns.remote_target = self.remote.target  # an attached session runs remotely
         self.overview_facts = FactsCache()
         """Turn and token counts per journal for the sessions overview."""

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.checkpoints.service import CheckpointService
@@ -31,6 +33,8 @@ from tandem.history.restore_back import put_back
 from tandem.history.rewind_undo import RewindUndo
 from tandem.protocol.base import TandemError
 from tandem.providers.registry import keeps_conversation
+from tandem.remote.rewind import forget_push, record_push
+from tandem.remote.rewind import put_back as put_back_remote
 from tandem.sessions.gate import SessionGate, writable_root
 from tandem.sessions.rewind import DiscardedTurn, RewindPlan, RewindResult, build_plan
 from tandem.sessions.rewind_recovery import (
@@ -49,6 +53,9 @@ from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec, run_blocking
 from tandem.turns.service import TurnService
 
+if TYPE_CHECKING:
+    from tandem.remote.checkpoints import RemoteCheckpoints
+
 log = logging.getLogger("tandem.rewind")
 
 FileHook = Callable[[str], None]
@@ -58,8 +65,11 @@ class RewindService:
     """The backend's rewinds and their crash recovery (see the module doc)."""
 
     def __init__(self, events: EventSink, sessions: SessionService, turns: TurnService,
-                 checkpoints: CheckpointService, gate: SessionGate) -> None:
+                 checkpoints: CheckpointService, gate: SessionGate,
+                 remote: RemoteCheckpoints | None = None) -> None:
         self.events = events
+        self.remote = remote
+        """Mirrors of remote workspaces: a remote session rewinds its mirror, then the server."""
         self.sessions = sessions
         self.turns = turns
         self.checkpoints = checkpoints
@@ -83,10 +93,26 @@ class RewindService:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.gate.check_free(journal.id, "rewind")
+        await self._sync_remote(journal)
         return await self._plan(journal, before_turn)
 
+    def is_remote(self, journal: Journal) -> bool:
+        """True when JOURNAL's session has a remote target (its files are on a server)."""
+        return self.remote is not None and self.remote.remote.target(journal.id) is not None
+
+    async def _sync_remote(self, journal: Journal) -> None:
+        """For a remote session: bring its mirror up to date (the plan is made on it)."""
+        if self.remote is not None and self.is_remote(journal):
+            await self.remote.sync(journal.id)
+
+    def root(self, journal: Journal) -> Path:
+        """The root JOURNAL's checkpoints are of: the project, or a remote session's mirror."""
+        if self.remote is not None and self.is_remote(journal):
+            return writable_root(journal, self.remote.mirror(journal.id).ensure())
+        return writable_root(journal, self.sessions.root_of(journal))
+
     async def _plan(self, journal: Journal, before_turn: int) -> RewindPlan:
-        root = writable_root(journal, self.sessions.root_of(journal))
+        root = self.root(journal)
         cp = self.checkpoints.for_root(root)
         if intent_path(journal.path).exists():  # a rewind a crash interrupted: settle it first
             await run_blocking(recover, self.recovery, journal, self.sessions.entries(journal))
@@ -114,6 +140,7 @@ class RewindService:
         sid = journal.id
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
+        await self._sync_remote(journal)
         plan = await self._plan(journal, before_turn)
         if digest is not None and plan.digest != digest:
             raise TandemError("stale", "The workspace or the session changed since this rewind "
@@ -124,7 +151,11 @@ class RewindService:
         cp = self.checkpoints.for_root(plan.root)
         turns_hidden = [t.turn for t in plan.turns]
 
+        remote = self.remote if self.is_remote(journal) else None
+
         def record_intent(start: RestoreStart) -> None:
+            if remote is not None:  # what the server must get; harmless if the restore rolls back
+                record_push(remote, sid, [*plan.to_restore, *plan.to_delete])
             # Durable before any file moves: a crash from here on is settled on restart.
             write_intent(journal, plan.journal_seq, before_turn, plan.root, turns_hidden, start)
 
@@ -139,6 +170,8 @@ class RewindService:
         except TandemError as e:
             if not cp.layout.pending.exists():  # files as before (rolled back, or never moved)
                 drop_intent(journal.path)
+                if remote is not None:
+                    forget_push(remote, sid)
             if e.code == "conflict":
                 raise TandemError("stale", "Files changed since this rewind was planned; "
                                   "nothing was restored. Look at the new plan and confirm "
@@ -164,12 +197,15 @@ class RewindService:
         self.events.publish(sid, "entry", {"entry": entry_to_dict(entry)})
         if plan.acp_reset:
             await self.reset_conversations(journal, plan.turns)
+        pushed = (await put_back_remote(remote, sid, self.sessions.entries(journal), plan.turns)
+                  if remote is not None else None)
         log.info("rewound %s before turn %d (%d restored, %d deleted)", sid, before_turn,
                  len(done.restored), len(done.deleted))
         return RewindResult(session=sid, before_turn=before_turn, seq=entry.seq,
                             checkpoint=plan.checkpoint, backup=done.backup.id,
                             restored=done.restored, deleted=done.deleted,
-                            turns=[t.turn for t in plan.turns], acp_reset=plan.acp_reset)
+                            turns=[t.turn for t in plan.turns], acp_reset=plan.acp_reset,
+                            remote=pushed)
 
     async def reset_conversations(self, journal: Journal, turns: Sequence[DiscardedTurn]
                                   ) -> None:

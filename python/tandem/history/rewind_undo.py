@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from tandem.checkpoints.models import RestoreResult, RestoreStart
 from tandem.history.restore_back import put_back
 from tandem.protocol.base import TandemError
-from tandem.sessions.gate import writable_root
+from tandem.remote.rewind import forget_push, record_push
+from tandem.remote.rewind import put_back as put_back_remote
 from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
 from tandem.sessions.rewind_undo import UndoPlan, UndoResult, build_undo_plan
 from tandem.store.journal import Journal
@@ -49,11 +50,12 @@ class RewindUndo:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.rewinds.gate.check_free(journal.id, "rewind")
+        await self.rewinds._sync_remote(journal)
         return await self._plan(journal, files_only)
 
     async def _plan(self, journal: Journal, files_only: bool) -> UndoPlan:
         rw = self.rewinds
-        root = writable_root(journal, rw.sessions.root_of(journal))
+        root = rw.root(journal)  # a remote session's mirror, else the project
         cp = rw.checkpoints.for_root(root)
         if intent_path(journal.path).exists():  # a rewind or undo a crash interrupted
             await run_blocking(recover, rw.recovery, journal, rw.sessions.entries(journal))
@@ -76,6 +78,7 @@ class RewindUndo:
                     before_file: FileHook | None) -> UndoResult:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
+        await self.rewinds._sync_remote(journal)
         plan = await self._plan(journal, files_only)
         if plan.refusal is not None:
             raise TandemError("later-turns", f"Cannot undo the rewind before turn "
@@ -87,7 +90,11 @@ class RewindUndo:
         cp = self.rewinds.checkpoints.for_root(plan.root)
         returning = [t.turn for t in plan.turns]
 
+        remote = self.rewinds.remote if self.rewinds.is_remote(journal) else None
+
         def record_intent(start: RestoreStart) -> None:
+            if remote is not None:  # the server gets the files after the entry is durable
+                record_push(remote, journal.id, [*plan.to_restore, *plan.to_delete])
             write_intent(journal, plan.journal_seq, plan.before_turn, plan.root, returning,
                          start, kind="rewind_undo")
 
@@ -102,6 +109,8 @@ class RewindUndo:
         except TandemError as e:
             if not cp.layout.pending.exists():
                 drop_intent(journal.path)
+                if remote is not None:
+                    forget_push(remote, journal.id)
             if e.code == "conflict":
                 raise TandemError("stale", "Files changed since this undo was planned; nothing "
                                   "was restored. Look at the new plan and confirm again") from e
@@ -127,6 +136,11 @@ class RewindUndo:
         self.rewinds.events.publish(journal.id, "entry", {"entry": entry_to_dict(entry)})
         if plan.acp_reset:
             await self.rewinds.reset_conversations(journal, plan.turns)
+        if remote is not None:  # files only: the conversation keeps its rewound HEAD
+            pushed = await put_back_remote(remote, journal.id, [], [])
+            if pushed is not None and pushed.failed:
+                log.warning("undo of %s: not yet back on %s: %s (%s)", journal.id, pushed.host,
+                            ", ".join(pushed.failed), "; ".join(pushed.errors))
         log.info("undid the rewind of %s before turn %d%s (%d restored, %d deleted)", journal.id,
                  plan.before_turn, " (files only)" if files_only else "", len(done.restored),
                  len(done.deleted))

@@ -93,6 +93,19 @@ class Usage(BaseModel):
         self.cache_write_tokens += other.cache_write_tokens
 
 
+class RemoteTurnStart(BaseModel):
+    """Where a remote turn started: its agent-server conversation and the event before it.
+
+    ``after_event_id`` is the conversation's last event before the turn's
+    message (None: the conversation had none). A Rewind before the turn moves
+    the conversation back there (``/navigate``); the engine journals it as a
+    ``remote_turn`` entry.
+    """
+
+    conversation_id: str = Field(min_length=1)
+    after_event_id: str | None = None
+
+
 class TurnResult(BaseModel):
     """How a provider's turn ended. Cancellation ends it as ``aborted``."""
 
@@ -105,6 +118,8 @@ class TurnResult(BaseModel):
     """Paths outside the root that an agent reported writing."""
     acp_session_id: str | None = None
     """Root chat only: the ACP conversation to continue next time."""
+    remote_turn: RemoteTurnStart | None = None
+    """A remote engine's turn: where it started on the server (for Rewind)."""
 
 
 class TurnSink(Protocol):

@@ -2,7 +2,9 @@
 
 Endpoints used (openhands-agent-server 1.58): ``GET /api/file/home``,
 ``POST /api/file/upload?path=`` (multipart field ``file``),
-``GET /api/file/download?path=``, ``POST /api/conversations``. Every one of
+``GET /api/file/download?path=``, ``GET /api/file/archive`` (tar.gz),
+``POST /api/bash/execute_bash_command``, ``POST /api/conversations`` and
+``…/{id}/navigate``. Every one of
 them checks ``X-Session-API-Key`` when the server has session keys.
 
 The session API key lives only in this object's memory: it is not part of
@@ -307,3 +309,74 @@ class AgentServerClient:
             f"/api/conversations/{conversation_id}/events/search", params=params)
         reply = response.json()
         return reply if isinstance(reply, dict) else {}
+
+    async def archive_to(
+        self, working_dir: str, dest: Path, max_bytes: int, excludes: list[str]
+    ) -> int:
+        """Stream the ``tar.gz`` archive of the server dir WORKING_DIR into DEST; return its size.
+
+        ``GET /api/file/archive?path=…&format=tar.gz&use_default_excludes=false``
+        with EXCLUDES as ``exclude``. A reply over MAX_BYTES is cut off and
+        refused (DEST removed): the archive is untrusted input.
+        """
+        context = f"Archive of {working_dir} failed"
+        if not is_absolute(working_dir):
+            raise TandemError("invalid", f"{context}: the path must be absolute")
+        params = {"path": working_dir, "format": "tar.gz", "use_default_excludes": "false",
+                  "exclude": list(excludes)}
+        size = 0
+        try:
+            async with self._http.stream("GET", "/api/file/archive", params=params) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_from_response(context, response)
+                with open(dest, "wb") as out:
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise RemoteError(
+                                "remote-invalid",
+                                f"{context}: the archive is over {max_bytes} bytes")
+                        out.write(chunk)
+        except httpx.HTTPError as e:
+            Path(dest).unlink(missing_ok=True)
+            raise error_from_transport(context, self.base_url, e) from None
+        except BaseException:
+            Path(dest).unlink(missing_ok=True)
+            raise
+        return size
+
+    async def execute_bash(self, command: str, cwd: str, timeout: int = 120) -> tuple[int, str]:
+        """Run COMMAND in the server dir CWD (``POST /api/bash/execute_bash_command``).
+
+        Returns (exit code, stdout + stderr). Callers quote every argument
+        (``shlex.quote``): the server runs the string in a shell.
+        """
+        context = f"Command in {cwd} failed"
+        if not is_absolute(cwd):
+            raise TandemError("invalid", f"{context}: the dir must be absolute")
+        response = await self._request(
+            context, "POST", "/api/bash/execute_bash_command",
+            json={"command": command, "cwd": cwd, "timeout": timeout},
+            timeout=httpx.Timeout(timeout + 30.0))
+        reply = response.json()
+        if not isinstance(reply, dict):
+            raise RemoteError("remote-invalid", f"{context}: unexpected reply")
+        code = reply.get("exit_code")
+        output = (reply.get("stdout") or "") + (reply.get("stderr") or "")
+        return (int(code) if isinstance(code, int) else -1), output
+
+    async def navigate(self, conversation_id: str, event_id: str | None) -> dict[str, Any]:
+        """Move conversation CONVERSATION_ID's HEAD to EVENT_ID (None: before every event).
+
+        ``POST /api/conversations/{id}/navigate``: the same conversation, its
+        agent continues from that event; no new conversation is made.
+        """
+        context = f"Rewinding conversation {conversation_id} failed"
+        response = await self._request(
+            context, "POST", f"/api/conversations/{conversation_id}/navigate",
+            json={"event_id": event_id})
+        reply = response.json()
+        if not isinstance(reply, dict):
+            raise RemoteError("remote-invalid", f"{context}: unexpected reply")
+        return reply

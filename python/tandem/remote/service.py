@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,11 @@ class RemoteService:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.cache = HomeCache()
+        self._keys: dict[str, SecretStr] = {}
+        """Session API keys by session, in memory only (given with attach)."""
+        self.key_lookup: Callable[[RemoteTarget], SecretStr | None] = lambda _target: None
+        """The key of a target's host from the front end's configuration (the app sets it),
+        used when no attach in this process gave one."""
 
     def client(self, url: str, api_key: Key) -> AgentServerClient:
         """A client of the server at URL (close it, or use ``async with``)."""
@@ -140,7 +146,23 @@ class RemoteService:
             resolved_working_dir=resolved,
         )
         save_target(self.home, target)
+        self.remember_key(session, api_key)
         return target
+
+    def remember_key(self, session: str, api_key: Key) -> None:
+        """Keep SESSION's session API key in memory for its turns, checkpoints and Rewind."""
+        if api_key is None:
+            self._keys.pop(session, None)
+        else:
+            self._keys[session] = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+
+    def session_client(self, session: str) -> tuple[RemoteTarget, AgentServerClient] | None:
+        """SESSION's target and a client of its server (close it), or None if it has none."""
+        target = self.target(session)
+        if target is None:
+            return None
+        key = self._keys.get(session) or self.key_lookup(target)
+        return target, self.client(target.url, key)
 
     def target(self, session: str) -> RemoteTarget | None:
         """SESSION's remote target, or None."""
@@ -167,4 +189,5 @@ class RemoteService:
 
     def detach(self, session: str) -> bool:
         """Forget SESSION's remote target; True if it had one."""
+        self._keys.pop(session, None)
         return remove_target(self.home, session)

@@ -129,8 +129,30 @@ class RestoreDone(_Model):
     acp_reset: bool = False
 
 
+class RemotePutBack(_Model):
+    """What a rewind of a remote session did on its agent-server.
+
+    ``failed`` lists files not put back on the server (they are pushed
+    again before the session's next turn); ``conversation_error`` says why
+    the conversation was not moved back, when it was not.
+    """
+
+    host: str
+    uploaded: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    conversation_id: str | None = None
+    event_id: str | None = None
+    """The conversation's HEAD after the rewind (None: before its first event)."""
+    conversation_error: str | None = None
+
+
 class RewindResult(RestoreDone):
     """What a completed rewind did."""
+
+    remote: RemotePutBack | None = None
+    """For a session with a remote target: the server side of the rewind."""
 
 
 # -- reading the journal ----------------------------------------------------------

@@ -222,6 +222,22 @@ class AcpSession(Entry):
     how: Literal["new", "load", "resume", "seeded"]
 
 
+class RemoteTurn(Entry):
+    """Where a turn of a remote session ran: its agent-server conversation.
+
+    ``after_event_id`` is the id of the conversation's last server event
+    before the turn's message (None: the turn was the conversation's first),
+    so a Rewind before the turn can move the conversation back there
+    (``/navigate``). The engine writes it from the provider's
+    ``TurnResult.remote_turn``.
+    """
+
+    type: Literal["remote_turn"] = "remote_turn"
+    turn: int
+    conversation_id: str = Field(min_length=1)
+    after_event_id: str | None = None
+
+
 class AcpOption(Entry):
     """The user chose an ACP agent's mode or model for the session."""
 
@@ -270,6 +286,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         Compaction,
         AcpSession,
         AcpOption,
+        RemoteTurn,
         Plan,
         ProviderChange,
     )

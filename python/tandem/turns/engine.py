@@ -269,6 +269,9 @@ class TurnEngine:
         # backend restart; a directive's conversation is never recorded.
         if conversation is not None and spec.directive is None:
             record(lambda: self._record_conversation(sink, conversation))
+        started = result.remote_turn
+        if started is not None:  # where a Rewind moves the remote conversation back to
+            record(lambda: sink.write({"type": "remote_turn", **started.model_dump()}))
         try:
             patch, completeness = await self.checkpoints.after(root, checkpoint, result)
         except Exception as e:  # the turn still ends; the gap is said

@@ -1,0 +1,305 @@
+"""Checkpoints and Rewind of a remote workspace, against the real agent-server 1.58.2.
+
+The turns run through the real engine; their "agent" is a stand-in that
+changes the server's files through the server's own bash endpoint and
+posts its message into a real conversation there (the remote engine is
+another part of issue 18). What the server holds is always read back
+through the server (download, bash, conversation info), never the mirror.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from tandem.app import App
+from tandem.events import RecordingSink
+from tandem.protocol.base import TandemError
+from tandem.providers.base import RemoteTurnStart, TurnRequest, TurnResult, TurnSink
+from tandem.remote.client import AgentServerClient
+from tandem.remote.mirror import Mirror
+from tandem.remote.models import LlmSettings
+from tandem.sessions.api import NewParams, new
+from tandem.store.journal import Journal
+from tandem.turns.engine import TurnEnded, TurnSpec
+
+from .agent_server import Missing, RunningServer, run_server
+
+pytestmark = pytest.mark.anyio
+KEY = "tandem-" + secrets.token_hex(8)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    try:
+        with run_server(api_key=KEY) as srv:
+            print(f"\nagent-server up in {srv.startup_seconds:.1f}s at {srv.url}", file=sys.stderr)
+            yield srv
+    except Missing as e:
+        print(f"\nSKIP agent-server mirror tests: {e}", file=sys.stderr)
+        pytest.skip(str(e))
+
+
+class ServerShellAgent:
+    """Stands in for the remote engine: each turn runs one shell script on the server.
+
+    It posts the request into the conversation (``run: false``: no LLM) and
+    reports, as the remote engine must (``TurnResult.remote_turn``), the last
+    server event before it.
+    """
+
+    name = "openai:stand-in"
+    conversation = None
+    conversation_id = None
+
+    def __init__(self, client: AgentServerClient, http: httpx.AsyncClient, wd: str,
+                 conversation: str, scripts: list[str]) -> None:
+        self.client, self.http, self.wd = client, http, wd
+        self.conv = conversation
+        self.scripts = scripts
+
+    def reset_conversation(self, conversation_id: str | None = None) -> None:
+        """Nothing kept here."""
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
+        """Post the message, run the next script; the engine records the rest."""
+        before = await last_event(self.http, self.conv)
+        r = await self.http.post(f"/api/conversations/{self.conv}/events", json={
+            "role": "user", "content": [{"type": "text", "text": request.messages[-1].text}],
+            "run": False})
+        assert r.status_code < 300, r.text
+        code, out = await self.client.execute_bash(self.scripts.pop(0), self.wd)
+        assert code == 0, out
+        return TurnResult(outcome="succeeded", remote_turn=RemoteTurnStart(
+            conversation_id=self.conv, after_event_id=before))
+
+
+async def last_event(http: httpx.AsyncClient, conversation: str) -> str | None:
+    """The id of the conversation's newest event (None: it has none)."""
+    r = await http.get(f"/api/conversations/{conversation}/events/search",
+                       params={"sort_order": "TIMESTAMP_DESC", "limit": 1})
+    assert r.status_code == 200, r.text
+    items = r.json()["items"]
+    return str(items[0]["id"]) if items else None
+
+
+async def on_server(client: AgentServerClient, wd: str) -> dict[str, str]:
+    """Every file under WD on the server with its bytes (and 'x' when executable)."""
+    # The server made WD a git repository when the conversation started; its
+    # .git is not mirrored (see EXCLUDES) and the agent here never touches it.
+    code, out = await client.execute_bash(
+        "find . -path ./.git -prune -o \\( -type f -o -type l \\) -print | sort", wd)
+    assert code == 0, out
+    files: dict[str, str] = {}
+    for line in out.split():
+        rel = line.removeprefix("./")
+        data = (await client.download(f"{wd}/{rel}")).decode()
+        x, _ = await client.execute_bash(f"test -x {rel}", wd)
+        files[rel] = data + (" [x]" if x == 0 else "")
+    return files
+
+
+SEED = ("mkdir -p sub out && printf 'alpha\\n' > a.txt && printf 'kept\\n' > keep.txt && "
+        "printf '#!/bin/sh\\n' > sub/run.sh && chmod +x sub/run.sh && "
+        "printf 'inside\\n' > out/f.txt")
+TURN1 = ("printf 'alpha one\\n' > a.txt && printf 'bee\\n' > b.txt && rm keep.txt && "
+         "chmod -x sub/run.sh")
+TURN2 = "printf 'bee two\\n' > b.txt && mkdir -p c && printf 'deep\\n' > c/deep.txt"
+
+
+async def setup(server: RunningServer, tmp_path: Path, scripts: list[str]
+                ) -> tuple[App, str, str, str, AgentServerClient, httpx.AsyncClient]:
+    app = App(home=tmp_path / "home", events=RecordingSink())
+    project = tmp_path / "project"
+    project.mkdir()
+    sid = (await new(app, NewParams(cwd=str(project)))).id
+    target = await app.remote.attach(sid, "box", server.url, KEY,
+                                     f"workspace/mirror-{secrets.token_hex(4)}")
+    wd = target.resolved_working_dir
+    client = AgentServerClient(server.url, KEY)
+    code, out = await client.execute_bash(f"mkdir -p {wd}", "/")
+    assert code == 0, out
+    code, out = await client.execute_bash(SEED, wd)
+    assert code == 0, out
+    conv = await client.create_conversation(wd, LlmSettings(
+        model="openai/none", base_url="http://127.0.0.1:9/v1", api_key=SecretStr("sk-unused")))
+    http = httpx.AsyncClient(base_url=server.url, headers={"X-Session-API-Key": KEY})
+    agent = ServerShellAgent(client, http, wd, conv.id, scripts)
+
+    def provider_for(spec: TurnSpec, journal: Journal) -> Any:
+        return agent
+
+    app.turns.engine.provider_for = provider_for
+    return app, sid, wd, conv.id, client, http
+
+
+async def turn(app: App, sid: str, text: str) -> TurnEnded:
+    engine = app.turns.engine
+    n = await engine.accept(TurnSpec(session=sid, text=text, provider="openai:stand-in",
+                                     permission_mode="auto-edit"))
+    return await engine.wait(sid, n)
+
+
+async def test_turn_patches_and_rewind_put_the_server_back(
+        server: RunningServer, tmp_path: Path) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1, TURN2])
+    try:
+        seeded = await on_server(client, wd)
+        first_leaf = await last_event(http, conv)
+        one = await turn(app, sid, "FIRST")
+        assert one.outcome == "succeeded", one.error
+        patch = one.patch or {}
+        assert sorted((f["path"], f["status"]) for f in patch["files"]) == [
+            ("a.txt", "modified"), ("b.txt", "created"), ("keep.txt", "deleted"),
+            ("sub/run.sh", "modified")]
+        assert patch["remote"]["host"] == "box" and patch["remote"]["working_dir"] == wd
+        assert {g["reason"] for g in patch["remote"]["gaps"]} >= {"excluded", "not-archived"}
+        assert one.completeness == "captured"
+        assert list((tmp_path / "project").iterdir()) == []  # the local project: untouched
+        mirror = Mirror(app.home, sid)
+        assert str(mirror.root).startswith(str(app.home))
+        after_one = await on_server(client, wd)
+        second_leaf = await last_event(http, conv)  # the first turn's message
+        assert second_leaf is not None and first_leaf is None
+        two = await turn(app, sid, "SECOND")
+        assert sorted(f["path"] for f in (two.patch or {})["files"]) == ["b.txt", "c/deep.txt"]
+
+        # Rewind before the second turn: its files go, the conversation's HEAD goes back
+        # to the first turn's message.
+        back = await app.rewinds.rewind(sid, 2, (await app.rewinds.plan(sid, 2)).digest)
+        assert back.remote is not None and back.remote.failed == [], back.remote
+        assert await on_server(client, wd) == after_one
+        assert back.remote.event_id == second_leaf
+        info = (await http.get(f"/api/conversations/{conv}")).json()
+        assert info["leaf_event_id"] == second_leaf
+
+        plan = await app.rewinds.plan(sid, 1)
+        assert plan.root == str(mirror.root)
+        assert sorted(plan.to_restore) == ["a.txt", "keep.txt", "sub/run.sh"]
+        assert sorted(plan.to_delete) == ["b.txt"]
+        assert plan.changed_externally == []
+        done = await app.rewinds.rewind(sid, 1, plan.digest)
+        assert done.remote is not None and done.remote.failed == [], done.remote
+        assert sorted(done.remote.uploaded) == ["a.txt", "keep.txt", "sub/run.sh"]
+        assert sorted(done.remote.deleted) == ["b.txt"]
+        # Read back through the server: the files are as before the first turn.
+        assert await on_server(client, wd) == seeded
+        # The conversation's HEAD is where it was before the first turn's message: it had
+        # no event then (None: the empty tree).
+        assert done.remote.event_id == first_leaf and done.remote.conversation_error is None
+        info = (await http.get(f"/api/conversations/{conv}")).json()
+        assert info["leaf_event_id"] == first_leaf
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+
+
+async def test_a_link_out_of_the_working_dir_is_not_followed(
+        server: RunningServer, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    # The "agent" replaces the folder out/ by a link to a folder outside the working dir.
+    script = f"rm -rf out && ln -s {outside} out"
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [script, "true"])
+    try:
+        assert (await turn(app, sid, "LINK")).outcome == "succeeded"
+        plan = await app.rewinds.plan(sid, 1)
+        assert plan.to_restore == ["out/f.txt"]
+        done = await app.rewinds.rewind(sid, 1, plan.digest)
+        assert done.remote is not None and done.remote.failed == ["out/f.txt"]
+        assert "outside the working dir" in " ".join(done.remote.errors)
+        assert list(outside.iterdir()) == []  # nothing written through the link
+        # The next turn refuses to start (it would pull the server's copy over the rewind)
+        # and says which file is not back.
+        with pytest.raises(TandemError, match="out/f.txt"):
+            await turn(app, sid, "NEXT")
+        # Once the link is gone, the next turn first puts the file back, then runs.
+        code, out = await client.execute_bash("rm out", wd)
+        assert code == 0, out
+        assert (await turn(app, sid, "AGAIN")).outcome == "succeeded"
+        assert (await client.download(f"{wd}/out/f.txt")) == b"inside\n"
+        assert not (Mirror(app.home, sid).base / "push.json").exists()
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+
+
+async def test_a_rewind_that_rolls_back_leaves_the_server_alone(
+        server: RunningServer, tmp_path: Path) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    try:
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        after = await on_server(client, wd)
+        leaf = (await http.get(f"/api/conversations/{conv}")).json()["leaf_event_id"]
+        plan = await app.rewinds.plan(sid, 1)
+        seen: list[str] = []
+
+        def fail_second(path: str) -> None:
+            seen.append(path)
+            if len(seen) == 2:
+                raise OSError(28, "No space left on device")
+
+        with pytest.raises(TandemError) as err:
+            await app.rewinds.rewind(sid, 1, plan.digest, before_file=fail_second)
+        assert err.value.code == "restore-failed"
+        # The mirror was rolled back, nothing was recorded to push, the server and its
+        # conversation are as the turn left them, and the turn is still there.
+        mirror = Mirror(app.home, sid)
+        assert not (mirror.base / "push.json").exists()
+        assert await on_server(client, wd) == after
+        assert (await http.get(f"/api/conversations/{conv}")).json()["leaf_event_id"] == leaf
+        again = await app.rewinds.plan(sid, 1)
+        assert again.digest == plan.digest
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+
+
+async def test_a_backend_dying_before_the_push_pushes_on_the_next_turn(
+        server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    app2: App | None = None
+    try:
+        seeded = await on_server(client, wd)
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        after = await on_server(client, wd)
+
+        async def die(*args: object) -> None:
+            raise KeyboardInterrupt  # the process goes down after the rewind entry is synced
+
+        monkeypatch.setattr("tandem.history.rewind.put_back_remote", die)
+        with pytest.raises(KeyboardInterrupt):
+            await app.rewinds.rewind(sid, 1, None)
+        assert await on_server(client, wd) == after  # nothing reached the server
+        pending = Mirror(app.home, sid).base / "push.json"
+        assert pending.exists()
+        monkeypatch.undo()
+        # A new backend on the same home: the next turn pushes what the rewind left first.
+        app2 = App(home=app.home, events=RecordingSink())
+        app2.remote.remember_key(sid, KEY)
+        app2.turns.engine.provider_for = app.turns.engine.provider_for
+        assert [e["type"] for e in app2.sessions.entries(app2.sessions.journal(sid))
+                ].count("rewind") == 1
+        mirror_sync = await app2.remote_checkpoints.sync(sid)
+        assert not pending.exists()
+        assert await on_server(client, wd) == seeded
+        assert mirror_sync[1].written == []  # the mirror already held the rewound files
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+        if app2 is not None:
+            await app2.aclose()
