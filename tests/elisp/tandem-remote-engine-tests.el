@@ -8,7 +8,8 @@
 ;; Attach, a chat turn streamed into the view (text and a tool row for a
 ;; command the remote agent ran, its confirmation answered from the view),
 ;; a second turn in the same conversation, a directive Discuss and an
-;; Implement each in a conversation of its own, a cancel.
+;; Implement each in a conversation of its own, a Rewind before the first
+;; turn that puts the server's files and the conversation back, a cancel.
 ;;
 ;; The evidence is what reached the server and the fake LLM -- the file the
 ;; command wrote in the server's working dir, the conversations the server
@@ -22,6 +23,7 @@
 (require 'tandem-view-test-helpers)
 (require 'tandem-remote)
 (require 'tandem-directive)
+(require 'tandem-rewind)
 (require 'json)
 (require 'url)
 
@@ -31,7 +33,7 @@
      :steps
      [(:match (:has_tools t :last_user_contains "RUN-HI")
        :reply (:text "Running it." :tool_calls
-                     [(:name "terminal" :input (:command "echo hi > hi.txt && cat hi.txt"
+                     [(:name "terminal" :input (:command "echo hi > hi.txt && echo changed > seed.txt && cat hi.txt"
                                                 :summary "write hi.txt"))]))
       (:match (:has_tools t :any_contains "RUN-HI") :reply (:text "FIRST-DONE: wrote hi.txt"))
       (:match (:has_tools t :last_user_contains "SECOND-Q") :reply (:text "SECOND-ANSWER"))
@@ -104,6 +106,10 @@ Skip the test, printing the reason, when it cannot run here."
                                                      "/api/conversations/search?limit=100")
                      :items)))
 
+(defun tandem-remote-engine-test--read (dir file)
+  "The text of FILE in DIR (the server's working dir, on this machine's disk)."
+  (with-temp-buffer (insert-file-contents (expand-file-name file dir)) (buffer-string)))
+
 (defun tandem-remote-engine-test--requests (record)
   "The requests the fake LLM recorded in the file RECORD, parsed."
   (with-temp-buffer
@@ -167,6 +173,7 @@ A turn that does not end fails the test with the view and what the LLM got."
                  (sid (plist-get info :id))
                  (remote-dir (concat home "/" wd)))
             (make-directory remote-dir t)
+            (write-region "seed\n" nil (expand-file-name "seed.txt" remote-dir))
             (with-current-buffer (tandem-view-show info)
               ;; Attach: the header names the engine and the host.
               (tandem-remote-attach sid "box" wd)
@@ -188,10 +195,8 @@ A turn that does not end fails the test with the view and what the LLM got."
                   (should (string-match-p "FIRST-DONE: wrote hi.txt" text))
                   (should (string-match-p "⚙ terminal.*\\[completed\\]" text))))
               ;; It ran on the server, in the target's dir; nothing local.
-              (should (equal (with-temp-buffer
-                               (insert-file-contents (expand-file-name "hi.txt" remote-dir))
-                               (buffer-string))
-                             "hi\n"))
+              (should (equal (tandem-remote-engine-test--read remote-dir "hi.txt") "hi\n"))
+              (should (equal (tandem-remote-engine-test--read remote-dir "seed.txt") "changed\n"))
               (should-not (file-exists-p (expand-file-name "hi.txt" project)))
               (let ((chat (cl-set-difference
                            (mapcar #'car (tandem-remote-engine-test--conversations url key))
@@ -212,6 +217,17 @@ A turn that does not end fails the test with the view and what the LLM got."
                                                        "SECOND-Q" (json-encode (alist-get 'body r))))
                                           (tandem-remote-engine-test--requests record))))
                   (should (string-match-p "RUN-HI" (json-encode (alist-get 'body second)))))
+                ;; Rewind before turn 1: the server's files and the conversation go back.
+                (let* ((tandem-rewind-confirm-function #'always)
+                       (done (tandem-rewind sid 1)))
+                  (should done)
+                  (should-not (file-exists-p (expand-file-name "hi.txt" remote-dir)))
+                  (should (equal (tandem-remote-engine-test--read remote-dir "seed.txt")
+                                 "seed\n"))
+                  (tandem-test-wait-until
+                   (lambda () (not (string-match-p "RUN-HI\\|SECOND-ANSWER"
+                                                   (tandem-view-test-text))))
+                   20))
                 ;; Directives: Discuss, then Implement, each a conversation of its own.
                 (let* ((tandem-permission-mode 'auto-edit)
                        (default-directory project)
@@ -238,7 +254,8 @@ A turn that does not end fails the test with the view and what the LLM got."
                         (should-not (string-match-p "RUN-HI\\|SECOND-Q"
                                                     (json-encode (alist-get 'body asked))))))))
                 ;; Cancel: the agent runs a long command; the turn ends aborted and
-                ;; the server's conversation stops running.
+                ;; the server's conversation stops running.  Its request also shows
+                ;; the Rewind reached the agent: nothing of the rewound turns.
                 (let ((turn (tandem-view-test-send "SLOW-Q wait a minute")))
                   (let ((row (tandem-test-wait-until
                               (lambda () (and (not (tandem-view-state-dirty tandem-view--state))
@@ -251,6 +268,11 @@ A turn that does not end fails the test with the view and what the LLM got."
                    (lambda () (string-match-p "⚙ terminal.*sleep 60\\|sleep 60"
                                               (tandem-view-test-text)))
                    30)
+                  (let ((slow (cl-find-if (lambda (r) (string-match-p
+                                                       "SLOW-Q" (json-encode (alist-get 'body r))))
+                                          (tandem-remote-engine-test--requests record))))
+                    (should-not (string-match-p "RUN-HI\\|SECOND-Q"
+                                                (json-encode (alist-get 'body slow)))))
                   (sleep-for 1)
                   (should (tandem-view-cancel))
                   (should (equal (plist-get (tandem-remote-engine-test--wait sid turn) :outcome)
@@ -260,7 +282,13 @@ A turn that does not end fails the test with the view and what the LLM got."
                                                       (tandem-remote-engine-test--conversations
                                                        url key)))
                                           "running")))
-                   30)))
+                   30)
+                  ;; The rewound conversation went on (navigated, not replaced): three
+                  ;; conversations in all, the chat's and the two directives'.
+                  (should (= 3 (length (cl-set-difference
+                                        (mapcar #'car (tandem-remote-engine-test--conversations
+                                                       url key))
+                                        before :test #'equal))))))
               ;; Every LLM request came from the server's agent: its own tools, the
               ;; key it was handed; none of tandem's native tools.
               (let ((requests (tandem-remote-engine-test--requests record)))
