@@ -93,23 +93,27 @@ class RewindService:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.gate.check_free(journal.id, "rewind")
-        await self._sync_remote(journal)
+        await self.sync_remote(journal)
         return await self._plan(journal, before_turn)
 
     def is_remote(self, journal: Journal) -> bool:
         """True when JOURNAL's session has a remote target (its files are on a server)."""
         return self.remote is not None and self.remote.remote.target(journal.id) is not None
 
-    async def _sync_remote(self, journal: Journal) -> None:
+    async def sync_remote(self, journal: Journal) -> None:
         """For a remote session: bring its mirror up to date (the plan is made on it)."""
         if self.remote is not None and self.is_remote(journal):
             await self.remote.sync(journal.id)
 
-    def root(self, journal: Journal) -> Path:
+    def checkpoint_root(self, journal: Journal) -> Path:
         """The root JOURNAL's checkpoints are of: the project, or a remote session's mirror."""
         if self.remote is not None and self.is_remote(journal):
-            return writable_root(journal, self.remote.mirror(journal.id).ensure())
-        return writable_root(journal, self.sessions.root_of(journal))
+            return self.remote.mirror(journal.id).ensure()
+        return self.sessions.root_of(journal)
+
+    def root(self, journal: Journal) -> Path:
+        """`checkpoint_root`, after the checks every writer makes (writable, exists)."""
+        return writable_root(journal, self.checkpoint_root(journal))
 
     async def _plan(self, journal: Journal, before_turn: int) -> RewindPlan:
         root = self.root(journal)
@@ -140,7 +144,7 @@ class RewindService:
         sid = journal.id
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
-        await self._sync_remote(journal)
+        await self.sync_remote(journal)
         plan = await self._plan(journal, before_turn)
         if digest is not None and plan.digest != digest:
             raise TandemError("stale", "The workspace or the session changed since this rewind "

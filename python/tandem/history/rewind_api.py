@@ -118,7 +118,9 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
         raise TandemError("no-checkpoint", f"Turn {p.turn} has no patch to show: {why}")
     if not isinstance(from_id, str):
         raise TandemError("no-checkpoint", f"Turn {p.turn} has no checkpoint")
-    cp = app.checkpoints.for_root(app.sessions.root_of(journal))
+    if running and app.rewinds.is_remote(journal):  # the server's files as they are now
+        await app.rewinds.sync_remote(journal)
+    cp = app.checkpoints.for_root(app.rewinds.checkpoint_root(journal))
     try:
         result: Patch = await run_blocking(cp.diff, from_id, to_id)
     except TandemError as e:

@@ -50,7 +50,7 @@ class RewindUndo:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.rewinds.gate.check_free(journal.id, "rewind")
-        await self.rewinds._sync_remote(journal)
+        await self.rewinds.sync_remote(journal)
         return await self._plan(journal, files_only)
 
     async def _plan(self, journal: Journal, files_only: bool) -> UndoPlan:
@@ -78,7 +78,7 @@ class RewindUndo:
                     before_file: FileHook | None) -> UndoResult:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
-        await self.rewinds._sync_remote(journal)
+        await self.rewinds.sync_remote(journal)
         plan = await self._plan(journal, files_only)
         if plan.refusal is not None:
             raise TandemError("later-turns", f"Cannot undo the rewind before turn "

@@ -92,7 +92,10 @@ def member_path(name: str, top: str) -> str:
     if any(p in ("", ".", "..") for p in parts):
         raise _refused(f"member {name!r} has an empty, '.' or '..' component")
     if parts[0] != top:
-        raise _refused(f"member {name!r} is not inside the archived folder {top!r}")
+        raise _refused(f"member {name!r} is not inside the archived folder {top!r} (a working "
+                       "dir that is not a git repository but holds exactly one, up to three "
+                       "levels down, is archived as that repository by the server: make the "
+                       "working dir a repository (git init) or attach to the repository)")
     return "/".join(parts[1:])
 
 

@@ -75,7 +75,7 @@ async def before(app: App, p: BeforeParams) -> Before:
     """Handler of ``review/before``."""
     journal = app.sessions.journal(p.session)
     base, end = turn_checkpoints(app.sessions.entries(journal), p.turn)
-    cp = app.checkpoints.for_root(app.sessions.root_of(journal))
+    cp = app.checkpoints.for_root(app.rewinds.checkpoint_root(journal))
     result: Before = await run_blocking(_before, cp, base, end, p.path)
     return result
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from tandem.checkpoints.reverting import RevertResult, concerned_paths
 from tandem.checkpoints.reverting import revert as revert_files
 from tandem.protocol.base import TandemError
-from tandem.sessions.gate import writable_root
+from tandem.remote.rewind import put_back as put_back_remote
+from tandem.remote.rewind import record_push
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.reverts import changed_by_later_turn, reference_states
 from tandem.store.journal import Journal
@@ -60,7 +61,10 @@ async def _revert(app: App, journal: Journal, turn: int, path: str,
     if turn in hidden:
         raise TandemError("not-found", f"Turn {turn} was rewound; its patch is history")
     base, end = turn_checkpoints(entries, turn)
-    root = writable_root(journal, app.sessions.root_of(journal))
+    remote = app.remote_checkpoints if app.rewinds.is_remote(journal) else None
+    if remote is not None:  # revert on the mirror, as the server has it now, then push
+        await remote.sync(journal.id)
+    root = app.rewinds.root(journal)
     cp = app.checkpoints.for_root(root)
     change = await run_blocking(concerned_paths, cp, base, end, path)
     later = changed_by_later_turn(entries, turn, hidden, change)
@@ -69,6 +73,8 @@ async def _revert(app: App, journal: Journal, turn: int, path: str,
                           "it); nothing was reverted", {"path": path, "turn": later})
     reference = reference_states(entries, turn, end, change)
     label = f"{'hunk ' + str(hunk + 1) + ' of ' if hunk is not None else ''}{path}, turn {turn}"
+    if remote is not None:  # recorded before any file moves (pushing unchanged files is harmless)
+        await run_blocking(record_push, remote, journal.id, change)
     done: RevertResult = await run_blocking(
         lambda: revert_files(cp, base=base, end=end, path=path, hunk=hunk,
                              hunk_header=hunk_header, reference=reference, label=label))
@@ -83,5 +89,9 @@ async def _revert(app: App, journal: Journal, turn: int, path: str,
         raise
     data = entry_to_dict(entry)
     app.events.publish(journal.id, "entry", {"entry": data})
+    if remote is not None:
+        pushed = await put_back_remote(remote, journal.id, [], [])
+        if pushed is not None:  # in the reply only: what reached the server
+            data = {**data, "remote": pushed.model_dump()}
     return data
 

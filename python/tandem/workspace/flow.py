@@ -86,6 +86,9 @@ def prepare(ws: Workspace, state: DirectiveState, action: str, text: str,
 def _diff_text(svc: WorkspaceService, root: str, patch: dict[str, Any] | None) -> str:
     if not patch or not patch.get("from_id"):
         return ""
+    remote = patch.get("remote")
+    if isinstance(remote, dict) and isinstance(remote.get("mirror"), str):
+        root = remote["mirror"]  # a remote session's turn: its checkpoints are of the mirror
     full = svc.checkpoints.for_root(root).diff(str(patch["from_id"]), patch.get("to_id"))
     return full.diff[:MAX_DIFF_RECORD]
 

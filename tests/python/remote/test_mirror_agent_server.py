@@ -21,11 +21,14 @@ from pydantic import SecretStr
 
 from tandem.app import App
 from tandem.events import RecordingSink
+from tandem.history.rewind_api import TurnPatchParams, turn_patch
 from tandem.protocol.base import TandemError
 from tandem.providers.base import RemoteTurnStart, TurnRequest, TurnResult, TurnSink
 from tandem.remote.client import AgentServerClient
 from tandem.remote.mirror import Mirror
 from tandem.remote.models import LlmSettings
+from tandem.review.api import BeforeParams, before
+from tandem.review.revert import revert
 from tandem.sessions.api import NewParams, new
 from tandem.store.journal import Journal
 from tandem.turns.engine import TurnEnded, TurnSpec
@@ -303,3 +306,46 @@ async def test_a_backend_dying_before_the_push_pushes_on_the_next_turn(
         await app.aclose()
         if app2 is not None:
             await app2.aclose()
+
+
+async def test_view_changes_review_and_revert_of_a_remote_turn(
+        server: RunningServer, tmp_path: Path) -> None:
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [TURN1])
+    try:
+        assert (await turn(app, sid, "FIRST")).outcome == "succeeded"
+        shown = await turn_patch(app, TurnPatchParams(session=sid, turn=1))
+        assert shown.root == str(Mirror(app.home, sid).root)
+        assert "-alpha" in shown.patch.diff and "+alpha one" in shown.patch.diff
+        old = await before(app, BeforeParams(session=sid, turn=1, path="a.txt"))
+        assert old.exists and old.text == "alpha\n"
+        # Reverting one file of the turn puts it back on the server, the rest stays.
+        entry = await revert(app, sid, 1, "a.txt", None, None)
+        assert entry["remote"]["uploaded"] == ["a.txt"] and entry["remote"]["failed"] == []
+        assert await client.download(f"{wd}/a.txt") == b"alpha\n"
+        assert await client.download(f"{wd}/b.txt") == b"bee\n"
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
+
+
+async def test_a_working_dir_holding_one_repository_is_named(
+        server: RunningServer, tmp_path: Path) -> None:
+    # 1.58.2 archives the one git repository below a working dir that is not one itself.
+    app = App(home=tmp_path / "home", events=RecordingSink())
+    project = tmp_path / "project"
+    project.mkdir()
+    sid = (await new(app, NewParams(cwd=str(project)))).id
+    target = await app.remote.attach(sid, "box", server.url, KEY,
+                                     f"workspace/nested-{secrets.token_hex(4)}")
+    wd = target.resolved_working_dir
+    async with AgentServerClient(server.url, KEY) as client:
+        code, out = await client.execute_bash(
+            f"mkdir -p {wd}/inner && cd {wd}/inner && git init -q && echo x > f.txt", "/")
+        assert code == 0, out
+    try:
+        with pytest.raises(TandemError, match="git init"):
+            await app.remote_checkpoints.sync(sid)
+        assert not any(Mirror(app.home, sid).root.iterdir())
+    finally:
+        await app.aclose()
