@@ -262,6 +262,12 @@ A turn that does not end fails the test with the view and what the LLM got."
                                               (next-single-property-change
                                                (point-min) 'tandem-interaction)))
                               90)))
+                    ;; No engine switch under a running turn.
+                    (dolist (switch (list (lambda () (tandem-remote-detach sid))
+                                          (lambda () (tandem-remote-attach sid "box" wd))))
+                      (let ((err (should-error (funcall switch) :type 'tandem-error)))
+                        (should (equal (tandem-error-code err) "busy"))))
+                    (should (string-match-p "remote: box" (tandem-view--header-line)))
                     (goto-char row)
                     (execute-kbd-macro "y"))
                   (tandem-test-wait-until
