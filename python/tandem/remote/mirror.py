@@ -42,7 +42,7 @@ EXCLUDES = (".git/", "node_modules/", ".venv/", "venv/", "__pycache__/", ".mypy_
 
 _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
-MirrorGapReason = Literal["too-large", "excluded", "not-archived"]
+MirrorGapReason = Literal["too-large", "excluded", "not-archived", "odd-name"]
 
 
 class MirrorGap(BaseModel):
@@ -115,6 +115,8 @@ class Mirror:
         gaps = [MirrorGap(path=p, reason="too-large",
                           detail=f"over {self.limits.file_cap} bytes: not downloaded")
                 for p in got.too_large]
+        gaps += [MirrorGap(path=p, reason="odd-name", detail="a control character in the "
+                           "name: not mirrored") for p in got.odd_names]
         gaps += [MirrorGap(path=p, reason="excluded", detail="not mirrored")
                  for p in EXCLUDES]
         gaps.append(MirrorGap(path="", reason="not-archived",

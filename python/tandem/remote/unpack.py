@@ -50,6 +50,8 @@ class Unpacked:
     """Every file and its size (placeholders included)."""
     dirs: set[str] = field(default_factory=set)
     too_large: list[str] = field(default_factory=list)
+    odd_names: list[str] = field(default_factory=list)
+    """Members skipped for their name (`odd_name`), as ``repr`` strings."""
     manifest: dict[str, object] | None = None
 
 
@@ -84,11 +86,9 @@ def member_path(name: str, top: str) -> str:
     Raises `TandemError` (``remote-invalid``) for a name that could land
     anywhere but under the destination.
     """
-    if not name or name.startswith(("/", "\\")) or "\\" in name or ":" in name.split("/")[0]:
-        raise _refused(f"member {name!r} has an absolute or non-POSIX name")
-    if any(ord(c) < 32 or c == "\x7f" for c in name):
-        raise _refused(f"member {name!r} has a control character")
-    parts = [p for p in name.rstrip("/").split("/")]
+    if not name or name.startswith(("/", "\\")):
+        raise _refused(f"member {name!r} has an absolute name")
+    parts = name.rstrip("/").split("/")
     if any(p in ("", ".", "..") for p in parts):
         raise _refused(f"member {name!r} has an empty, '.' or '..' component")
     if parts[0] != top:
@@ -97,6 +97,15 @@ def member_path(name: str, top: str) -> str:
                        "levels down, is archived as that repository by the server: make the "
                        "working dir a repository (git init) or attach to the repository)")
     return "/".join(parts[1:])
+
+
+def odd_name(rel: str) -> bool:
+    """True for a name tandem does not mirror: a control character (a newline…) in it.
+
+    Such a file is legal on the server; it is skipped and named, not refused,
+    so one odd name does not stop every later checkpoint.
+    """
+    return any(ord(c) < 32 or c == "\x7f" for c in rel)
 
 
 def _is_manifest(member: tarfile.TarInfo, rel: str, data: bytes) -> dict[str, object] | None:
@@ -161,6 +170,9 @@ def unpack_archive(archive: Path, dest: Path, top: str, limits: Limits) -> Unpac
                     if members > limits.max_members:
                         raise _refused(f"it has more than {limits.max_members} members")
                     rel = member_path(member.name, top)
+                    if odd_name(rel):
+                        out.odd_names.append(repr(rel))
+                        continue
                     if member.isdir():
                         if rel in out.files:
                             raise _refused(f"{rel!r} is both a file and a folder")

@@ -349,3 +349,24 @@ async def test_a_working_dir_holding_one_repository_is_named(
         assert not any(Mirror(app.home, sid).root.iterdir())
     finally:
         await app.aclose()
+
+
+async def test_shell_quoting_of_odd_file_names(server: RunningServer, tmp_path: Path) -> None:
+    # Names the agent made that a shell would read as commands or options.
+    script = ("printf 1 > 'a b.txt' && printf 2 > '$(touch PWNED).txt' && "
+              "printf 3 > \"it's.txt\" && printf 4 > ./-rf && printf 5 > '; rm -rf ~'")
+    app, sid, wd, conv, client, http = await setup(server, tmp_path, [script])
+    try:
+        seeded = await on_server(client, wd)
+        assert (await turn(app, sid, "ODD")).outcome == "succeeded"
+        done = await app.rewinds.rewind(sid, 1, None)
+        assert done.remote is not None and done.remote.failed == [], done.remote
+        assert sorted(done.remote.deleted) == sorted(
+            ["a b.txt", "$(touch PWNED).txt", "it's.txt", "-rf", "; rm -rf ~"])
+        assert await on_server(client, wd) == seeded
+        code, out = await client.execute_bash("ls -a ~; test ! -e PWNED", wd)
+        assert code == 0, out
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()

@@ -164,7 +164,6 @@ HOSTILE = {
               member("proj/a.txt", b"2")],
     "file then folder": [member("proj", kind=tarfile.DIRTYPE), member("proj/a.txt", b"1"),
                          member("proj/a.txt/b", b"2")],
-    "control character": [member("proj", kind=tarfile.DIRTYPE), member("proj/a\nb", b"1")],
 }
 
 
@@ -183,6 +182,18 @@ def test_a_hostile_archive_is_refused(served: ArchiveServer, tmp_path: Path, cas
     assert tree(mirror.root) == before  # the mirror keeps what it had
     assert tree(tmp_path) == outside  # and nothing appeared anywhere else
     assert not any(Path("/tmp").glob("evil-*"))
+
+
+def test_odd_names_are_skipped_and_named(served: ArchiveServer, tmp_path: Path) -> None:
+    served.archive = tgz(member("proj", kind=tarfile.DIRTYPE), member("proj/a\nb", b"1"),
+                         member("proj/d\x1b", kind=tarfile.DIRTYPE),
+                         member("proj/d\x1b/x", b"2"), member("proj/back\\slash", b"3"),
+                         member("proj/ok.txt", b"4"))
+    mirror = Mirror(tmp_path / "home", "s1")
+    got = sync(served, mirror)
+    assert tree(mirror.root) == {"back\\slash": b"3", "ok.txt": b"4"}
+    assert [g.path for g in got.gaps if g.reason == "odd-name"] == [
+        repr("a\nb"), repr("d\x1b"), repr("d\x1b/x")]
 
 
 def test_member_and_size_caps(served: ArchiveServer, tmp_path: Path) -> None:
