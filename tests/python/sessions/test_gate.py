@@ -9,6 +9,7 @@ import pytest
 
 from tandem.app import App
 from tandem.protocol.base import TandemError
+from tandem.remote.checkpoints import CheckpointsBySession
 from tandem.sessions.gate import SessionGate
 from tandem.turns.service import GitCheckpoints
 
@@ -47,7 +48,9 @@ def test_the_gate_is_released_when_the_block_raises() -> None:
 def test_the_app_wires_one_gate_and_one_checkpoint_service(tmp_path: Path) -> None:
     app = App(home=tmp_path / "home")
     hooks = app.turns.engine.checkpoints
-    assert isinstance(hooks, GitCheckpoints) and hooks.service is app.checkpoints
+    # Per session: the project's (one service) or a remote session's mirror.
+    assert isinstance(hooks, CheckpointsBySession) and hooks.remote is app.remote_checkpoints
+    assert isinstance(hooks.local, GitCheckpoints) and hooks.local.service is app.checkpoints
     assert app.turns.engine.gate is app.gate
     assert app.compactions.gate is app.gate and app.rewinds.gate is app.gate
     assert app.workspaces.sessions is app.sessions is app.turns.sessions
