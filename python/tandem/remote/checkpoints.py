@@ -16,12 +16,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from tandem.checkpoints.hooks import Checkpoints
 from tandem.protocol.base import TandemError
 from tandem.providers.base import TurnResult
 from tandem.remote.mirror import Mirror, MirrorSync
 from tandem.remote.push import push_pending
 from tandem.remote.service import RemoteService
-from tandem.turns.engine import Checkpoints
 
 
 class RemoteCheckpoints(Checkpoints):

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from tandem.protocol.base import MethodSpec, Params, Reply, TandemError
-from tandem.remote.models import RemoteTarget
 from tandem.sessions.manager import (
     Active,
     needs_terminal,
@@ -43,15 +42,21 @@ class SessionInfo(Reply):
     settings: dict[str, Any]
     settings_warnings: list[str]
     """Settings that do not apply: untrusted project keys, invalid files."""
-    remote: RemoteTarget | None = None
-    """Where the session executes when it is attached to an agent-server (else local)."""
+    remote: dict[str, Any] | None = None
+    """Where the session executes when attached to an agent-server (its target: host,
+    url, working dir), else nil: local."""
 
 
 def _info(app: App, active: Active) -> SessionInfo:
     settings = app.sessions.manager.settings
     return SessionInfo(**active.describe(), settings=settings.effective,
                        settings_warnings=settings.warnings,
-                       remote=app.remote.target_or_none(active.journal.header.id))
+                       remote=_remote(app, active.journal.header.id))
+
+
+def _remote(app: App, session: str) -> dict[str, Any] | None:
+    target = app.remote.target_or_none(session)
+    return target.model_dump() if target is not None else None
 
 
 def _dir(text: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from tandem.checkpoints.hooks import Checkpoints as Checkpoints  # re-exported: the engine's hooks
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.providers.base import (
@@ -93,19 +94,6 @@ class TurnEnded:
     completeness: str | None
     files_changed: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
-
-
-class Checkpoints:
-    """The checkpoint hooks the engine calls; the default records none."""
-
-    async def before(self, root: Path, session: str, turn: int) -> str | None:
-        """Take the pre-turn checkpoint of ROOT; return its id (None: no checkpoint)."""
-        return None
-
-    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
-                    ) -> tuple[dict[str, Any] | None, str | None]:
-        """Return (patch summary, completeness) of the turn since CHECKPOINT."""
-        return None, None
 
 
 @dataclass
