@@ -292,6 +292,16 @@ class AgentServerClient:
             f"/api/conversations/{conversation_id}/events/respond_to_confirmation",
             json={"accept": accept, "reason": reason})
 
+    async def run(self, conversation_id: str) -> None:
+        """Let the agent go on (after a rejection the server stops, ``idle``); 409 is fine."""
+        try:
+            await self._request(
+                f"Resuming conversation {conversation_id} failed", "POST",
+                f"/api/conversations/{conversation_id}/run")
+        except RemoteError as e:
+            if e.status != 409:  # already running: what we asked for
+                raise
+
     async def interrupt(self, conversation_id: str) -> None:
         """Stop the agent now (``/interrupt``: cancels the LLM call in flight)."""
         await self._request(

@@ -40,6 +40,8 @@ from tandem.tools.permissions import SessionGrants, decide
 
 log = logging.getLogger("tandem.remote.engine")
 
+MAX_RERUNS = 25
+"""Times one turn lets the agent go on after a refusal before it fails the turn."""
 INTERRUPT_TIMEOUT = 10.0
 """Seconds a cancel waits for the server to take ``/interrupt``."""
 
@@ -85,6 +87,8 @@ class RemoteProvider:
         self._conversation_id = conversation_id
         self._how = "resume"
         self._last: Conversation | None = None
+        self._rejected = False
+        """The last confirmation was answered with a rejection (the server then idles)."""
         self.stream_options = dict(stream_options or {})
         """Passed to `SessionStream` (attempts, backoff: tests make them short)."""
 
@@ -179,6 +183,9 @@ class RemoteProvider:
         # shows the status the last turn left (``finished``), which must not end this one.
         live = False
         asked: set[str] = set()
+        reruns = 0
+        ran = False  # the server said running in this turn (a finished one resets via idle)
+        self._rejected = False
         async for frame in stream.frames():
             kind = frame.get("type")
             if kind == "reconnected":
@@ -191,6 +198,7 @@ class RemoteProvider:
             live = live or kind == "durable"
             if not live:
                 continue
+            ran = ran or (kind == "durable" and events.status == "running")
             if reconnected and event.get("key") == "full_state":
                 reconnected = False
                 if events.status in ("idle", "paused"):
@@ -200,6 +208,20 @@ class RemoteProvider:
                         "was it restarted?)"))
             if events.ended:
                 return
+            if events.status == "idle" and ran and kind == "durable" and (
+                    event.get("key") == "execution_status"):
+                # The server stops after a rejection; the agent must hear it and go
+                # on, as a native model does. An idle without one: the run ended early.
+                if not self._rejected:
+                    raise RemoteError("remote-failed", (
+                        f"the agent on {self.target.host} stopped (idle) before finishing"))
+                reruns += 1
+                if reruns > MAX_RERUNS:
+                    raise RemoteError("remote-failed", (
+                        f"the agent asked again after {MAX_RERUNS} refusals; stopping"))
+                self._rejected = False
+                await client.run(cid)
+                continue
             if events.status == "paused":
                 raise RemoteError("remote-failed",
                                   f"conversation {cid} was paused on {self.target.host}")
@@ -226,6 +248,7 @@ class RemoteProvider:
                 decision = "refuse" if answer == "reject" else "allow"
             if decision == "refuse":
                 refused.append(action.title)
+        self._rejected = bool(refused)
         if refused:
             why = ("read-only turn: no write or command may run" if request.read_only
                    else "the user refused")

@@ -12,6 +12,7 @@ Server tools and tandem's capability classes: ``terminal`` runs commands
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,8 +60,32 @@ def _clip(text: str) -> str:
 
 
 def tool_input(action: dict[str, Any]) -> dict[str, Any]:
-    """The tool row's input: the action's fields without the class tag and empty values."""
-    return {k: v for k, v in action.items() if k != "kind" and v not in (None, "", [], {})}
+    """The tool row's input: the action's fields without the class tag, empty or false values."""
+    return {k: v for k, v in action.items()
+            if k != "kind" and v is not False and v not in (None, "", [], {})}
+
+
+def edit_diff(action: dict[str, Any]) -> str | None:
+    """A unified diff of what a ``file_editor`` ACTION asks for (None: not an edit with text).
+
+    ``str_replace`` replaces OLD_STR by NEW_STR; ``create`` writes FILE_TEXT;
+    ``insert`` adds NEW_STR after line INSERT_LINE. The server's own before and
+    after come with the observation; the row shows the request before it runs.
+    """
+    path = str(action.get("path") or "file")
+    command = action.get("command")
+    if command == "str_replace":
+        old, new = str(action.get("old_str") or ""), str(action.get("new_str") or "")
+    elif command == "create":
+        old, new = "", str(action.get("file_text") or "")
+    elif command == "insert":
+        old, new = "", str(action.get("new_str") or "")
+    else:
+        return None
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 f"a{path}" if command != "create" else "/dev/null",
+                                 f"b{path}")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _title(tool: str, action: dict[str, Any], summary: Any) -> str:
@@ -160,14 +185,19 @@ class EventMap:
 
     def _action(self, event: dict[str, Any]) -> None:
         thought = text_of(event.get("thought"))
-        if thought:
+        if thought:  # the text the model wrote with its call: a message before the row
             self.sink.text(thought)
+            self.sink.end_message()
         action = _dict(event.get("action"))
         tool = str(event.get("tool_name") or "tool")
         call_id = str(event.get("tool_call_id") or event.get("id"))
         kind = tool_kind(tool, action)
+        row = tool_input(action)
+        diff = edit_diff(action) if kind == "edit" else None
+        if diff:
+            row["diff"] = diff
         call = Action(call_id, str(event.get("id")), tool, kind,
-                      _title(tool, action, event.get("summary")), tool_input(action))
+                      _title(tool, action, event.get("summary")), row)
         self.actions[call_id] = call
         self.sink.tool_call(call_id, tool, kind, call.title, call.input)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from pathlib import Path
@@ -20,6 +21,8 @@ from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec
 from .agent_server import RunningServer
 
 PROVIDER = "openai:fake-model"
+TURN_LIMIT = 180.0
+"""Seconds a test waits for a turn: a hang fails the test instead of the run."""
 LLM_KEY = "sk-llm-" + secrets.token_hex(8)
 """The user's LLM key: it must reach the fake LLM and appear in no journal or log."""
 HOST = "box"
@@ -38,20 +41,21 @@ def run_command(command: str, text: str = "") -> Reply:
 
 
 def configure(app: App, server: RunningServer, fake: FakeOpenAI, *, forward_keys: bool = True,
-              profile: str | None = None, hosts: bool = True) -> None:
-    """Push a front-end configuration: the host entry and the LLM credentials."""
-    remote_hosts = {HOST: RemoteHost(url=server.url, forward_keys=forward_keys,
+              profile: str | None = None, hosts: bool = True, url: str | None = None) -> None:
+    """Push a front-end configuration: the host entry (at URL) and the LLM credentials."""
+    remote_hosts = {HOST: RemoteHost(url=url or server.url, forward_keys=forward_keys,
                                      agent_profile=profile, api_key=server.api_key)}
     app.turns.configure(ClientConfig(
         remote_hosts=remote_hosts if hosts else {},
         credentials={"openai": {"api_key": LLM_KEY, "base_url": fake.base_url + "/v1"}}))
 
 
-async def attached_session(app: App, project: Path, server: RunningServer) -> tuple[str, str]:
-    """A new session attached to SERVER in a fresh working dir; (session id, server dir)."""
+async def attached_session(app: App, project: Path, server: RunningServer,
+                           url: str | None = None) -> tuple[str, str]:
+    """A new session attached to SERVER (at URL) in a fresh working dir; (id, server dir)."""
     sid = (await new(app, NewParams(cwd=str(project)))).id
     rel = f"workspace/{secrets.token_hex(6)}"
-    target = await app.remote.attach(sid, HOST, server.url, server.api_key, rel)
+    target = await app.remote.attach(sid, HOST, url or server.url, server.api_key, rel)
     Path(target.resolved_working_dir).mkdir(parents=True, exist_ok=True)
     return sid, target.resolved_working_dir
 
@@ -71,7 +75,7 @@ async def chat(app: App, sid: str, text: str, asker: Any = None, mode: str = "as
     turn = await engine.accept(TurnSpec(session=sid, text=text, provider=PROVIDER,
                                         permission_mode=mode,  # type: ignore[arg-type]
                                         read_only=read_only), asker)
-    return await engine.wait(sid, turn)
+    return await asyncio.wait_for(engine.wait(sid, turn), TURN_LIMIT)
 
 
 async def directive(app: App, sid: str, prompt: str, action: str, asker: Any = None,
@@ -82,7 +86,7 @@ async def directive(app: App, sid: str, prompt: str, action: str, asker: Any = N
         session=sid, text=prompt, provider=PROVIDER, permission_mode="ask",
         messages=[Message(role="user", text=prompt)], read_only=read_only,
         directive=DirectiveFrame("w1", "D1", action, 1)), asker)
-    return await engine.wait(sid, turn)
+    return await asyncio.wait_for(engine.wait(sid, turn), TURN_LIMIT)
 
 
 def entries(app: App, sid: str) -> list[dict[str, Any]]:
@@ -98,7 +102,34 @@ def agent_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
 
 def conversations_on(server: RunningServer) -> list[dict[str, Any]]:
     """Every conversation the server holds, as it reports them."""
+    return list(_get(server, "/api/conversations/search", limit=100).get("items", []))
+
+
+def _get(server: RunningServer, path: str, **params: Any) -> Any:
     headers = {"X-Session-API-Key": server.api_key or ""}
-    reply = httpx.get(f"{server.url}/api/conversations/search", headers=headers,
-                      params={"limit": 100}, timeout=30).json()
-    return list(reply.get("items", []))
+    return httpx.get(f"{server.url}{path}", headers=headers, params=params, timeout=30).json()
+
+
+def sid_conversation(log: list[dict[str, Any]]) -> str:
+    """The root chat's server conversation, as the journal recorded it."""
+    return str([e for e in log if e["type"] == "acp_session"][-1]["acp_session_id"])
+
+
+def conversation_state(server: RunningServer, cid: str) -> dict[str, Any]:
+    """The conversation CID as the server reports it."""
+    return dict(_get(server, f"/api/conversations/{cid}"))
+
+
+def server_events(server: RunningServer, cid: str) -> list[dict[str, Any]]:
+    """Every event of conversation CID, from the server's own search (all pages)."""
+    out: list[dict[str, Any]] = []
+    page: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": 100}
+        if page:
+            params["page_id"] = page
+        reply = _get(server, f"/api/conversations/{cid}/events/search", **params)
+        out += reply.get("items", [])
+        page = reply.get("next_page_id")
+        if not page:
+            return out

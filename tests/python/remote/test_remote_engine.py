@@ -7,6 +7,8 @@ what tandem says about itself.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,22 +19,28 @@ from fakes.script import Reply
 
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.providers.base import PermissionRequest
+from tandem.providers.base import PermissionAnswer, PermissionRequest
+from tandem.turns.engine import TurnSpec
 
 from .agent_server import Missing, RunningServer, run_server
 from .engine_helpers import (
     LLM_KEY,
+    PROVIDER,
     agent_requests,
     agent_script,
     answering,
     attached_session,
     chat,
     configure,
+    conversation_state,
     conversations_on,
     directive,
     entries,
     run_command,
+    server_events,
+    sid_conversation,
 )
+from .socket_proxy import SocketProxy
 
 pytestmark = pytest.mark.anyio
 
@@ -77,8 +85,9 @@ async def test_no_key_goes_without_forward_keys(server: RunningServer, app: App,
     await app.turns.aclose()
 
 
-async def test_chat_turns_run_on_the_server(server: RunningServer, app: App,
-                                            project: Path) -> None:
+async def test_chat_turns_run_on_the_server(server: RunningServer, app: App, project: Path,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger of the backend, httpx's included
     script = agent_script(run_command("echo hi > hi.txt && cat hi.txt"),
                           Reply(text="All done: wrote hi.txt"),
                           Reply(text="Second answer"))
@@ -121,6 +130,7 @@ async def test_chat_turns_run_on_the_server(server: RunningServer, app: App,
         for path in (app.home).rglob("*"):
             if path.is_file():
                 assert LLM_KEY.encode() not in path.read_bytes(), path
+        assert caplog.records and LLM_KEY not in caplog.text
     await app.turns.aclose()
 
 
@@ -142,4 +152,117 @@ async def test_directive_runs_in_a_conversation_of_its_own(server: RunningServer
         assert "DIRECTIVE PROMPT" in said and "chat question" not in said
         log = entries(app, sid)
         assert len([e for e in log if e["type"] == "acp_session"]) == 1
+    await app.turns.aclose()
+
+
+@pytest.mark.parametrize("how", ["discussion", "rejected"])
+async def test_a_refused_command_does_not_run_and_the_agent_goes_on(
+        server: RunningServer, app: App, project: Path, how: str) -> None:
+    """A discussion refuses without asking; in a chat the user's reject refuses."""
+    script = agent_script(run_command("touch nope.txt"), Reply(text="went on"))
+    with FakeOpenAI(script) as fake:
+        configure(app, server, fake)
+        sid, wd = await attached_session(app, project, server)
+        asked: list[PermissionRequest] = []
+        if how == "discussion":
+            ended = await directive(app, sid, "DISCUSS THIS", "discuss",
+                                    answering("allow_once", asked), read_only=True)
+        else:
+            ended = await chat(app, sid, "try it", answering("reject", asked))
+        assert ended.outcome == "succeeded", ended.error
+        assert ended.answer == "went on"  # the agent heard the refusal and answered
+        assert len(asked) == (0 if how == "discussion" else 1)
+        assert not (Path(wd) / "nope.txt").exists()
+        log = entries(app, sid)
+        result = next(e for e in log if e["type"] == "tool_result")
+        assert result["status"] == "refused"
+        if how == "discussion":
+            assert "read-only" in result["output"]
+        else:
+            assert [e["answer"] for e in log if e["type"] == "interaction_answer"] == ["reject"]
+    await app.turns.aclose()
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+async def test_a_dropped_socket_loses_and_repeats_no_event(server: RunningServer, app: App,
+                                                           project: Path) -> None:
+    script = agent_script(run_command("echo one > one.txt"), run_command("echo two > two.txt"),
+                          Reply(text="both written"))
+    with FakeOpenAI(script) as fake, SocketProxy(_port(server.url)).running() as proxy:
+        configure(app, server, fake, url=proxy.url)
+        sid, wd = await attached_session(app, project, server, url=proxy.url)
+        asked: list[PermissionRequest] = []
+
+        async def ask(request: PermissionRequest, _interaction: str) -> PermissionAnswer:
+            asked.append(request)
+            if len(asked) == 1:
+                # The network goes down while the agent runs the first command and
+                # asks for the second: those events happen while no socket is open.
+                proxy.drop_sockets(down_for=1.0)
+            return "allow_once"
+
+        ended = await chat(app, sid, "write both", ask)
+        assert ended.outcome == "succeeded", ended.error
+        assert ended.answer == "both written"
+        assert proxy.socket_connects >= 2 and proxy.refused >= 1
+        assert (Path(wd) / "two.txt").read_text() == "two\n"
+        log = entries(app, sid)
+        calls = [e["call_id"] for e in log if e["type"] == "tool_call"]
+        results = [e["call_id"] for e in log if e["type"] == "tool_result"]
+        # Each of the server's tool calls exactly once, in its order, each with its result.
+        server_calls = [e["tool_call_id"] for e in server_events(server, sid_conversation(log))
+                        if e.get("kind") == "ActionEvent"]
+        assert calls == results == server_calls and len(calls) == 2
+        assert [e["text"] for e in log if e["type"] == "assistant"] == ["both written"]
+    await app.turns.aclose()
+
+
+async def test_a_server_gone_for_good_fails_the_turn_by_name(server: RunningServer, app: App,
+                                                             project: Path) -> None:
+    script = agent_script(run_command("echo one"), Reply(text="never seen"))
+    with FakeOpenAI(script) as fake, SocketProxy(_port(server.url)).running() as proxy:
+        configure(app, server, fake, url=proxy.url)
+        sid, _wd = await attached_session(app, project, server, url=proxy.url)
+
+        async def ask(request: PermissionRequest, _interaction: str) -> PermissionAnswer:
+            proxy.drop_sockets(for_ever=True)
+            return "reject"
+
+        ended = await chat(app, sid, "go", ask)
+        assert ended.outcome == "failed"
+        assert ended.error is not None and "reconnects failed" in ended.error
+        assert proxy.url in ended.error
+    await app.turns.aclose()
+
+
+async def test_cancel_interrupts_the_server(server: RunningServer, app: App,
+                                            project: Path) -> None:
+    script = agent_script(run_command("sleep 30; echo late > late.txt"), Reply(text="late"))
+    with FakeOpenAI(script) as fake:
+        configure(app, server, fake)
+        sid, wd = await attached_session(app, project, server)
+        asked: list[PermissionRequest] = []
+        engine = app.turns.engine
+        turn = await engine.accept(TurnSpec(session=sid, text="wait", provider=PROVIDER),
+                                   answering("allow_once", asked))
+        for _ in range(600):
+            if asked:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # the command runs on the server now
+        assert engine.cancel(sid)
+        ended = await asyncio.wait_for(engine.wait(sid, turn), 60)
+        assert ended.outcome == "aborted"
+        cid = sid_conversation(entries(app, sid))
+        status = None
+        for _ in range(100):  # what the server says: it stopped running
+            status = conversation_state(server, cid)["execution_status"]
+            if status != "running":
+                break
+            await asyncio.sleep(0.1)
+        assert status in ("paused", "idle"), status
+        assert not (Path(wd) / "late.txt").exists()
     await app.turns.aclose()

@@ -1,0 +1,115 @@
+"""Golden tests of the event mapping on frames recorded from the real agent-server 1.58.2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tandem.providers.base import PermissionAnswer, PermissionRequest
+from tandem.remote.events_map import EventMap, tool_kind, usage_of
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class Recorder:
+    """A TurnSink that notes every call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def text(self, delta: str) -> None:
+        self.calls.append(("text", delta))
+
+    def reasoning(self, delta: str) -> None:
+        self.calls.append(("reasoning", delta))
+
+    def end_message(self) -> None:
+        self.calls.append(("end_message",))
+
+    def tool_call(self, call_id: str, name: str, kind: str, title: str,
+                  input: dict[str, Any]) -> None:
+        self.calls.append(("tool_call", call_id, name, kind, title, input))
+
+    def tool_result(self, call_id: str, status: str, output: str) -> None:
+        self.calls.append(("tool_result", call_id, status, output))
+
+    def plan(self, entries: list[dict[str, Any]]) -> None:
+        self.calls.append(("plan", entries))
+
+    async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:
+        raise AssertionError("the mapping never asks")
+
+
+def frames(name: str) -> list[dict[str, Any]]:
+    return list(json.loads((FIXTURES / name).read_text()))
+
+
+def test_terminal_turn_with_a_confirmation_maps_to_rows_text_and_usage() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    statuses = []
+    for frame in frames("terminal_turn_confirm.json"):
+        if "event" in frame:
+            emap.on_event(frame["event"])
+            statuses.append(emap.status)
+            if emap.status == "waiting_for_confirmation":
+                assert [a.call_id for a in emap.pending] == ["call_fake0001"]
+    command = "echo hi > hi.txt && cat hi.txt"
+    assert sink.calls == [
+        ("tool_call", "call_fake0001", "terminal", "execute", f"Run: {command}",
+         {"command": command}),
+        ("tool_result", "call_fake0001", "completed", "hi"),
+        ("text", "All done: wrote hi.txt"),
+        ("end_message",),
+    ]
+    assert "waiting_for_confirmation" in statuses and emap.status == "finished"
+    assert emap.ended and emap.ran_shell and emap.pending == []
+    assert emap.usage.input_tokens == 36 and emap.usage.output_tokens == 24
+
+
+def test_a_repeated_event_is_mapped_once() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    events = [f["event"] for f in frames("terminal_turn_confirm.json") if "event" in f]
+    for event in events + events:
+        emap.on_event(event)
+    assert [c[0] for c in sink.calls] == ["tool_call", "tool_result", "text", "end_message"]
+
+
+def test_tool_classes_and_usage_of_nothing() -> None:
+    assert tool_kind("terminal", {"command": "ls"}) == "execute"
+    assert tool_kind("file_editor", {"command": "view", "path": "/a"}) == "read"
+    assert tool_kind("file_editor", {"command": "str_replace", "path": "/a"}) == "edit"
+    assert tool_kind("finish", {}) == "read"
+    assert tool_kind("browser_navigate", {}) == "other"
+    assert usage_of(None).input_tokens == 0
+    assert usage_of({"usage_to_metrics": {"x": "garbage"}}).output_tokens == 0
+
+
+def test_a_file_edit_row_carries_its_diff() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    emap.on_event({"id": "e1", "kind": "ActionEvent", "tool_name": "file_editor",
+                   "tool_call_id": "c1", "thought": [{"type": "text", "text": "editing"}],
+                   "action": {"kind": "FileEditorAction", "command": "str_replace",
+                              "path": "/w/a.py", "old_str": "x = 1\n", "new_str": "x = 2\n"}})
+    emap.on_event({"id": "e2", "kind": "ObservationEvent", "tool_call_id": "c1",
+                   "observation": {"kind": "FileEditorObservation", "is_error": True,
+                                   "content": [{"type": "text", "text": "no match"}]}})
+    text, end, call, result = sink.calls
+    assert text == ("text", "editing") and end == ("end_message",)
+    assert call[:5] == ("tool_call", "c1", "file_editor", "edit", "str_replace /w/a.py")
+    assert "-x = 1\n+x = 2\n" in call[5]["diff"] and call[5]["old_str"] == "x = 1\n"
+    assert result == ("tool_result", "c1", "failed", "no match")
+    assert not emap.ran_shell
+
+
+def test_errors_are_kept_in_the_servers_words() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    emap.on_event({"id": "e1", "kind": "ConversationErrorEvent", "code": "LLMError",
+                   "detail": "rate limited by the provider"})
+    emap.on_event({"id": "e2", "kind": "ConversationStateUpdateEvent",
+                   "key": "execution_status", "value": "error"})
+    assert emap.ended and emap.error == "rate limited by the provider"
