@@ -17,12 +17,14 @@
 (require 'tandem-view-render)
 
 (defconst tandem-view-kinds-shown-elsewhere
-  '("turn_start" "directive_open" "tool_result" "interaction_answer")
+  '("turn_start" "directive_open" "tool_result" "interaction_answer" "remote_turn")
   "Entry kinds with no row of their own, and where they show instead.
 turn_start: the turn's header (time, provider, model).
 directive_open: the header of a directive turn (directive and action).
 tool_result: the status and output of its tool call's row.
-interaction_answer: the answered question's row says the answer.")
+interaction_answer: the answered question's row says the answer.
+remote_turn: where a turn started on the agent-server, for Rewind; the
+header line names the host.")
 
 (defconst tandem-view-kinds--acp-how
   '(("new" . "started a new conversation")

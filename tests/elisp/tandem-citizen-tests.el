@@ -114,6 +114,7 @@
                                           :outside t)
     ("compaction" :summary "short" :outside t)
     ("acp_session" :acp-session-id "s" :how "resume")
+    ("remote_turn" :conversation-id "c" :after-event-id nil)
     ("plan" :entries ((:content "Read the code" :status "completed")
                       (:content "Fix it" :status "in_progress")))
     ("provider_change" :provider "openai:m" :model "m" :outside t)
