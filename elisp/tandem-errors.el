@@ -82,8 +82,12 @@
      . "The session cannot be written (another process holds it, or its journal cannot take more); the message says why.")
     ("remote"
      . "The backend answered with an error that is not a tandem error plist (a bug); the message holds what came.")
+    ("remote-busy"
+     . "The agent-server is at capacity (HTTP 429: too many conversations running); try again when one has finished, or raise its max_concurrent_runs.")
     ("remote-failed"
      . "The agent-server failed on its side (HTTP 5xx); try again later or read its log.")
+    ("remote-gone"
+     . "The remote conversation no longer exists on the agent-server (it restarted without its state, or the conversation was deleted); send again to start a new one.")
     ("remote-invalid"
      . "The agent-server answered with something tandem cannot use; check that it is a compatible version.")
     ("remote-refused"

@@ -38,11 +38,29 @@
   :prefix "tandem-remote-")
 
 (defcustom tandem-remote-hosts nil
-  "Agent-servers a session can execute on: an alist of (NAME . URL).
-The session API key of a host is looked up in auth-source by the URL's
-host (and port), else read from the environment variable
-TANDEM_REMOTE_API_KEY_<NAME> (NAME upcased, other characters as _)."
-  :type '(alist :key-type (string :tag "Name") :value-type (string :tag "URL")))
+  "Agent-servers a session can execute on, by name.
+Each entry is (NAME . URL), or (NAME :url URL :forward-keys BOOL
+:agent-profile ID):
+
+  :forward-keys   when non-nil, your LLM key (the provider key tandem
+                  found in auth-source) is handed to this agent-server
+                  for its agent, as the LLM of each conversation.  When
+                  nil, the key never leaves this machine: the server's
+                  agent profile is used, or the turn is refused.
+  :agent-profile  a server-side agent profile id (`agent_profile_id'),
+                  used when no key is handed over.
+
+Only the hosts named here may receive a key; a host named by project
+settings never does.  The session API key of a host is looked up in
+auth-source by the URL's host (and port), else read from the environment
+variable TANDEM_REMOTE_API_KEY_<NAME> (NAME upcased, other characters
+as _)."
+  :type '(alist :key-type (string :tag "Name")
+                :value-type (choice (string :tag "URL")
+                                    (plist :tag "URL and options"
+                                           :options ((:url string)
+                                                     (:forward-keys boolean)
+                                                     (:agent-profile string))))))
 
 (defcustom tandem-remote-default-working-dir "workspace/project"
   "Working dir offered for a new remote target, relative to the server's home."
@@ -54,16 +72,69 @@ TANDEM_REMOTE_API_KEY_<NAME> (NAME upcased, other characters as _)."
 (defvar tandem-remote--targets (make-hash-table :test #'equal)
   "Session id -> its remote target plist (or :none), as last fetched.")
 
+(defvar tandem-remote--forward-answers (make-hash-table :test #'equal)
+  "Host name -> `yes' or `no': whether to hand it the LLM key this Emacs session.
+Asked once per host by `tandem-remote-attach'; never saved.")
+
 ;;;; Hosts and keys
 
 (defun tandem-remote--buffer-session ()
   "Return the buffer's session id (the variable `tandem-session'), or nil."
   (and (boundp 'tandem-session) (symbol-value 'tandem-session)))
 
+(defun tandem-remote-host-entry (name)
+  "Return host NAME of `tandem-remote-hosts' as a plist.
+The plist is (:url URL :forward-keys BOOL :agent-profile ID).  Both
+entry forms are accepted; signal a `user-error' for an unknown NAME or
+an entry without a URL."
+  (let* ((cell (or (assoc name tandem-remote-hosts)
+                   (user-error "No host %S in `tandem-remote-hosts'" name)))
+         (value (cdr cell))
+         (url (if (stringp value) value (plist-get value :url))))
+    (unless (and (stringp url) (not (string-empty-p url)))
+      (user-error "Host %S in `tandem-remote-hosts' has no :url" name))
+    (list :url url
+          :forward-keys (and (consp value) (plist-get value :forward-keys) t)
+          :agent-profile (and (consp value) (plist-get value :agent-profile)))))
+
 (defun tandem-remote-host-url (name)
   "Return the URL of host NAME from `tandem-remote-hosts', or signal."
-  (or (cdr (assoc name tandem-remote-hosts))
-      (user-error "No host %S in `tandem-remote-hosts'" name)))
+  (plist-get (tandem-remote-host-entry name) :url))
+
+(defun tandem-remote-forward-keys-p (name)
+  "Return non-nil when host NAME may receive the user's LLM key.
+Its entry says :forward-keys, or the user said yes this Emacs session."
+  (or (plist-get (tandem-remote-host-entry name) :forward-keys)
+      (eq (gethash name tandem-remote--forward-answers) 'yes)))
+
+(defun tandem-remote--maybe-ask-forward (name)
+  "Ask once per Emacs session whether host NAME may receive the LLM key.
+Only for a host whose entry neither forwards keys nor names an agent
+profile: without either its turns would be refused."
+  (let ((entry (tandem-remote-host-entry name)))
+    (unless (or (plist-get entry :forward-keys) (plist-get entry :agent-profile)
+                (gethash name tandem-remote--forward-answers))
+      (puthash name
+               (if (yes-or-no-p
+                    (format "Hand your LLM key to agent-server %s (%s) for its agent, \
+this Emacs session only? " name (plist-get entry :url)))
+                   'yes 'no)
+               tandem-remote--forward-answers))))
+
+(defun tandem-remote-hosts-config ()
+  "Return `tandem-remote-hosts' in the shape the backend's configure call takes.
+A list of (:name :url [:forward-keys t] [:agent-profile ID] [:api-key KEY]);
+the session API key is looked up as for every other call."
+  (mapcar (lambda (cell)
+            (let* ((name (car cell))
+                   (entry (tandem-remote-host-entry name))
+                   (key (tandem-remote-api-key name (plist-get entry :url))))
+              (append (list :name name :url (plist-get entry :url))
+                      (and (tandem-remote-forward-keys-p name) (list :forward-keys t))
+                      (and (plist-get entry :agent-profile)
+                           (list :agent-profile (plist-get entry :agent-profile)))
+                      (and key (list :api-key key)))))
+          tandem-remote-hosts))
 
 (defun tandem-remote-read-host (&optional prompt)
   "Read a host name from `tandem-remote-hosts' with PROMPT."
@@ -120,6 +191,8 @@ WORKING-DIR may be relative to the server's home.  Return the target."
      (list session (tandem-remote-read-host)
            (read-string "Working dir (relative to the server's home): "
                         tandem-remote-default-working-dir))))
+  (when (called-interactively-p 'interactive)
+    (tandem-remote--maybe-ask-forward host))
   (let ((target (tandem-remote--request
                  "remote/attach"
                  (append (list :session session :host host :working-dir working-dir)
@@ -145,12 +218,18 @@ WORKING-DIR may be relative to the server's home.  Return the target."
       (puthash session known tandem-remote--targets))
     (and (not (eq known :none)) known)))
 
+(defun tandem-remote-remember (session target)
+  "Record TARGET (a plist, or nil for none) as SESSION's remote target."
+  (puthash session (or target :none) tandem-remote--targets))
+
 (defun tandem-remote-header-string (session)
-  "Return a short header text naming SESSION's remote target, or nil.
-It uses what is known; call `tandem-remote-target' to fetch first."
+  "Return a short header text naming SESSION's engine and host, or nil.
+\"remote: HOST (WORKING-DIR)\" for a session that executes on an
+agent-server; nil for a local one.  It uses what is known; call
+`tandem-remote-target' to fetch first."
   (let ((target (gethash session tandem-remote--targets)))
     (when (and target (not (eq target :none)))
-      (format "remote %s:%s" (plist-get target :host)
+      (format "remote: %s (%s)" (plist-get target :host)
               (plist-get target :resolved-working-dir)))))
 
 ;;;; Uploads

@@ -24,6 +24,7 @@
 (require 'auth-source)
 (require 'cl-lib)
 (require 'tandem-client)
+(require 'tandem-remote)
 (require 'tandem-settings)
 
 (require 'tandem-core)
@@ -82,7 +83,7 @@ Long because acceptance may first compact a long session."
           tandem-acp-agents))
 
 (defun tandem-configure ()
-  "Send ACP agents, auth-source keys, defaults and settings to the backend.
+  "Send ACP agents, keys, remote hosts, defaults and settings to the backend.
 The settings are the options of tandem-settings.el that are set.
 Called before each turn, so that changes to the options take effect."
   (let ((credentials nil))
@@ -96,7 +97,9 @@ Called before each turn, so that changes to the options take effect."
                                           (list :api-key key :host (cdr pair))))))))
     (tandem-request "turns/configure"
                     (append (list :acp-agents (tandem--agents-list)
-                                  :credentials credentials)
+                                  :credentials credentials
+                                  ;; Which agent-servers may receive the key.
+                                  :remote-hosts (tandem-remote-hosts-config))
                             (and tandem-provider (list :default-provider tandem-provider))
                             (let ((json (tandem-settings-json)))
                               (and json (list :settings-json json)))

@@ -17,12 +17,14 @@
 (require 'tandem-view-render)
 
 (defconst tandem-view-kinds-shown-elsewhere
-  '("turn_start" "directive_open" "tool_result" "interaction_answer")
+  '("turn_start" "directive_open" "tool_result" "interaction_answer" "remote_turn")
   "Entry kinds with no row of their own, and where they show instead.
 turn_start: the turn's header (time, provider, model).
 directive_open: the header of a directive turn (directive and action).
 tool_result: the status and output of its tool call's row.
-interaction_answer: the answered question's row says the answer.")
+interaction_answer: the answered question's row says the answer.
+remote_turn: where a turn started on the agent-server, for Rewind; the
+header line names the host.")
 
 (defconst tandem-view-kinds--acp-how
   '(("new" . "started a new conversation")
@@ -57,15 +59,6 @@ interaction_answer: the answered question's row says the answer.")
                'font-lock-face 'tandem-view-muted)
    nil))
 
-(defun tandem-view-kinds--remote-turn (_block entry _folded-p)
-  "Insert the row of ENTRY, a `remote_turn': the server conversation of its turn."
-  (let ((conversation (format "%s" (or (plist-get entry :conversation-id) ""))))
-    (tandem-view-render--line
-     (propertize (format "%s⇄ Ran on the agent-server, conversation %s" tandem-view-render-indent
-                         (substring conversation 0 (min 8 (length conversation))))
-                 'font-lock-face 'tandem-view-muted)
-     nil)))
-
 (defconst tandem-view-kinds--plan-marks
   '(("pending" . "☐") ("in_progress" . "◐") ("completed" . "☑"))
   "The mark of each plan step's status.")
@@ -92,9 +85,7 @@ interaction_answer: the answered question's row says the answer.")
       (alist-get "provider_change" tandem-view-render-kind-functions nil nil #'equal)
       #'tandem-view-kinds--provider-change
       (alist-get "acp_option" tandem-view-render-kind-functions nil nil #'equal)
-      #'tandem-view-kinds--acp-option
-      (alist-get "remote_turn" tandem-view-render-kind-functions nil nil #'equal)
-      #'tandem-view-kinds--remote-turn)
+      #'tandem-view-kinds--acp-option)
 
 (provide 'tandem-view-kinds)
 ;;; tandem-view-kinds.el ends here

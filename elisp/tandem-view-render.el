@@ -294,7 +294,7 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
   "Insert ENTRY of BLOCK, with FOLDED-P telling whether a part key is folded."
   (let ((type (plist-get entry :type)) (seq (plist-get entry :seq)))
     (pcase type
-      ((or "turn_start" "directive_open" "tool_result" "interaction_answer"))
+      ((or "turn_start" "directive_open" "tool_result" "interaction_answer" "remote_turn"))
       ("user"
        (if (tandem-view-block-directive block)
            (let ((folded (funcall folded-p (list 'prompt seq)))

@@ -98,9 +98,9 @@ In the composer:
   :group 'tandem-view)
 
 (defun tandem-view--header-line ()
-  "Return the header line: project, title, remote target, scope and turn state.
-The remote target is what `tandem-remote-attach' / `-detach' last
-recorded, or what the backend said at the last `g'."
+  "Return the header line: project, title, engine and host, scope and turn state.
+A remote session shows \"remote: HOST (WORKING-DIR)\": what the session
+reply, `tandem-remote-attach' / `-detach' or the last `g' said."
   (let* ((scope (tandem-composer-scope))
          (session (tandem-view-state-session tandem-view--state))
          (running (tandem-view-state-running tandem-view--state))
@@ -173,6 +173,9 @@ Unless NO-SELECT, the buffer is displayed and selected."
       (tandem-view-install-hooks)
       (with-current-buffer buffer
         (setf (tandem-view-state-info tandem-view--state) info)
+        ;; A session reply says where the session executes (the header's engine).
+        (when (plist-member info :remote)
+          (tandem-remote-remember id (plist-get info :remote)))
         (rename-buffer (format "*tandem: %s — %s*" (tandem-view--project-name) (tandem-view--title))
                        t)
         ;; Registered before the first refresh: events arriving while it

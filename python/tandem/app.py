@@ -17,11 +17,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import SecretStr
+
 from tandem.checkpoints.service import CheckpointService
 from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
 from tandem.paths import tandem_home
+from tandem.remote.agent_llm import host_entry
 from tandem.remote.checkpoints import CheckpointsBySession, RemoteCheckpoints
+from tandem.remote.models import RemoteTarget
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
@@ -63,6 +67,9 @@ class App:
         checkpoints = CheckpointsBySession(local, self.remote_checkpoints)
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
         self.turns.remote_target = self.remote.target  # an attached session runs remotely
+        # Checkpoints and Rewind of a remote session reach its server with the key of
+        # the user's host entry (Emacs pushes it), as its turns do.
+        self.remote.key_lookup = self._remote_key
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
         self.sessions.manager.on_open.append(self._recover_on_open)
 
@@ -110,6 +117,11 @@ class App:
         from tandem.overview.facts import FactsCache
 
         return FactsCache()
+
+    def _remote_key(self, target: RemoteTarget) -> SecretStr | None:
+        """The session API key of the user's entry for TARGET's host, if any."""
+        entry = host_entry(target, self.turns.config.remote_hosts)
+        return entry.api_key if entry is not None else None
 
     async def aclose(self) -> None:
         """Stop in reverse order: running turns end through their terminal path and the

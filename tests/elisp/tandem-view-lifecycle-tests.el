@@ -111,10 +111,10 @@ the form as redisplay would."
              (info (tandem-request "sessions/new" (list :cwd dir :title "remote")))
              (session (plist-get info :id))
              (buffer (tandem-view-show info t))
-             (shown (concat "remote box:" home "/workspace/project/v")))
+             (shown (concat "remote: box (" home "/workspace/project/v)")))
         (unwind-protect
             (progn
-              (should-not (string-match-p "remote box" (tandem-view-lifecycle-test--header buffer)))
+              (should-not (string-match-p "remote: box" (tandem-view-lifecycle-test--header buffer)))
               ;; M-x tandem-remote-attach in the buffer acts on its session.
               (with-current-buffer buffer
                 (should (equal (funcall tandem-remote-session-function) session)))
@@ -122,11 +122,11 @@ the form as redisplay would."
               (should (string-match-p (regexp-quote shown)
                                       (tandem-view-lifecycle-test--header buffer)))
               (tandem-remote-detach session)
-              (should-not (string-match-p "remote box" (tandem-view-lifecycle-test--header buffer)))
+              (should-not (string-match-p "remote: box" (tandem-view-lifecycle-test--header buffer)))
               ;; Changed behind Emacs's back (straight to the backend): `g' sees it.
               (tandem-request "remote/attach" (list :session session :host "box" :url url
                                                     :working-dir "workspace/project/v"))
-              (should-not (string-match-p "remote box" (tandem-view-lifecycle-test--header buffer)))
+              (should-not (string-match-p "remote: box" (tandem-view-lifecycle-test--header buffer)))
               (with-current-buffer buffer (tandem-view-refresh))
               (should (string-match-p (regexp-quote shown)
                                       (tandem-view-lifecycle-test--header buffer))))

@@ -63,6 +63,8 @@ async def hosts(app: App, p: HostsParams) -> list[HostStatus]:
 
 async def attach(app: App, p: AttachParams) -> RemoteTarget:
     """Resolve the working dir now and record the session's target (no key)."""
+    # Switching engines under a running turn (or rewind) would split it across two.
+    app.gate.check_free(p.session, "attach")
     return await app.remote.attach(p.session, p.host, p.url, p.api_key, p.working_dir)
 
 
@@ -73,6 +75,7 @@ async def target(app: App, p: SessionParams) -> RemoteTarget | None:
 
 async def detach(app: App, p: SessionParams) -> bool:
     """Forget the session's remote target."""
+    app.gate.check_free(p.session, "detach")
     return app.remote.detach(p.session)
 
 

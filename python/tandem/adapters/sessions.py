@@ -45,6 +45,7 @@ from tandem.protocol.sessions import (
     UsageParams,
 )
 from tandem.sessions import requests
+from tandem.sessions.manager import Active
 from tandem.sessions.requests import absolute_dir, info
 from tandem.turns.usage import usage_report
 
@@ -58,9 +59,13 @@ async def list_sessions(app: App, p: ListParams) -> list[dict[str, Any]]:
     return [s.model_dump() for s in app.sessions.manager.list(cwd)]
 
 
+def _info(app: App, active: Active) -> SessionInfo:
+    return info(app.sessions, app.remote.target_or_none, active)
+
+
 async def new(app: App, p: NewParams) -> SessionInfo:
     """Create an empty session and make it active."""
-    return info(app.sessions, app.sessions.manager.new(absolute_dir(p.cwd), p.title))
+    return _info(app, app.sessions.manager.new(absolute_dir(p.cwd), p.title))
 
 
 async def lookup(app: App, p: LookupParams) -> dict[str, Any]:
@@ -70,28 +75,28 @@ async def lookup(app: App, p: LookupParams) -> dict[str, Any]:
 
 async def resume(app: App, p: ResumeParams) -> SessionInfo:
     """Resume by id; a lost directory needs ``relocate`` (t moves, nil cancels)."""
-    return info(app.sessions, requests.resume(app.sessions, p.query, p.cwd, p.relocate))
+    return _info(app, requests.resume(app.sessions, p.query, p.cwd, p.relocate))
 
 
 async def open_file(app: App, p: OpenFileParams) -> SessionInfo:
     """Open a journal file; never moves it (active cwd falls back to ``cwd``)."""
-    return info(app.sessions, app.sessions.manager.open_file(p.path, absolute_dir(p.cwd)))
+    return _info(app, app.sessions.manager.open_file(p.path, absolute_dir(p.cwd)))
 
 
 async def switch(app: App, p: SwitchParams) -> SessionInfo:
     """Switch sessions; keeps the active directory when the target's is gone."""
-    return info(app.sessions, app.sessions.manager.switch(p.target))
+    return _info(app, app.sessions.manager.switch(p.target))
 
 
 async def continue_(app: App, p: ContinueParams) -> SessionInfo:
     """Continue: this project's latest session, else re-root a lost breadcrumb, else new."""
-    return info(app.sessions, app.sessions.manager.continue_recent(absolute_dir(p.cwd)))
+    return _info(app, app.sessions.manager.continue_recent(absolute_dir(p.cwd)))
 
 
 async def current(app: App, p: CurrentParams) -> SessionInfo | None:
     """The active session, or nil."""
     active = app.sessions.manager.current
-    return info(app.sessions, active) if active else None
+    return _info(app, active) if active else None
 
 
 async def entries(app: App, p: EntriesParams) -> dict[str, Any]:
@@ -155,7 +160,13 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
 
 async def overview(app: App, p: OverviewParams) -> Overview:
     """Every session with its live state."""
-    return overview_of(app.sessions, app.turns.engine, app.overview_facts, p.cwd)
+    attached = app.remote.attached()
+
+    def host_of(session: str) -> str | None:
+        target = app.remote.target_or_none(session) if session in attached else None
+        return target.host if target is not None else None
+
+    return overview_of(app.sessions, app.turns.engine, app.overview_facts, p.cwd, host_of)
 
 
 async def usage(app: App, p: UsageParams) -> dict[str, Any]:

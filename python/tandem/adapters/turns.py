@@ -52,7 +52,7 @@ async def wait(app: App, p: TurnParams) -> TurnStatus:
 async def configure(app: App, p: ConfigureParams) -> dict[str, Any]:
     """Take the front end's configuration (in memory only)."""
     return requests.configure(app.turns, p.acp_agents, p.credentials, p.default_provider,
-                              p.permission_mode, p.settings_json)
+                              p.permission_mode, p.settings_json, p.remote_hosts)
 
 
 async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:

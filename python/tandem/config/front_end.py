@@ -1,10 +1,11 @@
 """What a front end configures for a backend, in memory only (never written anywhere).
 
 `ClientConfig` is what ``turns/configure`` receives: the ACP agents (from
-``tandem-acp-agents``), credentials (auth-source), the default provider and
-permission mode. Its `overlay` part is the settings layer the sessions side
-puts on top of the user's and the project's files; the credentials stay with
-the turn service, which builds providers.
+``tandem-acp-agents``), credentials (auth-source), the agent-servers of
+``tandem-remote-hosts``, the default provider and permission mode. Its
+`overlay` part is the settings layer the sessions side puts on top of the
+user's and the project's files; the credentials and hosts stay with the turn
+service, which builds providers.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ the events that change a state (``turn-started``, ``interaction``, the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tandem.overview.facts import FactsCache
 from tandem.protocol.sessions import Overview, OverviewRow, OverviewState
 from tandem.providers.registry import parse_provider
@@ -20,8 +22,12 @@ _ORDER = {"waiting": 0, "running": 1}
 
 
 def overview(sessions: SessionService, engine: TurnEngine, cache: FactsCache,
-             cwd: str | None) -> Overview:
-    """Every session (only CWD's when given), those waiting for the user first."""
+             cwd: str | None, host_of: Callable[[str], str | None] = lambda _s: None
+             ) -> Overview:
+    """Every session (only CWD's when given), those waiting for the user first.
+
+    HOST_OF names the agent-server a session is attached to (None: it runs here).
+    """
     manager = sessions.manager
     rows: list[OverviewRow] = []
     for s in manager.list(cwd):
@@ -39,10 +45,12 @@ def overview(sessions: SessionService, engine: TurnEngine, cache: FactsCache,
         else:
             state = "idle" if s.id in manager.journals else "closed"
         provider = running.spec.provider if running is not None else facts.provider
+        host = host_of(s.id)
         rows.append(OverviewRow(
             id=s.id, path=s.path, title=s.title, cwd=s.cwd, last_activity=s.last_activity,
             state=state, question=question, turn=running.turn if running else None,
-            provider=provider, engine=_engine(provider), turns=facts.turns,
+            provider=provider, engine="remote" if host else _engine(provider),
+            host=host, turns=facts.turns,
             input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
             damaged=s.damaged))
     rows.sort(key=lambda r: _ORDER.get(r.state, 2))  # stable: newest first within each

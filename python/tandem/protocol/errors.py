@@ -42,7 +42,9 @@ ErrorCode = Literal[
     "nothing-to-compact",
     "provider",
     "read-only",
+    "remote-busy",
     "remote-failed",
+    "remote-gone",
     "remote-invalid",
     "remote-refused",
     "remote-unreachable",
@@ -110,6 +112,11 @@ CODES: dict[ErrorCode, str] = {
     "nothing was changed; try again or choose another provider.",
     "read-only": "The session cannot be written (another process holds it, or its "
     "journal cannot take more); the message says why.",
+    "remote-busy": "The agent-server is at capacity (HTTP 429: too many conversations "
+    "running); try again when one has finished, or raise its max_concurrent_runs.",
+    "remote-gone": "The remote conversation no longer exists on the agent-server (it "
+    "restarted without its state, or the conversation was deleted); send again to "
+    "start a new one.",
     "remote-failed": "The agent-server failed on its side (HTTP 5xx); try again later "
     "or read its log.",
     "remote-invalid": "The agent-server answered with something tandem cannot use; "

@@ -31,6 +31,9 @@ class SessionInfo(Reply):
     settings: dict[str, Any]
     settings_warnings: list[str]
     """Settings that do not apply: untrusted project keys, invalid files."""
+    remote: dict[str, Any] | None = None
+    """Where the session executes when attached to an agent-server (its target: host,
+    url, working dir), else nil: local."""
 
 
 class ListParams(Params):
@@ -209,7 +212,10 @@ class OverviewRow(Reply):
     """The running turn (states ``running`` and ``waiting``)."""
     provider: str = ""
     engine: str = ""
-    """``acp`` (an agent process) or ``native`` (tandem's own loop); "" before a turn."""
+    """``remote`` (an agent-server), ``acp`` (an agent process) or ``native`` (tandem's
+    own loop); "" before a turn of a local session."""
+    host: str | None = None
+    """The agent-server's name in ``tandem-remote-hosts`` (engine ``remote``)."""
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from tandem.protocol.base import Params, Reply
 
@@ -64,6 +64,19 @@ class AgentSpec(Params):
     env: list[tuple[str, str]] = Field(default_factory=list)
 
 
+class RemoteHostSpec(Params):
+    """One entry of ``tandem-remote-hosts``: NAME, URL, what it may receive.
+
+    A list entry (not a plist keyed by name) so host names keep their ``-``.
+    """
+
+    name: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    forward_keys: bool = False
+    agent_profile: str | None = None
+    api_key: SecretStr | None = None
+
+
 class ConfigureParams(Params):
     """What Emacs tells the backend: ACP agents, keys from auth-source, defaults.
 
@@ -72,6 +85,7 @@ class ConfigureParams(Params):
 
     acp_agents: list[AgentSpec] = Field(default_factory=list)
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
+    remote_hosts: list[RemoteHostSpec] = Field(default_factory=list)
     default_provider: str | None = None
     permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
     settings_json: str | None = Field(default=None, max_length=1 << 20)

@@ -24,6 +24,7 @@ from tandem.providers.base import (
     Message,
     Outcome,
     PermissionRequest,
+    RemoteTurnStart,
     TurnRequest,
     TurnResult,
     TurnSink,
@@ -150,6 +151,11 @@ class RemoteProvider:
                 self._conversation_id = cid
                 self._last = Conversation(id=cid, how=self._how)
             baseline = usage_of(state.get("stats"))
+            # The conversation's HEAD before this turn's message: a Rewind before the
+            # turn navigates back to it (journaled as a ``remote_turn`` entry).
+            leaf = state.get("leaf_event_id")
+            start = RemoteTurnStart(conversation_id=cid,
+                                    after_event_id=leaf if isinstance(leaf, str) else None)
             stream = SessionStream(self.target.url, cid, client.socket_headers,
                                    **self.stream_options)
             events = EventMap(sink)
@@ -164,7 +170,10 @@ class RemoteProvider:
                 events.finish()
                 with contextlib.suppress(Exception):
                     await stream.close()
-        return self._result(events, baseline, cid, request)
+        result = self._result(events, baseline, cid, request)
+        if not request.isolated:  # a directive's conversation is never resumed nor rewound
+            result.remote_turn = start
+        return result
 
     async def _follow(self, client: AgentServerClient, cid: str, stream: SessionStream,
                       events: EventMap, request: TurnRequest) -> None:

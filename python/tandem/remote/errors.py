@@ -40,11 +40,33 @@ def server_message(response: httpx.Response) -> str:
     return json.dumps(body)[:500]
 
 
+def _origin(response: httpx.Response) -> str:
+    """The server RESPONSE came from, as scheme://host:port (no path, no query)."""
+    try:
+        url = response.request.url
+    except RuntimeError:  # a Response built without a request (tests, mocks)
+        return "the agent-server"
+    return str(url.copy_with(path="/", query=None, fragment=None)).rstrip("/")
+
+
+def _conversation_of(response: httpx.Response) -> str | None:
+    """The conversation id in RESPONSE's request path ``/api/conversations/ID…``, if any."""
+    try:
+        parts = response.request.url.path.split("/")
+    except RuntimeError:
+        return None
+    if len(parts) > 3 and parts[1:3] == ["api", "conversations"] and parts[3]:
+        return parts[3]
+    return None
+
+
 def _code_for(status: int) -> ErrorCode:
     if status == 401:
         return "unauthorized"
     if status == 404:
         return "not-found"
+    if status == 429:
+        return "remote-busy"
     if 400 <= status < 500:
         return "remote-refused"
     return "remote-failed"
@@ -54,16 +76,44 @@ def error_from_response(context: str, response: httpx.Response) -> RemoteError:
     """A RemoteError for a failed RESPONSE, prefixed by CONTEXT (what was attempted).
 
     The message carries the server's words verbatim (``Path must be absolute``,
-    ``Path is a directory``…) and the status; a 401 adds what to check.
+    ``Path is a directory``…), the status and the server it came from; a 401
+    adds what to check, a 429 that the server is at capacity, a 404 on a
+    conversation that the conversation is gone (the server restarted or
+    deleted it).
     """
     status = response.status_code
-    message = f"{context}: {server_message(response)} (HTTP {status})"
+    origin = _origin(response)
+    where = "" if origin in context else f" from {origin}"
+    message = f"{context}: {server_message(response)} (HTTP {status}{where})"
+    code = _code_for(status)
     if status == 401:
         message += "; the session API key is missing or wrong"
-    return RemoteError(_code_for(status), message, status)
+    elif status == 429:
+        message += "; the agent-server is at capacity (too many conversations running), " \
+                   "try again when one has finished"
+    elif status == 404 and (conversation := _conversation_of(response)) is not None:
+        code = "remote-gone"
+        message += (f"; conversation {conversation} is gone from {origin} (the server "
+                    "was restarted without its state, or the conversation was deleted)")
+    return RemoteError(code, message, status)
 
 
 def error_from_transport(context: str, base_url: str, exc: httpx.HTTPError) -> RemoteError:
     """A RemoteError for a request that got no answer (refused, timed out, reset)."""
     reason = str(exc) or type(exc).__name__
     return RemoteError("remote-unreachable", f"{context}: {base_url} did not answer: {reason}")
+
+
+def naming_host(err: TandemError, host: str) -> TandemError:
+    """ERR with its message led by the agent-server's name HOST (from ``tandem-remote-hosts``).
+
+    The URL alone does not tell the user which of their hosts failed; the
+    code, status and data stay as they were.
+    """
+    prefix = f"agent-server {host}: "
+    if err.message.startswith(prefix):
+        return err
+    out = RemoteError(err.code, prefix + err.message, getattr(err, "status", None))
+    out.data = err.data
+    out.command = err.command
+    return out

@@ -9,6 +9,7 @@ dropped when the operation ends.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,12 @@ from pydantic import SecretStr
 
 from tandem.protocol.base import TandemError
 from tandem.remote.client import AgentServerClient, Progress, normalize_base_url
-from tandem.remote.errors import RemoteError
+from tandem.remote.errors import RemoteError, naming_host
 from tandem.remote.home_cache import HomeCache
 from tandem.remote.models import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
 from tandem.remote.paths import build_upload_path, upload_name
 from tandem.remote.resolver import WorkingDirResolver
-from tandem.remote.targets import load_target, remove_target, save_target
+from tandem.remote.targets import load_target, remove_target, save_target, targets_dir
 
 Key = SecretStr | str | None
 """A session API key as it comes: wrapped, plain, or absent."""
@@ -133,7 +134,10 @@ class RemoteService:
     ) -> RemoteTarget:
         """Make HOST (at URL) SESSION's execution target, resolving WORKING_DIR now."""
         base = normalize_base_url(url)
-        resolved = await self.resolve(base, api_key, working_dir)
+        try:
+            resolved = await self.resolve(base, api_key, working_dir)
+        except TandemError as e:
+            raise naming_host(e, host) from None
         target = RemoteTarget(
             session=session,
             host=host,
@@ -163,6 +167,25 @@ class RemoteService:
     def target(self, session: str) -> RemoteTarget | None:
         """SESSION's remote target, or None."""
         return load_target(self.home, session)
+
+    def target_or_none(self, session: str) -> RemoteTarget | None:
+        """SESSION's remote target for a listing: None also when its file is damaged.
+
+        A listing must not fail on one bad file; ``remote/target`` reports it.
+        """
+        try:
+            return load_target(self.home, session)
+        except TandemError:
+            return None
+
+    def attached(self) -> set[str]:
+        """The sessions that have a target file (one directory read, for listings)."""
+        try:
+            names = os.listdir(targets_dir(self.home))
+        except FileNotFoundError:
+            return set()
+        return {n[: -len(".json")] for n in names if n.endswith(".json")
+                and not n.startswith(".")}
 
     def detach(self, session: str) -> bool:
         """Forget SESSION's remote target; True if it had one."""

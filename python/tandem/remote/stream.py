@@ -96,7 +96,7 @@ class SessionStream:
 
     def _closed_error(self, code: int | None, reason: str | None) -> RemoteError | None:
         if code == GONE:
-            return RemoteError("not-found", f"the agent-server {self.base_url} no longer has "
+            return RemoteError("remote-gone", f"the agent-server {self.base_url} no longer has "
                                             f"conversation {self.conversation_id} "
                                             f"({reason or 'gone'})")
         if code == AUTH_FAILED:

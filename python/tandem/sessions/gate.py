@@ -23,7 +23,7 @@ from tandem.store.journal import Journal
 
 Purpose = Literal["turn", "rewind", "compaction", "revert"]
 """Why a session is held."""
-Wanted = Literal["turn", "rewind", "compaction", "close", "revert"]
+Wanted = Literal["turn", "rewind", "compaction", "close", "revert", "attach", "detach"]
 """What the caller that finds it held wants to do."""
 
 
@@ -44,6 +44,10 @@ _TURN_RUNNING: dict[Wanted, str] = {
                   "or cancel it",
     "close": "A turn is running in session {sid}; cancel it first",
     "revert": "A turn is running in session {sid}; revert when it has ended",
+    "attach": "A turn is running in session {sid}; attach it to a host when the turn has "
+              "ended, or cancel it",
+    "detach": "A turn is running in session {sid}; detach it when the turn has ended, "
+              "or cancel it",
 }
 _OTHER: dict[tuple[Purpose, Wanted], str] = {
     ("rewind", "rewind"): "Session {sid} is already being rewound",

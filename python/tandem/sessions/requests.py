@@ -10,7 +10,10 @@ terminal without a TTY.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
+
+from pydantic import BaseModel
 
 from tandem.protocol.base import TandemError
 from tandem.protocol.sessions import SessionInfo
@@ -27,11 +30,17 @@ def absolute_dir(text: str) -> str:
     return os.path.expanduser(text)
 
 
-def info(sessions: SessionService, active: Active) -> SessionInfo:
-    """ACTIVE described with the settings that apply and those that do not."""
+def info(sessions: SessionService, target_of: Callable[[str], BaseModel | None],
+         active: Active) -> SessionInfo:
+    """ACTIVE described with the settings that apply and those that do not.
+
+    TARGET_OF gives a session's remote target (None: it runs here).
+    """
     settings = sessions.manager.settings
+    target = target_of(active.journal.header.id)
     return SessionInfo(**active.describe(), settings=settings.effective,
-                       settings_warnings=settings.warnings)
+                       settings_warnings=settings.warnings,
+                       remote=target.model_dump() if target is not None else None)
 
 
 def lookup(sessions: SessionService, query: str, cwd: str) -> dict[str, Any]:

@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tandem.config.front_end import ClientConfig
+from tandem.config.front_end import ClientConfig, RemoteHost
 from tandem.config.model import validate
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import ModelsReply
-from tandem.protocol.turns import AgentSpec, TurnStatus
+from tandem.protocol.turns import AgentSpec, RemoteHostSpec, TurnStatus
 from tandem.providers.base import PermissionAnswer, PermissionMode
 from tandem.providers.credentials import ApiFamily, resolve_credentials
 from tandem.providers.model_list import list_models, models_url
@@ -74,7 +74,8 @@ async def wait(turns: TurnService, session: str, turn: int, timeout: float) -> T
 def configure(turns: TurnService, acp_agents: list[AgentSpec],
               credentials: dict[str, dict[str, str]], default_provider: str | None,
               permission_mode: PermissionMode | None,
-              settings_json: str | None) -> dict[str, Any]:
+              settings_json: str | None,
+              remote_hosts: list[RemoteHostSpec] | None = None) -> dict[str, Any]:
     """Take the front end's configuration (in memory only); the agents and keys it named."""
     agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in acp_agents}
     custom: dict[str, Any] = {}
@@ -85,11 +86,15 @@ def configure(turns: TurnService, acp_agents: list[AgentSpec],
             raise TandemError("invalid-settings", f"Settings from Emacs: invalid JSON: {exc}"
                               ) from None
         custom = validate(data, "from Emacs customization").plain()
+    hosts = {h.name: RemoteHost(url=h.url, forward_keys=h.forward_keys,
+                                agent_profile=h.agent_profile, api_key=h.api_key)
+             for h in remote_hosts or []}
     # Emacs sends this before every turn; providers are rebuilt only on a change.
     turns.configure(ClientConfig(acp_agents=agents, credentials=credentials,
-                                 default_provider=default_provider,
+                                 remote_hosts=hosts, default_provider=default_provider,
                                  permission_mode=permission_mode, settings=custom))
-    return {"acp_agents": sorted(agents), "credentials": sorted(credentials)}
+    return {"acp_agents": sorted(agents), "credentials": sorted(credentials),
+            "remote_hosts": sorted(hosts)}
 
 
 def set_provider(sessions: SessionService, events: EventSink, session: str,

@@ -11,6 +11,10 @@ Command line (what ``make test`` runs before pytest)::
 installs the pinned version if the venv is missing or holds another version,
 and does nothing otherwise. It exits 0 with a message when no Python ≥ 3.12
 exists, so the integration test skips and says why.
+
+``agent_server.py serve KEY`` (for the Emacs tests) starts the server with
+the session key KEY, prints ``URL HOME`` on one line (or ``SKIP reason``),
+and stops it when stdin closes.
 """
 
 from __future__ import annotations
@@ -251,11 +255,24 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def serve(api_key: str) -> int:
+    """Run the server for another process: ``URL HOME`` on stdout, until stdin closes."""
+    try:
+        with run_server(api_key=api_key) as srv:
+            print(srv.url, srv.home, flush=True)
+            sys.stdin.read()
+    except Missing as e:
+        print(f"SKIP {e}", flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """``install``: ensure the pinned venv; ``where``: print the venv path."""
+    """``install``: ensure the pinned venv; ``where``: print the venv path; ``serve KEY``."""
     if argv[1:] == ["where"]:
         print(venv_dir())
         return 0
+    if len(argv) == 3 and argv[1] == "serve":
+        return serve(argv[2])
     if argv[1:] != ["install"]:
         print(__doc__, file=sys.stderr)
         return 2

@@ -34,6 +34,8 @@ class FakeAgentServer:
         self.release = threading.Event()
         self.release.set()
         self.conversations: list[dict[str, Any]] = []
+        self.at_capacity = False
+        """Answer new conversations 429 with the real server's words (run limit reached)."""
         self.seen_keys: list[str | None] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -123,6 +125,10 @@ class FakeAgentServer:
                     return
                 if url.path == "/api/file/upload":
                     self._upload(query["path"][0], body)
+                elif url.path == "/api/conversations" and server.at_capacity:
+                    # openhands event_service.py: ConversationRunLimitExceeded → 429.
+                    self._send(429, {"detail": "Conversation run limit reached. "
+                                               "Retry the request later."})
                 elif url.path == "/api/conversations":
                     req = json.loads(body)
                     server.conversations.append(req)

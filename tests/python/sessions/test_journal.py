@@ -121,10 +121,10 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
                    "after": "c"},
         "compaction": {"summary": "s", "first_kept_turn": 2},
         "acp_session": {"acp_session_id": "a", "how": "new"},
+        "remote_turn": {"turn": 1, "conversation_id": "c", "after_event_id": None},
         "acp_option": {"agent": "claude", "option": "mode", "value": "plan"},
         "plan": {"turn": 1, "entries": [{"content": "c", "status": "pending"}]},
         "provider_change": {"provider": "openai:m", "model": "m"},
-        "remote_turn": {"turn": 1, "conversation_id": "c", "after_event_id": None},
     }
     assert set(samples) == set(ENTRY_TYPES)
     with Journal.create(home, str(tmp_path)) as j:
