@@ -113,11 +113,11 @@ def _finished(event: dict[str, Any]) -> bool:
 
 async def _tandem_turns(server: RunningServer, llm_url: str, runs: int) -> list[float]:
     """Milliseconds from acceptance to turn end of RUNS turns after a first one."""
-    from tandem.sessions.api import NewParams, new
-
+    from tandem.adapters.sessions import new
     from tandem.app import App
     from tandem.config.front_end import ClientConfig, RemoteHost
     from tandem.events import NullSink
+    from tandem.protocol.sessions import NewParams
     from tandem.turns.engine import TurnSpec
 
     with tempfile.TemporaryDirectory(prefix="tandem-bench-remote-") as tmp:

@@ -103,13 +103,7 @@ class App:
         from tandem.history.rewind import RewindService
 
         return RewindService(self.events, self.sessions, self.turns, self.checkpoints,
-                             self.gate)
-
-    @cached_property
-    def remote(self) -> RemoteService:
-        """Remote agent-server targets."""
-
-        return RemoteService(self.home)
+                             self.gate, self.remote_checkpoints)
 
     @cached_property
     def overview_facts(self) -> FactsCache:

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply
-from tandem.remote.api import AttachParams, SessionParams, attach, detach, target
-from tandem.sessions.api import NewParams, new
 
+from tandem.adapters.remote import attach, detach, target
+from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import AttachParams, SessionParams
+from tandem.protocol.sessions import NewParams
 from tandem.turns.engine import TurnSpec
 
 from .fake_server import FakeAgentServer

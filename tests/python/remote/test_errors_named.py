@@ -10,10 +10,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from tandem.remote.api import AttachParams, ConversationParams, attach, conversation_new
 
+from tandem.adapters.remote import attach, conversation_new
 from tandem.app import App
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import AttachParams, ConversationParams
 from tandem.remote.client import AgentServerClient
 from tandem.remote.errors import RemoteError
 from tandem.remote.models import LlmSettings

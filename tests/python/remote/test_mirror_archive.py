@@ -261,5 +261,5 @@ def test_sync_errors_name_the_host_and_the_servers_words(
 
     missing, gone = asyncio.run(run())
     assert missing.startswith(f"Checkpoint of box:{fake.home}/w: Archive of {fake.home}/w")
-    assert "Not Found (HTTP 404)" in missing
+    assert "Not Found (HTTP 404 from " in missing  # the server's words and which server
     assert gone.startswith("remote-unreachable Checkpoint of box:") and "did not answer" in gone
