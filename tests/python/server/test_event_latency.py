@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tandem.protocol.events import AnyEvent, TurnEndedEvent, delta
 from tandem.server import framing
 from tandem.server import pusher as pusher_module
 from tandem.server.connection import Connection
@@ -22,7 +23,7 @@ from tandem.server.pusher import EventPusher
 from tandem.server.sexp import Symbol
 
 
-async def _deliver(publish: list[tuple[str, dict[str, Any]]], until: str
+async def _deliver(publish: list[AnyEvent], until: str
                    ) -> tuple[list[list[dict[str, Any]]], float]:
     """Publish PUBLISH; read batches until an event of kind UNTIL: (batches, seconds)."""
     pusher = EventPusher()
@@ -41,8 +42,8 @@ async def _deliver(publish: list[tuple[str, dict[str, Any]]], until: str
     while not conns:
         await asyncio.sleep(0.01)
     started = time.monotonic()
-    for kind, payload in publish:
-        pusher.publish("s", kind, payload)
+    for event in publish:
+        pusher.publish("s", event)
     batches: list[list[dict[str, Any]]] = []
     while not any(e["kind"] == until for b in batches for e in b):
         msg = await asyncio.wait_for(framing.read_frame(reader), 30)
@@ -57,9 +58,9 @@ async def _deliver(publish: list[tuple[str, dict[str, Any]]], until: str
 def test_turn_ended_is_not_held_back_by_the_delta_interval(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pusher_module, "INTERVAL", 5.0)
-    deltas = [("delta", {"turn": 1, "stream": "text", "text": t}) for t in ("a", "b", "c")]
-    batches, elapsed = asyncio.run(_deliver([*deltas, ("turn-ended", {"turn": 1})],
-                                            "turn-ended"))
+    deltas: list[AnyEvent] = [delta(1, "text", t) for t in ("a", "b", "c")]
+    ended = TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
+    batches, elapsed = asyncio.run(_deliver([*deltas, ended], "turn-ended"))
     assert elapsed < 2.5, f"turn-ended took {elapsed:.2f} s: it waited for the interval"
     events = [e for b in batches for e in b]
     # The deltas before it still merged, and went first.
@@ -69,7 +70,7 @@ def test_turn_ended_is_not_held_back_by_the_delta_interval(
 
 def test_deltas_alone_still_wait_to_merge(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pusher_module, "INTERVAL", 0.5)
-    deltas = [("delta", {"turn": 1, "stream": "text", "text": t}) for t in ("a", "b")]
+    deltas: list[AnyEvent] = [delta(1, "text", t) for t in ("a", "b")]
     batches, elapsed = asyncio.run(_deliver(deltas, "delta"))
     assert elapsed >= 0.45, f"deltas went out after {elapsed:.2f} s, not merged over the interval"
     assert [[e["text"] for e in b] for b in batches] == [["ab"]]
