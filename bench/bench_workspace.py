@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from benchlib import emit, median_ms  # noqa: E402
 from tandem.app import App  # noqa: E402
-from tandem.workspace.flow import prepare  # noqa: E402
+from tandem.directives.flow import prepare  # noqa: E402
 
 DIRECTIVES = 200
 ATTEMPTS = 5
@@ -82,7 +82,7 @@ def main() -> None:
 
         anchor = median_ms(naive)
         def cold() -> object:  # a fresh backend: nothing parsed or folded yet
-            from tandem.workspace import log
+            from tandem.directives import log
             log._cache.clear()  # the process-wide parsed logs (journals: per App)
             fresh = App(home=home).workspaces
             return fresh.get(fresh.open(str(root)), "D100")

@@ -34,10 +34,10 @@ from tandem.store.layout import rewind_intent_path
 from tandem.turns.service import GitCheckpoints, TurnService, retention_from
 
 if TYPE_CHECKING:
+    from tandem.directives.service import WorkspaceService
     from tandem.history.compaction import CompactionService
     from tandem.history.rewind import RewindService
     from tandem.overview.facts import FactsCache
-    from tandem.workspace.service import WorkspaceService
 
 
 class App:
@@ -86,7 +86,7 @@ class App:
     @cached_property
     def workspaces(self) -> WorkspaceService:
         """Workspaces and their directives."""
-        from tandem.workspace.service import WorkspaceService
+        from tandem.directives.service import WorkspaceService
 
         return WorkspaceService(self.home, self.sessions, self.turns, self.checkpoints)
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-DOMAIN = frozenset({"store", "sessions", "workspace", "providers", "tools", "checkpoints",
+DOMAIN = frozenset({"store", "sessions", "directives", "providers", "tools", "checkpoints",
                     "remote", "turns", "config", "history", "mcp", "review", "overview"})
 """Packages that must know nothing of EPC or Emacs (nor of the adapters above them)."""
 
@@ -33,18 +33,18 @@ _ABOVE_ALL = frozenset({"server", "adapters", "app"})
 
 FORBIDDEN: dict[str, frozenset[str]] = {
     **{pkg: _ABOVE_ALL for pkg in DOMAIN},
-    "store": _ABOVE_ALL | {"sessions", "workspace", "providers", "tools", "checkpoints",
+    "store": _ABOVE_ALL | {"sessions", "directives", "providers", "tools", "checkpoints",
                            "remote", "turns", "history"},
-    "config": _ABOVE_ALL | {"sessions", "workspace", "providers", "tools", "checkpoints",
+    "config": _ABOVE_ALL | {"sessions", "directives", "providers", "tools", "checkpoints",
                             "remote", "turns", "history"},
-    "checkpoints": _ABOVE_ALL | {"sessions", "turns", "workspace", "history"},
-    "providers": _ABOVE_ALL | {"workspace", "turns", "sessions", "history"},
-    "tools": _ABOVE_ALL | {"workspace", "turns", "sessions", "providers", "history"},
-    "sessions": _ABOVE_ALL | {"turns", "workspace", "history"},
-    "turns": _ABOVE_ALL | {"workspace", "history"},
+    "checkpoints": _ABOVE_ALL | {"sessions", "turns", "directives", "history"},
+    "providers": _ABOVE_ALL | {"directives", "turns", "sessions", "history"},
+    "tools": _ABOVE_ALL | {"directives", "turns", "sessions", "providers", "history"},
+    "sessions": _ABOVE_ALL | {"turns", "directives", "history"},
+    "turns": _ABOVE_ALL | {"directives", "history"},
     "protocol": _ABOVE_ALL | DOMAIN,
     "adapters": frozenset({"server", "app", "cli", "ask"}),
-    "mcp": _ABOVE_ALL | {"sessions", "workspace", "turns", "history"},
+    "mcp": _ABOVE_ALL | {"sessions", "directives", "turns", "history"},
 }
 """PACKAGE -> packages it must not import (``history`` sits above ``turns``).
 
@@ -86,7 +86,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.app", "tandem.history.compaction"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.history.rewind"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.overview.facts"): _ABOVE_ENGINE,
-    ("tandem.app", "tandem.workspace.service"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.directives.service"): _ABOVE_ENGINE,
     ("tandem.mcp.service", "tandem.mcp.adapter"): _MCP_SDK,
     ("tandem.mcp.service", "tandem.mcp.connection"): _MCP_SDK,
     ("tandem.turns.service", "tandem.remote.engine"): (

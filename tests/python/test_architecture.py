@@ -68,12 +68,12 @@ def test_checker_finds_a_cycle_and_a_broken_layer() -> None:
     imports = _graph_of({
         "tandem.sessions.api": "from tandem.turns.service import TurnService\n",
         "tandem.turns.service": "from tandem.sessions import manager\n",
-        "tandem.store.journal": "import tandem.workspace.models\n",
+        "tandem.store.journal": "import tandem.directives.models\n",
     })
     assert g.cycles(g.package_graph(imports)) == [["sessions", "turns"]]
     assert g.layer_violations(imports) == [
         "tandem.sessions.api -> tandem.turns.service",
-        "tandem.store.journal -> tandem.workspace.models",
+        "tandem.store.journal -> tandem.directives.models",
     ]
 
 

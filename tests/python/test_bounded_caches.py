@@ -14,9 +14,9 @@ import pytest
 from tandem import lru
 from tandem.checkpoints.service import CheckpointService
 from tandem.config import layers
+from tandem.directives import log as wlog
 from tandem.server import sexp
 from tandem.store.entry_cache import EntryCache
-from tandem.workspace import log as wlog
 
 
 def test_lru_drops_the_least_recently_used() -> None:
@@ -95,7 +95,7 @@ def test_folded_directive_state_cache_is_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tandem.app import App
-    from tandem.workspace import service as wservice
+    from tandem.directives import service as wservice
 
     monkeypatch.setattr(wservice, "FOLDED_LIMIT", 4)
     service = App(home=tmp_path / "home").workspaces

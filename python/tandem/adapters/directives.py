@@ -1,13 +1,14 @@
 """Directive methods (``directives/…``): create, list, get, preview, act, edit, anchor…
 
 Every method names the workspace by its project ``root`` and a directive by
-its short id (``D7``); the work is `tandem.workspace.requests`.
+its short id (``D7``); the work is `tandem.directives.requests`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tandem.directives import requests
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.directives import (
     ActionParams,
@@ -23,7 +24,6 @@ from tandem.protocol.directives import (
     RebindParams,
     RootParams,
 )
-from tandem.workspace import requests
 
 if TYPE_CHECKING:
     from tandem.app import App

@@ -2,7 +2,7 @@
 
 A directive's anchor, its references and the system directive of a request
 come from Emacs as they are stored in the workspace log, so the log's
-records are these models (`tandem.workspace.models` builds on them).
+records are these models (`tandem.directives.models` builds on them).
 """
 
 from __future__ import annotations

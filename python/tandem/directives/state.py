@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tandem.directives.models import Attempt, DirectiveState, Discussion, Event
 from tandem.protocol.directives import Anchor, Reference
-from tandem.workspace.models import Attempt, DirectiveState, Discussion, Event
 
 ID_RE = re.compile(r"^D([1-9][0-9]{0,8})$")
 

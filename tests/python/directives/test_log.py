@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tandem.directives.log import Registry, WorkspaceLog
 from tandem.protocol.base import TandemError
-from tandem.workspace.log import Registry, WorkspaceLog
 
 
 def test_registry_keys_by_canonical_root(tmp_path: Path) -> None:
@@ -73,8 +73,8 @@ def test_bad_workspace_ids(tmp_path: Path) -> None:
 SCRIPT = """
 import sys
 from pathlib import Path
-from tandem.workspace.log import WorkspaceLog
-from tandem.workspace.state import next_directive_id
+from tandem.directives.log import WorkspaceLog
+from tandem.directives.state import next_directive_id
 log = WorkspaceLog(Path(sys.argv[1]), "w1")
 for _ in range(25):
     log.append_many([], lambda ev: [("directive_created", {"directive": next_directive_id(ev)})])

@@ -15,8 +15,8 @@ An archived directive offers nothing until it is unarchived.
 
 from __future__ import annotations
 
+from tandem.directives.models import ACTIONS, Attempt, DirectiveState
 from tandem.protocol.base import TandemError
-from tandem.workspace.models import ACTIONS, Attempt, DirectiveState
 
 
 def latest_attempt(state: DirectiveState) -> Attempt | None:

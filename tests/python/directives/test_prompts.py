@@ -1,7 +1,7 @@
 """Golden tests of the prompt builders: each action's exact prompt is pinned.
 
 Regenerate after an intended change with ``TANDEM_REGEN_GOLDEN=1 pytest …``
-and review the diff of ``tests/python/workspace/golden/``.
+and review the diff of ``tests/python/directives/golden/``.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tandem.directives.models import Attempt, DirectiveState, Discussion
+from tandem.directives.prompts import build_prompt, fence
+from tandem.directives.references import Source, resolve_anchor, resolve_reference
 from tandem.protocol.directives import Anchor, Reference
-from tandem.workspace.models import Attempt, DirectiveState, Discussion
-from tandem.workspace.prompts import build_prompt, fence
-from tandem.workspace.references import Source, resolve_anchor, resolve_reference
 
 GOLDEN = Path(__file__).with_name("golden")
 

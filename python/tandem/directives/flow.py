@@ -14,18 +14,18 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from tandem.directives.actions import check
+from tandem.directives.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
+from tandem.directives.prompts import build_prompt
+from tandem.directives.references import resolve_anchor, resolve_reference
+from tandem.directives.service import Workspace, WorkspaceService
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import MAX_TEXT, SystemDirective
 from tandem.providers.base import Message
 from tandem.store.layout import canonical_cwd
 from tandem.turns.engine import DirectiveFrame, TurnEnded, TurnSpec, run_blocking
-from tandem.workspace.actions import check
-from tandem.workspace.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
-from tandem.workspace.prompts import build_prompt
-from tandem.workspace.references import resolve_anchor, resolve_reference
-from tandem.workspace.service import Workspace, WorkspaceService
 
-log = logging.getLogger("tandem.workspace")
+log = logging.getLogger("tandem.directives")
 
 DEFAULT_SYSTEM: dict[str, str] = {
     "implement": ("You are a careful coding agent working in the user's project. Carry out the "

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tandem.directives.models import Event
 from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.paths import workspaces_dir
@@ -32,7 +33,6 @@ from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
 from tandem.store.jsonl import now_iso
-from tandem.workspace.models import Event
 
 Items = list[tuple[str, dict[str, Any]]]
 Compute = Callable[[list[Event]], Items]

@@ -18,9 +18,9 @@ from pathlib import Path
 from tandem.adapters import directives as api
 from tandem.adapters.sessions import new
 from tandem.app import App
+from tandem.directives.service import WorkspaceService
 from tandem.protocol import directives as dp
 from tandem.protocol.sessions import NewParams
-from tandem.workspace.service import WorkspaceService
 
 
 async def main(home: str, project: str, base_url: str, mode: str) -> None:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from tandem.directives.actions import available, check
+from tandem.directives.models import Event
+from tandem.directives.state import fold, next_directive_id
 from tandem.protocol.base import TandemError
-from tandem.workspace.actions import available, check
-from tandem.workspace.models import Event
-from tandem.workspace.state import fold, next_directive_id
 
 ANCHOR = {"path": "a.txt", "start_line": 1, "end_line": 1, "text": "x"}
 

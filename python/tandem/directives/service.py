@@ -16,6 +16,25 @@ from pathlib import Path
 from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
+from tandem.directives import journals
+from tandem.directives.log import Registry, WorkspaceLog, canonical_root
+from tandem.directives.models import (
+    DISCUSSION_ACTIONS,
+    MAX_REQUEST,
+    Attempt,
+    DirectiveState,
+    Discussion,
+    Event,
+)
+from tandem.directives.references import relative_path
+from tandem.directives.state import (
+    ID_RE,
+    Hidden,
+    bound_sessions,
+    fold,
+    next_directive_id,
+    recorded_turns,
+)
 from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.protocol.base import TandemError
@@ -25,27 +44,8 @@ from tandem.store.jsonl import read_header
 from tandem.store.layout import lock_path
 from tandem.store.lock import is_locked
 from tandem.turns.service import TurnService
-from tandem.workspace import journals
-from tandem.workspace.log import Registry, WorkspaceLog, canonical_root
-from tandem.workspace.models import (
-    DISCUSSION_ACTIONS,
-    MAX_REQUEST,
-    Attempt,
-    DirectiveState,
-    Discussion,
-    Event,
-)
-from tandem.workspace.references import relative_path
-from tandem.workspace.state import (
-    ID_RE,
-    Hidden,
-    bound_sessions,
-    fold,
-    next_directive_id,
-    recorded_turns,
-)
 
-log = logging.getLogger("tandem.workspace")
+log = logging.getLogger("tandem.directives")
 
 
 FOLDED_LIMIT = 64

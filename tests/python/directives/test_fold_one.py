@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.app import App
-from tandem.workspace import log
+from tandem.directives import log
 
 
 def _build(home: Path, root: Path) -> str:

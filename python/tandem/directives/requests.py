@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tandem.directives.actions import available
+from tandem.directives.flow import act as act_flow
+from tandem.directives.flow import prepare
+from tandem.directives.models import DirectiveState
+from tandem.directives.references import relative_path
+from tandem.directives.service import Workspace, WorkspaceService
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import Anchor, AnchorStatus, Reference, SystemDirective
-from tandem.workspace.actions import available
-from tandem.workspace.flow import act as act_flow
-from tandem.workspace.flow import prepare
-from tandem.workspace.models import DirectiveState
-from tandem.workspace.references import relative_path
-from tandem.workspace.service import Workspace, WorkspaceService
 
 
 def record(ws: Workspace, state: DirectiveState, diffs: bool = False) -> dict[str, Any]:

@@ -14,7 +14,7 @@ action, its own local history:
 * retry: the preceding attempt's error, answer and partial changes, then
   optional guidance.
 
-Golden tests in ``tests/python/workspace/golden/`` pin the output.
+Golden tests in ``tests/python/directives/golden/`` pin the output.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tandem.workspace.models import Attempt, DirectiveState, Discussion
-from tandem.workspace.references import Source
+from tandem.directives.models import Attempt, DirectiveState, Discussion
+from tandem.directives.references import Source
 
 MAX_DIFF_CHARS = 60_000
 

@@ -1,1 +1,0 @@
-"""tandem.workspace."""
