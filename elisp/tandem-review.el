@@ -68,8 +68,11 @@ the file with its version before the turn, \\[tandem-review-reload] reloads."
   "The review buffer's name for TURN of SESSION."
   (format "*tandem-review: %s turn %s*" (substring session 0 (min 8 (length session))) turn))
 
-(defun tandem-review--insert (reply)
-  "Insert the review of REPLY (a `sessions/turn-patch' reply) at point."
+(defun tandem-review-insert-turn-patch (reply &optional notes)
+  "Insert REPLY (a `sessions/turn-patch' reply) at point as a commented patch.
+A header line names the turn, then NOTES (a function of the patch
+plist that inserts lines of its own, or nil), the capture gaps and the
+diff.  Both the review buffer and Rewind's turn patch show a turn so."
   (let* ((patch (plist-get reply :patch))
          (diff (or (plist-get patch :diff) "")))
     (insert (format "# Turn %s of session %s%s%s — %s\n" (plist-get reply :turn)
@@ -77,10 +80,7 @@ the file with its version before the turn, \\[tandem-review-reload] reloads."
                     (if (plist-get reply :running) " (running: changes so far)" "")
                     (if (plist-get reply :rewound) " (rewound)" "")
                     (plist-get patch :completeness)))
-    (insert "# k reverts the hunk at point, K the file, e compares it with before the turn\n")
-    (dolist (f (plist-get patch :files))
-      (when (plist-get f :binary)
-        (insert (format "# binary: %s (revert it whole with K)\n" (plist-get f :path)))))
+    (when notes (funcall notes patch))
     (dolist (g (plist-get patch :gaps))
       (insert (format "# gap: %s%s %s\n" (plist-get g :kind)
                       (if (plist-get g :path) (concat " " (plist-get g :path)) "")
@@ -88,6 +88,16 @@ the file with its version before the turn, \\[tandem-review-reload] reloads."
     (insert (if (string-empty-p diff) "# No file changed.\n" diff))
     (when (plist-get patch :diff-truncated)
       (insert "\n# The diff is cut here (too long); the files after it are not shown.\n"))))
+
+(defun tandem-review--insert (reply)
+  "Insert the review of REPLY (a `sessions/turn-patch' reply) at point."
+  (tandem-review-insert-turn-patch
+   reply
+   (lambda (patch)
+     (insert "# k reverts the hunk at point, K the file, e compares it with before the turn\n")
+     (dolist (f (plist-get patch :files))
+       (when (plist-get f :binary)
+         (insert (format "# binary: %s (revert it whole with K)\n" (plist-get f :path))))))))
 
 ;;;###autoload
 (defun tandem-review-turn (session turn)
