@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tandem.history.compaction import CompactionService
     from tandem.history.rewind import RewindService
     from tandem.overview.facts import FactsCache
+    from tandem.review.revert import Reverter
 
 
 class App:
@@ -104,6 +105,14 @@ class App:
 
         return RewindService(self.events, self.sessions, self.turns, self.checkpoints,
                              self.gate, self.remote_checkpoints)
+
+    @cached_property
+    def review(self) -> Reverter:
+        """Reverts of a turn's hunks and files (the review buffer's k and K)."""
+        from tandem.review.revert import Reverter
+
+        return Reverter(self.events, self.sessions, self.gate, self.checkpoints, self.rewinds,
+                        self.remote_checkpoints)
 
     @cached_property
     def overview_facts(self) -> FactsCache:

@@ -86,6 +86,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.app", "tandem.history.compaction"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.history.rewind"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.overview.facts"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.review.revert"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.directives.service"): _ABOVE_ENGINE,
     ("tandem.mcp.service", "tandem.mcp.adapter"): _MCP_SDK,
     ("tandem.mcp.service", "tandem.mcp.connection"): _MCP_SDK,

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.review import Before, BeforeParams, RevertParams
 from tandem.review.before import before as text_before
-from tandem.review.revert import revert as revert_hunk
 
 if TYPE_CHECKING:
     from tandem.app import App
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 async def revert(app: App, p: RevertParams) -> dict[str, Any]:
     """Handler of ``review/revert``."""
-    return await revert_hunk(app, p.session, p.turn, p.path, p.hunk, p.hunk_header)
+    return await app.review.revert(p.session, p.turn, p.path, p.hunk, p.hunk_header)
 
 
 async def before(app: App, p: BeforeParams) -> Before:

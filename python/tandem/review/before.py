@@ -28,7 +28,7 @@ async def before(sessions: SessionService, checkpoints: CheckpointService,
     a remote session's mirror).
     """
     journal = sessions.journal(session)
-    base, end = turn_checkpoints(sessions.entries(journal), turn)
+    base, end = turn_checkpoints(sessions.index(journal), turn)
     cp = checkpoints.for_root(root_of(journal))
     result: Before = await run_blocking(_before, cp, base, end, path)
     return result

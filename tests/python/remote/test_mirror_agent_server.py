@@ -30,7 +30,6 @@ from tandem.protocol.sessions import NewParams, TurnPatchParams
 from tandem.providers.base import RemoteTurnStart, TurnRequest, TurnResult, TurnSink
 from tandem.remote.client import AgentServerClient
 from tandem.remote.models import LlmSettings
-from tandem.review.revert import revert
 from tandem.store.journal import Journal
 from tandem.turns.engine import TurnEnded, TurnSpec
 
@@ -320,7 +319,7 @@ async def test_view_changes_review_and_revert_of_a_remote_turn(
         old = await before(app, BeforeParams(session=sid, turn=1, path="a.txt"))
         assert old.exists and old.text == "alpha\n"
         # Reverting one file of the turn puts it back on the server, the rest stays.
-        entry = await revert(app, sid, 1, "a.txt", None, None)
+        entry = await app.review.revert(sid, 1, "a.txt", None, None)
         assert entry["remote"]["uploaded"] == ["a.txt"] and entry["remote"]["failed"] == []
         assert await client.download(f"{wd}/a.txt") == b"alpha\n"
         assert await client.download(f"{wd}/b.txt") == b"bee\n"

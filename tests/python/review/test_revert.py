@@ -12,7 +12,6 @@ from tandem.adapters.review import before
 from tandem.app import App
 from tandem.protocol.base import TandemError
 from tandem.protocol.review import BeforeParams
-from tandem.review.revert import revert
 
 pytestmark = pytest.mark.anyio
 
@@ -34,17 +33,17 @@ async def test_revert_one_hunk_then_the_next_turn_starts_from_it(
         use(fake, monkeypatch)
         try:
             sid = await _turn_one(app, project)
-            entry = await revert(app, sid, 1, "a.txt", 1, "@@ -16,5 +16,5 @@")
+            entry = await app.review.revert(sid, 1, "a.txt", 1, "@@ -16,5 +16,5 @@")
             assert (project / "a.txt").read_text() == OLD.replace("line 2\n", "LINE 2\n")
             assert entry["type"] == "revert" and entry["of_turn"] == 1
             assert entry["paths"] == ["a.txt"] and entry["restored"] == ["a.txt"]
             assert entries(app, sid)[-1]["seq"] == entry["seq"]
             # The same hunk again: git finds its new side nowhere.
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "a.txt", 1, None)
+                await app.review.revert(sid, 1, "a.txt", 1, None)
             assert err.value.code == "conflict"
             # The other hunk still applies (the file's reference is the revert's after).
-            await revert(app, sid, 1, "a.txt", 0, None)
+            await app.review.revert(sid, 1, "a.txt", 0, None)
             assert (project / "a.txt").read_text() == OLD
             # A rewind sees tandem's own revert, not an outside change.
             plan = await app.rewinds.plan(sid, 1)
@@ -56,7 +55,7 @@ async def test_revert_one_hunk_then_the_next_turn_starts_from_it(
             patch = cp.diff(start["checkpoint"])
             assert [f.path for f in patch.files] == ["c.txt"]
             # Whole file: the created b.txt goes.
-            done = await revert(app, sid, 1, "b.txt", None, None)
+            done = await app.review.revert(sid, 1, "b.txt", None, None)
             assert done["deleted"] == ["b.txt"] and not (project / "b.txt").exists()
             seen = await before(app, BeforeParams(session=sid, turn=1, path="a.txt"))
             assert seen.exists and seen.text == OLD
@@ -74,21 +73,21 @@ async def test_revert_refused_after_an_outside_edit_and_a_wrong_hunk(
             sid = await _turn_one(app, project)
             journal = journal_path(app, sid).read_bytes()
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "a.txt", 0, "@@ -9,7 +9,7 @@")
+                await app.review.revert(sid, 1, "a.txt", 0, "@@ -9,7 +9,7 @@")
             assert err.value.code == "stale"
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "a.txt", 5, None)
+                await app.review.revert(sid, 1, "a.txt", 5, None)
             assert err.value.code == "not-found"
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "b.txt", 0, None)
+                await app.review.revert(sid, 1, "b.txt", 0, None)
             assert err.value.code == "invalid" and "reverted whole" in err.value.message
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "nope.txt", None, None)
+                await app.review.revert(sid, 1, "nope.txt", None, None)
             assert err.value.code == "not-found"
             (project / "a.txt").write_text(NEW + "by hand\n")
             files = tree(project)
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "a.txt", 0, None)
+                await app.review.revert(sid, 1, "a.txt", 0, None)
             assert err.value.code == "stale" and "changed since the turn" in err.value.message
             assert tree(project) == files
             assert journal_path(app, sid).read_bytes() == journal
@@ -105,9 +104,9 @@ async def test_revert_refused_when_a_later_turn_changed_the_file(
             sid = await _turn_one(app, project)
             assert (await chat(app, sid, "SECOND")).outcome == "succeeded"
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "a.txt", 0, None)
+                await app.review.revert(sid, 1, "a.txt", 0, None)
             assert err.value.code == "stale" and "turn 2 changed it" in err.value.message
-            await revert(app, sid, 2, "a.txt", None, None)
+            await app.review.revert(sid, 2, "a.txt", None, None)
             assert (project / "a.txt").read_text() == NEW
         finally:
             await app.turns.aclose()
@@ -139,14 +138,14 @@ async def test_binary_and_renamed_files_revert_whole(
                                             if e["type"] == "turn_end"][-1]["patch"]["files"]}
             assert files["new.txt"]["status"] == "renamed" and files["blob.bin"]["binary"]
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "blob.bin", 0, None)
+                await app.review.revert(sid, 1, "blob.bin", 0, None)
             assert err.value.code == "invalid" and "binary" in err.value.message
-            await revert(app, sid, 1, "blob.bin", None, None)
+            await app.review.revert(sid, 1, "blob.bin", None, None)
             assert (project / "blob.bin").read_bytes() == b"\x00\x01old"
             # A hunk of the renamed file reverts in place, under its new name.
-            await revert(app, sid, 1, "new.txt", 0, None)
+            await app.review.revert(sid, 1, "new.txt", 0, None)
             assert (project / "new.txt").read_text() == OLD.replace("line 19\n", "LINE 19\n")
-            done = await revert(app, sid, 1, "new.txt", None, None)
+            done = await app.review.revert(sid, 1, "new.txt", None, None)
             assert done["paths"] == ["new.txt", "old.txt"]
             assert not (project / "new.txt").exists()
             assert (project / "old.txt").read_text() == OLD
@@ -168,7 +167,7 @@ async def test_entry_that_cannot_be_written_puts_the_files_back(
 
             monkeypatch.setattr(live, "append", refuse)
             with pytest.raises(TandemError) as err:
-                await revert(app, sid, 1, "a.txt", 0, None)
+                await app.review.revert(sid, 1, "a.txt", 0, None)
             assert err.value.code == "io"
             assert tree(project) == files
             assert journal_path(app, sid).read_bytes() == journal
