@@ -227,6 +227,23 @@ def run_server(api_key: str | None = None) -> Iterator[RunningServer]:
             _stop(proc)
 
 
+def serve_for_tests(api_key: str, what: str) -> Iterator[RunningServer]:
+    """A module fixture's body: the server for WHAT's tests, or their skip saying why.
+
+    Without the server (no Python >= 3.12, the install refused) pytest skips
+    those tests with the reason printed, never silently.
+    """
+    import pytest  # only the test fixtures need it; the CLI above does not
+
+    try:
+        with run_server(api_key=api_key) as srv:
+            print(f"\nagent-server up in {srv.startup_seconds:.1f}s at {srv.url}", file=sys.stderr)
+            yield srv
+    except Missing as e:
+        print(f"\nSKIP agent-server {what}: {e}", file=sys.stderr)
+        pytest.skip(str(e))
+
+
 def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, started: float) -> None:
     while time.monotonic() - started < STARTUP_TIMEOUT:
         if proc.poll() is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,20 +26,14 @@ from tandem.remote.client import AgentServerClient
 from tandem.remote.models import LlmSettings
 from tandem.remote.service import RemoteService
 
-from .agent_server import Missing, RunningServer, free_port, run_server
+from .agent_server import RunningServer, free_port, serve_for_tests
 
 KEY = "tandem-" + secrets.token_hex(8)
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
-    try:
-        with run_server(api_key=KEY) as srv:
-            print(f"\nagent-server up in {srv.startup_seconds:.1f}s at {srv.url}", file=sys.stderr)
-            yield srv
-    except Missing as e:
-        print(f"\nSKIP agent-server integration: {e}", file=sys.stderr)
-        pytest.skip(str(e))
+    yield from serve_for_tests(KEY, "integration")
 
 
 def test_session_key_is_enforced(server: RunningServer, tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from tandem.remote.models import LlmSettings
 from tandem.store.journal import Journal
 from tandem.turns.engine import TurnEnded, TurnSpec
 
-from .agent_server import Missing, RunningServer, run_server
+from .agent_server import RunningServer, serve_for_tests
 
 pytestmark = pytest.mark.anyio
 KEY = "tandem-" + secrets.token_hex(8)
@@ -41,13 +41,7 @@ KEY = "tandem-" + secrets.token_hex(8)
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
-    try:
-        with run_server(api_key=KEY) as srv:
-            print(f"\nagent-server up in {srv.startup_seconds:.1f}s at {srv.url}", file=sys.stderr)
-            yield srv
-    except Missing as e:
-        print(f"\nSKIP agent-server mirror tests: {e}", file=sys.stderr)
-        pytest.skip(str(e))
+    yield from serve_for_tests(KEY, "mirror tests")
 
 
 class ServerShellAgent:

@@ -10,49 +10,13 @@ stretched to 5 s so "at once" cannot be confused with "after the wait".
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any
 
 import pytest
 
 from tandem.protocol.events import AnyEvent, TurnEndedEvent, delta
-from tandem.server import framing
 from tandem.server import pusher as pusher_module
-from tandem.server.connection import Connection
-from tandem.server.pusher import EventPusher
-from tandem.server.sexp import Symbol
 
-
-async def _deliver(publish: list[AnyEvent], until: str
-                   ) -> tuple[list[list[dict[str, Any]]], float]:
-    """Publish PUBLISH; read batches until an event of kind UNTIL: (batches, seconds)."""
-    pusher = EventPusher()
-    conns: list[Connection] = []
-
-    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        conn = Connection(r, w, {}, None, "t")
-        conns.append(conn)
-        conn.authed = True
-        pusher.attach(conn)
-        await conn.serve()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
-    while not conns:
-        await asyncio.sleep(0.01)
-    started = time.monotonic()
-    for event in publish:
-        pusher.publish("s", event)
-    batches: list[list[dict[str, Any]]] = []
-    while not any(e["kind"] == until for b in batches for e in b):
-        msg = await asyncio.wait_for(framing.read_frame(reader), 30)
-        batches.append(msg[3][0])
-        writer.write(framing.encode_frame([Symbol("return"), msg[1], None]))
-    elapsed = time.monotonic() - started
-    writer.close()
-    server.close()
-    return batches, elapsed
+from .pusher_peer import deliver
 
 
 def test_turn_ended_is_not_held_back_by_the_delta_interval(
@@ -60,7 +24,7 @@ def test_turn_ended_is_not_held_back_by_the_delta_interval(
     monkeypatch.setattr(pusher_module, "INTERVAL", 5.0)
     deltas: list[AnyEvent] = [delta(1, "text", t) for t in ("a", "b", "c")]
     ended = TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
-    batches, elapsed = asyncio.run(_deliver([*deltas, ended], "turn-ended"))
+    batches, elapsed = asyncio.run(deliver([*deltas, ended], "turn-ended"))
     assert elapsed < 2.5, f"turn-ended took {elapsed:.2f} s: it waited for the interval"
     events = [e for b in batches for e in b]
     # The deltas before it still merged, and went first.
@@ -71,6 +35,6 @@ def test_turn_ended_is_not_held_back_by_the_delta_interval(
 def test_deltas_alone_still_wait_to_merge(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pusher_module, "INTERVAL", 0.5)
     deltas: list[AnyEvent] = [delta(1, "text", t) for t in ("a", "b")]
-    batches, elapsed = asyncio.run(_deliver(deltas, "delta"))
+    batches, elapsed = asyncio.run(deliver(deltas, "delta"))
     assert elapsed >= 0.45, f"deltas went out after {elapsed:.2f} s, not merged over the interval"
     assert [[e["text"] for e in b] for b in batches] == [["ab"]]

@@ -13,13 +13,11 @@ import time
 from typing import Any
 
 from tandem.protocol.events import EntryEvent, TurnEndedEvent
-from tandem.server import framing
-from tandem.server.connection import Connection
-from tandem.server.pusher import EventPusher
 from tandem.server.sexp import Symbol
 
 from .conftest import TOKEN
 from .epc_peer import Peer
+from .pusher_peer import deliver
 
 
 def _authed(backend: subprocess.Popen[str]) -> Peer:
@@ -98,33 +96,10 @@ def test_a_failed_batch_becomes_a_visible_gap_and_a_resync(backend: subprocess.P
 
 
 async def _one_huge_event(size: int) -> list[list[Any]]:
-    pusher = EventPusher()
-    conns: list[Connection] = []
-
-    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        conn = Connection(r, w, {}, None, "t")
-        conns.append(conn)
-        conn.authed = True
-        pusher.attach(conn)
-        await conn.serve()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
-    while not conns:
-        await asyncio.sleep(0.01)
-    pusher.publish("s", EntryEvent(entry={"type": "tool_result", "output": "y" * size}))
-    pusher.publish("s", TurnEndedEvent(turn=1, outcome="succeeded", error=None,
-                                       files_changed=[]))
-    batches: list[list[Any]] = []
-    while not any(e["kind"] == "turn-ended" for b in batches for e in b):
-        msg = await asyncio.wait_for(framing.read_frame(reader), 30)
-        assert msg[0] == "call"
-        batches.append(msg[3][0])
-        writer.write(framing.encode_frame([Symbol("return"), msg[1], None]))
-    writer.close()
-    server.close()
-    return batches
+    ended = TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
+    batches, _ = await deliver(
+        [EntryEvent(entry={"type": "tool_result", "output": "y" * size}), ended], "turn-ended")
+    return list(batches)
 
 
 def test_an_event_over_the_batch_cap_is_delivered_alone() -> None:

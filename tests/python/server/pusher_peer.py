@@ -1,0 +1,49 @@
+"""A real `EventPusher` feeding one real `Connection` over a socket, read as a client would.
+
+Shared by the event tests: publish some events, read the batches the client
+receives (answering each call) until an event of a given kind arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from tandem.protocol.events import AnyEvent
+from tandem.server import framing
+from tandem.server.connection import Connection
+from tandem.server.pusher import EventPusher
+from tandem.server.sexp import Symbol
+
+
+async def deliver(publish: list[AnyEvent], until: str) -> tuple[list[list[dict[str, Any]]], float]:
+    """Publish PUBLISH; read batches until an event of kind UNTIL: (batches, seconds)."""
+    pusher = EventPusher()
+    conns: list[Connection] = []
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        conn = Connection(r, w, {}, None, "t")
+        conns.append(conn)
+        conn.authed = True
+        pusher.attach(conn)
+        await conn.serve()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
+    while not conns:
+        await asyncio.sleep(0.01)
+    started = time.monotonic()
+    for event in publish:
+        pusher.publish("s", event)
+    batches: list[list[dict[str, Any]]] = []
+    while not any(e["kind"] == until for b in batches for e in b):
+        msg = await asyncio.wait_for(framing.read_frame(reader), 30)
+        assert msg[0] == "call"
+        batches.append(msg[3][0])
+        writer.write(framing.encode_frame([Symbol("return"), msg[1], None]))
+    elapsed = time.monotonic() - started
+    writer.close()
+    server.close()
+    return batches, elapsed
