@@ -161,7 +161,13 @@ class EventMap:
         return self.status in ENDED
 
     def on_event(self, event: dict[str, Any]) -> None:
-        """Report one server EVENT to the sink and note what the turn needs."""
+        """Report one server EVENT to the sink and note what the turn needs.
+
+        The server's bytes are untrusted: an event that is not an object is
+        dropped, and every field is read defensively (`_dict`, `str`).
+        """
+        if not isinstance(event, dict):
+            return
         event_id = str(event.get("id") or "")
         if event_id and event_id in self.seen:
             return

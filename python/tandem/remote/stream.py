@@ -119,7 +119,7 @@ class SessionStream:
                     failures = 0
                     yield {"type": "reconnected"}
                 async for raw in ws:
-                    frame = json.loads(raw)
+                    frame = _frame(raw, self.conversation_id)
                     if frame.get("type") == "durable":
                         seq = frame.get("seq")
                         if not isinstance(seq, int) or (self.cursor is not None
@@ -151,3 +151,15 @@ class SessionStream:
             log.info("session socket %s dropped (%s); reconnecting in %.2fs",
                      self.conversation_id, why, delay)
             await asyncio.sleep(delay)
+
+
+def _frame(raw: str | bytes, conversation_id: str) -> dict[str, Any]:
+    """RAW as a JSON object, or a named error: the socket's bytes are untrusted."""
+    try:
+        frame = json.loads(raw)
+    except ValueError:
+        frame = None
+    if not isinstance(frame, dict):
+        raise RemoteError("remote-invalid", f"the session socket of {conversation_id} sent "
+                          f"something that is not a JSON object: {str(raw)[:80]!r}")
+    return frame

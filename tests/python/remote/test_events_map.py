@@ -113,3 +113,40 @@ def test_errors_are_kept_in_the_servers_words() -> None:
     emap.on_event({"id": "e2", "kind": "ConversationStateUpdateEvent",
                    "key": "execution_status", "value": "error"})
     assert emap.ended and emap.error == "rate limited by the provider"
+
+
+def test_hostile_events_are_dropped_or_read_defensively() -> None:
+    # The server's frames are untrusted: wrong types, missing fields, junk kinds.
+    sink = Recorder()
+    emap = EventMap(sink)
+    hostile: list[Any] = [
+        None, 7, "text", [1, 2], {},
+        {"kind": "MessageEvent", "source": "agent", "llm_message": "not an object"},
+        {"kind": "MessageEvent", "source": "agent",
+         "llm_message": {"role": "assistant", "content": [{"type": "text", "text": 5}, None]}},
+        {"kind": "ActionEvent", "id": ["unhashable"], "action": 3, "tool_name": None},
+        {"kind": "ObservationEvent", "tool_call_id": {"x": 1}, "observation": []},
+        {"kind": "ConversationStateUpdateEvent", "key": "execution_status", "value": 9},
+        {"kind": "AgentErrorEvent", "error": {"nested": True}},
+        {"kind": "NoSuchEvent", "id": "e1"},
+    ]
+    for event in hostile:
+        emap.on_event(event)
+    assert emap.status is None  # a non-string status is not taken
+    kinds = [c[0] for c in sink.calls]
+    assert set(kinds) <= {"text", "end_message", "tool_call", "tool_result"}
+    assert emap.error == "{'nested': True}"
+
+
+def test_a_frame_that_is_not_a_json_object_is_a_named_error() -> None:
+    from tandem.protocol.base import TandemError
+    from tandem.remote.stream import _frame
+
+    assert _frame('{"type": "durable", "seq": 1}', "c1") == {"type": "durable", "seq": 1}
+    for raw in ("not json", "[1, 2]", "null", b"\xff\xfe"):
+        try:
+            _frame(raw, "c1")
+        except TandemError as e:
+            assert e.code == "remote-invalid" and "c1" in e.message
+        else:
+            raise AssertionError(f"{raw!r} was taken as a frame")
