@@ -24,8 +24,15 @@ from tandem.remote.events_map import EventMap
 from tandem.turns.engine import TurnSpec
 
 from .agent_server import Missing, RunningServer, run_server
-from .engine_helpers import PROVIDER, agent_requests, agent_script, attached_session, chat
-from .engine_helpers import configure, entries
+from .engine_helpers import (
+    PROVIDER,
+    agent_requests,
+    agent_script,
+    attached_session,
+    chat,
+    configure,
+    entries,
+)
 
 pytestmark = pytest.mark.anyio
 
