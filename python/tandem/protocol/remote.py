@@ -41,6 +41,7 @@ class LlmSettings(BaseModel):
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint")
     api_key: SecretStr | None = None
     usage_id: str = Field(default="tandem", min_length=1)
+    stream: bool = Field(default=True, description="the agent streams its text (delta frames)")
 
     @field_validator("base_url")
     @classmethod
@@ -49,9 +50,10 @@ class LlmSettings(BaseModel):
             raise ValueError("base_url must start with http:// or https://")
         return value
 
-    def wire(self) -> dict[str, str]:
+    def wire(self) -> dict[str, str | bool]:
         """The ``llm`` object of the agent-server's start-conversation body."""
-        out = {"usage_id": self.usage_id, "model": self.model}
+        out: dict[str, str | bool] = {"usage_id": self.usage_id, "model": self.model,
+                                      "stream": self.stream}
         if self.base_url is not None:
             out["base_url"] = self.base_url
         if self.api_key is not None:

@@ -191,9 +191,12 @@ class RemoteProvider:
             if kind == "reconnected":
                 reconnected = True
                 continue
+            if kind == "delta":
+                events.on_delta(frame)
+                continue
             event = frame.get("event")
             if kind not in ("durable", "transient") or not isinstance(event, dict):
-                continue  # streamed deltas: the durable message carries the whole text
+                continue  # item_started / item_aborted: the sink needs nothing
             events.on_event(event)
             live = live or kind == "durable"
             if not live:

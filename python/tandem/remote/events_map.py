@@ -134,6 +134,46 @@ class Action:
 
 
 @dataclass
+class Streamed:
+    """The text and reasoning one streamed item (an LLM step) gave the sink so far."""
+
+    attempt: int = 1
+    text_parts: list[str] = field(default_factory=list)
+    reasoning_parts: list[str] = field(default_factory=list)
+    """Pieces, joined once when the durable event comes (linear in the answer)."""
+
+    @property
+    def text(self) -> str:
+        """The text streamed so far."""
+        return "".join(self.text_parts)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning streamed so far."""
+        return "".join(self.reasoning_parts)
+
+
+def _rest(whole: str, sent: str) -> str:
+    """What of WHOLE the sink still lacks after SENT was streamed.
+
+    The durable text normally equals the streamed one; a retried stream
+    (a higher attempt) may differ, and then only a common prefix is known.
+    """
+    if whole.startswith(sent):
+        return whole[len(sent):]
+    return whole[len(_common_prefix(whole, sent)):]
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return a[:n]
+
+
+@dataclass
 class EventMap:
     """The state of one remote turn as its events arrive."""
 
@@ -149,6 +189,8 @@ class EventMap:
     ran_shell: bool = False
     seen: set[str] = field(default_factory=set)
     """Event ids already mapped (a duplicate is dropped)."""
+    streamed: dict[str, Streamed] = field(default_factory=dict)
+    """What ``delta`` frames already gave the sink, by item id (= the durable event's id)."""
 
     @property
     def pending(self) -> list[Action]:
@@ -177,22 +219,52 @@ class EventMap:
         if handler is not None:
             handler(self, event)
 
+    def on_delta(self, frame: dict[str, Any]) -> None:
+        """Report one streamed ``delta`` FRAME (text or reasoning) to the sink."""
+        item = str(frame.get("item_id") or "")
+        content = frame.get("content")
+        if not item or not isinstance(content, str) or not content:
+            return
+        attempt = frame.get("attempt")
+        attempt = attempt if isinstance(attempt, int) else 1
+        slot = self.streamed.setdefault(item, Streamed(attempt))
+        if attempt > slot.attempt:
+            # A retry re-streams the item from its start. What the sink has cannot
+            # be taken back: the retry's text follows it, and the durable event
+            # then adds only what the retry's stream lacked.
+            slot.attempt, slot.text_parts, slot.reasoning_parts = attempt, [], []
+        elif attempt < slot.attempt:
+            return  # a superseded attempt's late frame
+        if frame.get("kind") == "reasoning":
+            slot.reasoning_parts.append(content)
+            self.sink.reasoning(content)
+        else:
+            slot.text_parts.append(content)
+            self.sink.text(content)
+
+    def _unstreamed(self, event: dict[str, Any]) -> Streamed:
+        return self.streamed.pop(str(event.get("id") or ""), None) or Streamed()
+
     def _message(self, event: dict[str, Any]) -> None:
         message = _dict(event.get("llm_message"))
         if event.get("source") != "agent" or message.get("role") != "assistant":
             return  # the user's own message, echoed back
-        for block in message.get("thinking_blocks") or []:
-            if isinstance(block, dict) and block.get("thinking"):
-                self.sink.reasoning(str(block["thinking"]))
-        text = text_of(message.get("content"))
+        sent = self._unstreamed(event)
+        if not sent.reasoning:
+            for block in message.get("thinking_blocks") or []:
+                if isinstance(block, dict) and block.get("thinking"):
+                    self.sink.reasoning(str(block["thinking"]))
+        text = _rest(text_of(message.get("content")), sent.text)
         if text:
             self.sink.text(text)
         self.sink.end_message()
 
     def _action(self, event: dict[str, Any]) -> None:
-        thought = text_of(event.get("thought"))
-        if thought:  # the text the model wrote with its call: a message before the row
-            self.sink.text(thought)
+        sent = self._unstreamed(event)
+        thought = _rest(text_of(event.get("thought")), sent.text)
+        if thought or sent.text:  # the text the model wrote with its call: a message first
+            if thought:
+                self.sink.text(thought)
             self.sink.end_message()
         action = _dict(event.get("action"))
         tool = str(event.get("tool_name") or "tool")

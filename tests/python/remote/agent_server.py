@@ -175,6 +175,8 @@ class RunningServer:
     log: Path
     api_key: str | None
     startup_seconds: float
+    pid: int | None = None
+    """The server process (the leader of its own process group), for tests that kill it."""
 
 
 @contextlib.contextmanager
@@ -222,7 +224,8 @@ def run_server(api_key: str | None = None) -> Iterator[RunningServer]:
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(url, proc, log, started)
-            yield RunningServer(url, home, cwd, log, api_key, time.monotonic() - started)
+            yield RunningServer(url, home, cwd, log, api_key, time.monotonic() - started,
+                                proc.pid)
         finally:
             _stop(proc)
 

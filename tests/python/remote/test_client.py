@@ -187,6 +187,7 @@ def test_conversation_uses_resolved_working_dir(fake: FakeAgentServer, tmp_path:
         "model": "openai/dummy",
         "base_url": "http://127.0.0.1:9/v1",
         "api_key": "llm-key",
+        "stream": True,
     }
     assert fake.home_requests == 1
     assert "llm-key" not in repr(llm)

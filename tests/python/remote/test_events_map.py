@@ -150,3 +150,76 @@ def test_a_frame_that_is_not_a_json_object_is_a_named_error() -> None:
             assert e.code == "remote-invalid" and "c1" in e.message
         else:
             raise AssertionError(f"{raw!r} was taken as a frame")
+
+
+def feed(emap: EventMap, frame: dict[str, Any]) -> None:
+    """Route one socket FRAME as the engine does: a delta, or a frame's event."""
+    if frame.get("type") == "delta":
+        emap.on_delta(frame)
+    elif "event" in frame:
+        emap.on_event(frame["event"])
+
+
+def texts_per_message(calls: list[tuple[Any, ...]]) -> list[str]:
+    """The assistant messages the sink saw: text pieces joined up to each end_message."""
+    out, now = [], ""
+    for call in calls:
+        if call[0] == "text":
+            now += call[1]
+        elif call[0] == "end_message":
+            out.append(now)
+            now = ""
+    return out
+
+
+def test_streamed_deltas_reach_the_sink_and_the_message_does_not_repeat_them() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    for frame in frames("streamed_turn.json"):
+        feed(emap, frame)
+    kinds = [c[0] for c in sink.calls]
+    assert kinds == ["text", "text", "text", "end_message", "tool_call", "tool_result",
+                     "text", "text", "text", "text", "text", "end_message"]
+    assert texts_per_message(sink.calls) == ["Let me run it.", "Done: it said hi."]
+    assert emap.status == "finished" and emap.streamed == {}
+
+
+def test_a_stream_cut_short_gets_its_rest_from_the_message() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    recorded = frames("streamed_turn.json")
+    last = [f for f in recorded if f.get("type") == "delta"][-1]
+    for frame in recorded:
+        if frame is not last:
+            feed(emap, frame)
+    assert texts_per_message(sink.calls) == ["Let me run it.", "Done: it said hi."]
+    assert sink.calls[-2] == ("text", ".")
+
+
+def test_streamed_reasoning_goes_to_reasoning_once() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    emap.on_delta({"type": "delta", "item_id": "m1", "order": 0, "kind": "reasoning",
+                   "content": "hmm"})
+    emap.on_delta({"type": "delta", "item_id": "m1", "order": 1, "kind": "text",
+                   "content": "Yes"})
+    emap.on_event({"id": "m1", "kind": "MessageEvent", "source": "agent",
+                   "llm_message": {"role": "assistant", "content": [
+                       {"type": "text", "text": "Yes"}],
+                       "thinking_blocks": [{"thinking": "hmm"}]}})
+    assert sink.calls == [("reasoning", "hmm"), ("text", "Yes"), ("end_message",)]
+
+
+def test_a_retried_stream_drops_late_frames_of_the_old_attempt() -> None:
+    sink = Recorder()
+    emap = EventMap(sink)
+    emap.on_delta({"type": "delta", "item_id": "m1", "attempt": 1, "order": 0,
+                   "content": "Hel"})
+    emap.on_delta({"type": "delta", "item_id": "m1", "attempt": 2, "order": 0,
+                   "content": "Hello"})
+    emap.on_delta({"type": "delta", "item_id": "m1", "attempt": 1, "order": 1,
+                   "content": "p!"})  # late: superseded
+    emap.on_event({"id": "m1", "kind": "MessageEvent", "source": "agent",
+                   "llm_message": {"role": "assistant", "content": "Hello world"}})
+    assert sink.calls == [("text", "Hel"), ("text", "Hello"), ("text", " world"),
+                          ("end_message",)]
