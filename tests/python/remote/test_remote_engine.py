@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionAnswer, PermissionRequest
 from tandem.turns.engine import TurnSpec
 
-from .agent_server import Missing, RunningServer, run_server
+from .agent_server import RunningServer, serve_for_tests
 from .engine_helpers import (
     LLM_KEY,
     PROVIDER,
@@ -47,24 +46,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
-    try:
-        with run_server(api_key="tandem-remote-engine") as srv:
-            yield srv
-    except Missing as e:
-        print(f"\nSKIP remote engine: {e}", file=sys.stderr)
-        pytest.skip(str(e))
-
-
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
-    yield App(home=tmp_path / "home")
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+    yield from serve_for_tests("tandem-remote-engine", "remote engine")
 
 
 async def test_no_key_goes_without_forward_keys(server: RunningServer, app: App,

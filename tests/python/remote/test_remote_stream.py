@@ -23,7 +23,7 @@ from tandem.app import App
 from tandem.remote.events_map import EventMap
 from tandem.turns.engine import TurnSpec
 
-from .agent_server import Missing, RunningServer, run_server
+from .agent_server import RunningServer, serve_for_tests
 from .engine_helpers import (
     PROVIDER,
     agent_requests,
@@ -41,29 +41,12 @@ RESTART_LIMIT = 60.0
 
 
 def _server() -> Iterator[RunningServer]:
-    try:
-        with run_server(api_key="tandem-remote-stream") as srv:
-            yield srv
-    except Missing as e:
-        print(f"\nSKIP remote streaming: {e}", file=sys.stderr)
-        pytest.skip(str(e))
+    yield from serve_for_tests("tandem-remote-stream", "remote streaming")
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
     yield from _server()
-
-
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
-    yield App(home=tmp_path / "home")
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 async def test_a_remote_answer_streams_and_is_journaled_once(
