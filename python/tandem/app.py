@@ -23,9 +23,9 @@ from tandem.checkpoints.service import CheckpointService
 from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
 from tandem.paths import tandem_home
+from tandem.protocol.remote import RemoteTarget
 from tandem.remote.agent_llm import host_entry
 from tandem.remote.checkpoints import CheckpointsBySession, RemoteCheckpoints
-from tandem.remote.models import RemoteTarget
 from tandem.remote.service import RemoteService
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService

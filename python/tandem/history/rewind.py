@@ -43,7 +43,6 @@ from tandem.sessions.rewind_recovery import (
     Recovery,
     RecoveryReport,
     drop_intent,
-    intent_path,
     recover,
     recover_all,
     recover_on_open,
@@ -51,6 +50,7 @@ from tandem.sessions.rewind_recovery import (
 )
 from tandem.sessions.service import SessionService
 from tandem.store.journal import Journal
+from tandem.store.layout import rewind_intent_path
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec, run_blocking
 from tandem.turns.service import TurnService
@@ -120,7 +120,7 @@ class RewindService:
     async def _plan(self, journal: Journal, before_turn: int) -> RewindPlan:
         root = self.root(journal)
         cp = self.checkpoints.for_root(root)
-        if intent_path(journal.path).exists():  # a rewind a crash interrupted: settle it first
+        if rewind_intent_path(journal.path).exists():  # a crash left one: settle it first
             await run_blocking(recover, self.recovery, journal, self.sessions.entries(journal))
         seq = journal.last_seq
         entries = self.sessions.entries(journal)

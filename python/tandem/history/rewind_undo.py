@@ -28,9 +28,10 @@ from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import UndoPlan, UndoResult
 from tandem.remote.rewind import forget_push, record_push
 from tandem.remote.rewind import put_back as put_back_remote
-from tandem.sessions.rewind_recovery import drop_intent, intent_path, recover, write_intent
+from tandem.sessions.rewind_recovery import drop_intent, recover, write_intent
 from tandem.sessions.rewind_undo import build_undo_plan
 from tandem.store.journal import Journal
+from tandem.store.layout import rewind_intent_path
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import run_blocking
 
@@ -59,7 +60,7 @@ class RewindUndo:
         rw = self.rewinds
         root = rw.root(journal)  # a remote session's mirror, else the project
         cp = rw.checkpoints.for_root(root)
-        if intent_path(journal.path).exists():  # a rewind or undo a crash interrupted
+        if rewind_intent_path(journal.path).exists():  # a rewind or undo a crash interrupted
             await run_blocking(recover, rw.recovery, journal, rw.sessions.entries(journal))
         plan: UndoPlan = await run_blocking(build_undo_plan, cp, journal.id,
                                             rw.sessions.entries(journal), journal.last_seq,

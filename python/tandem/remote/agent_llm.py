@@ -17,10 +17,10 @@ from pydantic import BaseModel
 
 from tandem.config.front_end import RemoteHost
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import LlmSettings, RemoteTarget
 from tandem.providers.credentials import ApiFamily, bound_credentials
 from tandem.providers.registry import parse_provider
 from tandem.remote.client import normalize_base_url
-from tandem.remote.models import LlmSettings, RemoteTarget
 
 LITELLM_PREFIX = {"openai": "openai", "anthropic": "anthropic"}
 """litellm's provider prefix per tandem family (the agent-server speaks litellm)."""

@@ -25,9 +25,8 @@ import httpx
 from pydantic import SecretStr
 
 from tandem.protocol.base import TandemError
-from tandem.protocol.remote import is_absolute
+from tandem.protocol.remote import ConversationCreated, LlmSettings, UploadResult, is_absolute
 from tandem.remote.errors import RemoteError, error_from_response, error_from_transport
-from tandem.remote.models import ConversationCreated, LlmSettings, UploadResult
 
 KEY_HEADER = "X-Session-API-Key"
 Progress = Callable[[int, int], None]

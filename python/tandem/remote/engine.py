@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from tandem.protocol.remote import RemoteTarget
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -34,7 +35,6 @@ from tandem.remote.agent_llm import AgentChoice
 from tandem.remote.client import AgentServerClient
 from tandem.remote.errors import RemoteError
 from tandem.remote.events_map import Action, EventMap, minus, usage_of
-from tandem.remote.models import RemoteTarget
 from tandem.remote.stream import SessionStream
 from tandem.tools.permissions import SessionGrants, decide
 

@@ -17,10 +17,10 @@ from typing import Any
 from pydantic import SecretStr
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
 from tandem.remote.client import AgentServerClient, Progress, normalize_base_url
 from tandem.remote.errors import RemoteError, naming_host
 from tandem.remote.home_cache import HomeCache
-from tandem.remote.models import ConversationCreated, LlmSettings, RemoteTarget, UploadResult
 from tandem.remote.paths import build_upload_path, upload_name
 from tandem.remote.resolver import WorkingDirResolver
 from tandem.remote.targets import load_target, remove_target, save_target, targets_dir

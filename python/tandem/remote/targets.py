@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tandem.protocol.base import TandemError
-from tandem.remote.models import RemoteTarget
+from tandem.protocol.remote import RemoteTarget
 from tandem.store import fsutil
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -112,11 +112,6 @@ class RecoveryReport(BaseModel):
     message: str
 
 
-def intent_path(journal_path: Path) -> Path:
-    """Where the rewind intent of the journal at JOURNAL_PATH is kept."""
-    return rewind_intent_path(journal_path)
-
-
 def write_intent(journal: Journal, plan_seq: int, before_turn: int, root: str,
                  turns: list[int], start: RestoreStart,
                  kind: Literal["rewind", "rewind_undo"] = "rewind") -> RewindIntent:
@@ -124,7 +119,7 @@ def write_intent(journal: Journal, plan_seq: int, before_turn: int, root: str,
     intent = RewindIntent(session=journal.id, before_turn=before_turn, root=root,
                           checkpoint=start.target, backup=start.backup, token=start.token,
                           journal_seq=plan_seq, turns=turns, kind=kind)
-    path = intent_path(journal.path)
+    path = rewind_intent_path(journal.path)
     path.parent.mkdir(exist_ok=True)
     fsutil.atomic_write(path, intent.model_dump_json(indent=1).encode() + b"\n")
     return intent
@@ -132,7 +127,7 @@ def write_intent(journal: Journal, plan_seq: int, before_turn: int, root: str,
 
 def drop_intent(journal_path: Path) -> None:
     """Remove the intent of the journal at JOURNAL_PATH (the rewind is settled)."""
-    path = intent_path(journal_path)
+    path = rewind_intent_path(journal_path)
     try:
         path.unlink()
     except FileNotFoundError:
@@ -183,7 +178,7 @@ def recover(ctx: Recovery, journal: Journal, entries: list[JournalEntry] | None 
     journal. Raises `TandemError` when the intent cannot be settled now (it
     stays, and the next start or open tries again).
     """
-    path = intent_path(journal.path)
+    path = rewind_intent_path(journal.path)
     if not path.exists():
         return None
     if not journal.writable:
@@ -239,7 +234,7 @@ def recover_on_open(ctx: Recovery, journal: Journal) -> None:
 
     Never stops the opening: a failure is logged and told in the notices.
     """
-    if not intent_path(journal.path).exists():
+    if not rewind_intent_path(journal.path).exists():
         return
     try:
         recover(ctx, journal)

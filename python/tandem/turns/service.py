@@ -37,7 +37,7 @@ from tandem.turns.engine import TurnEngine, TurnSpec, last_acp_session, run_bloc
 
 if TYPE_CHECKING:
     from tandem.checkpoints.checkpointer import Checkpointer
-    from tandem.remote.models import RemoteTarget
+    from tandem.protocol.remote import RemoteTarget
 
 def acp_choices(entries: Iterable[JournalEntry], agent: str) -> dict[str, str]:
     """The mode and model last chosen for AGENT in a session's ENTRIES (``acp_option``)."""

@@ -6,8 +6,8 @@ import pytest
 
 from tandem.config.front_end import RemoteHost
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import RemoteTarget
 from tandem.remote.agent_llm import choose_agent
-from tandem.remote.models import RemoteTarget
 
 TARGET = RemoteTarget(session="s1", host="box", url="http://10.0.0.5:8000", working_dir="w",
                       resolved_working_dir="/home/u/w")

@@ -22,8 +22,8 @@ from pydantic import SecretStr
 from tandem.adapters.remote import METHODS
 from tandem.app import App
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import LlmSettings
 from tandem.remote.client import AgentServerClient
-from tandem.remote.models import LlmSettings
 from tandem.remote.service import RemoteService
 
 from .agent_server import RunningServer, free_port, serve_for_tests

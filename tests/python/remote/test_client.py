@@ -12,8 +12,8 @@ import pytest
 from pydantic import SecretStr
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import LlmSettings
 from tandem.remote.client import AgentServerClient, normalize_base_url
-from tandem.remote.models import LlmSettings
 from tandem.remote.service import RemoteService
 
 from .fake_server import FakeAgentServer

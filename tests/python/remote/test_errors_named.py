@@ -14,10 +14,9 @@ import pytest
 from tandem.adapters.remote import attach, conversation_new
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.protocol.remote import AttachParams, ConversationParams
+from tandem.protocol.remote import AttachParams, ConversationParams, LlmSettings
 from tandem.remote.client import AgentServerClient
 from tandem.remote.errors import RemoteError
-from tandem.remote.models import LlmSettings
 
 from .fake_server import FakeAgentServer
 

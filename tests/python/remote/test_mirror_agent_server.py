@@ -25,11 +25,11 @@ from tandem.adapters.sessions import new, turn_patch
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.remote import LlmSettings
 from tandem.protocol.review import BeforeParams
 from tandem.protocol.sessions import NewParams, TurnPatchParams
 from tandem.providers.base import RemoteTurnStart, TurnRequest, TurnResult, TurnSink
 from tandem.remote.client import AgentServerClient
-from tandem.remote.models import LlmSettings
 from tandem.store.journal import Journal
 from tandem.turns.engine import TurnEnded, TurnSpec
 
