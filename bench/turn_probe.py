@@ -107,11 +107,11 @@ def install() -> None:
 
     subprocess.Popen.__init__ = counted_popen  # type: ignore[method-assign]
 
-    def publish_and_close(self: Any, session: str, kind: str, payload: dict[str, Any]) -> None:
-        publish(self, session, kind, payload)
-        if kind == "turn-ended" and "start" in _current:
+    def publish_and_close(self: Any, session: str, event: Any) -> None:
+        publish(self, session, event)
+        if getattr(event, "kind", None) == "turn-ended" and "start" in _current:
             _current["total"] = (time.perf_counter() - _current.pop("start")) * 1000
-            TURNS.append(dict(_current, turn=payload.get("turn", 0), spawned=list(_spawned)))
+            TURNS.append(dict(_current, turn=event.turn, spawned=list(_spawned)))
             _spawned.clear()
             _current.clear()
 

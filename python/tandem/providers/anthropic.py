@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from httpx_sse import ServerSentEvent
@@ -28,15 +28,25 @@ def _safe(name: str) -> str:
     return _UNSAFE.sub("_", name)[:64] or "_"
 
 
-def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+    """Append MESSAGES to OUT as content blocks, merging neighbours of one role.
+
+    A dict OUT held before this call is never changed (a merge into it
+    replaces it by a copy): a converted context is kept between turns.
+    """
+    mine = False  # whether out[-1] was made by this call
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        nonlocal mine
         # The API wants user and assistant to alternate: merge neighbours.
         if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
+            if mine:
+                out[-1]["content"].extend(blocks)
+            else:
+                out[-1] = {"role": role, "content": [*out[-1]["content"], *blocks]}
         else:
             out.append({"role": role, "content": blocks})
+        mine = True
 
     for m in messages:
         if m.role == "user":
@@ -62,7 +72,6 @@ def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
                     }
                 ],
             )
-    return out
 
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -110,9 +119,10 @@ class AnthropicWire(Wire):
             "accept": "text/event-stream",
         }
 
-    def initial_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """Context messages as content blocks; tool results go in user messages."""
-        return _to_wire(messages)
+    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+        """Context messages appended to OUT as content blocks; tool results go in user
+        messages."""
+        _extend(out, messages)
 
     def body(
         self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]

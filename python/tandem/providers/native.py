@@ -17,7 +17,7 @@ from __future__ import annotations
 import email.utils
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from tandem.providers.base import (
     Usage,
 )
 from tandem.providers.credentials import Credentials
+from tandem.providers.wire_context import WireContext, complete_tool_pairs
 from tandem.tools.base import Tool, ToolContext
 from tandem.tools.executor import ToolExecutor, ToolOutcome, default_tools
 from tandem.tools.permissions import SessionGrants
@@ -101,8 +102,19 @@ class Wire(ABC):
         """Request headers (authentication included)."""
 
     @abstractmethod
-    def initial_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """The provider-neutral context in wire format."""
+    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+        """Append the provider-neutral MESSAGES to OUT in wire format.
+
+        A left fold: each message's dicts depend only on it and on OUT's last
+        dict, which may be replaced by a merged copy, never changed in place
+        (`WireContext` keeps a converted context between turns).
+        """
+
+    def initial_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+        """The provider-neutral context in wire format (the full conversion)."""
+        out: list[dict[str, Any]] = []
+        self.extend_messages(out, messages)
+        return out
 
     @abstractmethod
     def body(
@@ -121,47 +133,6 @@ class Wire(ABC):
     @abstractmethod
     def error_message(self, status: int, body: str) -> str:
         """The provider's message out of an error response BODY."""
-
-
-def complete_tool_pairs(messages: list[Message]) -> list[Message]:
-    """MESSAGES with every tool call answered and every tool result called.
-
-    Both APIs reject a context where a tool call has no result (a turn
-    interrupted mid-tool) or a result answers no call; we add a placeholder
-    result or drop the orphan, instead of failing every later turn.
-    """
-    out: list[Message] = []
-    pending: list[ToolCallRef] = []
-    called: set[str] = set()
-
-    def flush() -> None:
-        for ref in pending:
-            out.append(
-                Message(
-                    role="tool",
-                    call_id=ref.id,
-                    name=ref.name,
-                    text="(no result: the turn was interrupted)",
-                    is_error=True,
-                )
-            )
-        pending.clear()
-
-    for msg in messages:
-        if msg.role == "tool":
-            if msg.call_id in called:
-                out.append(msg)
-                called.discard(msg.call_id)
-                pending[:] = [p for p in pending if p.id != msg.call_id]
-            continue
-        flush()
-        called.clear()  # results must follow their assistant message directly
-        out.append(msg)
-        if msg.role == "assistant":
-            pending.extend(msg.tool_calls)
-            called.update(t.id for t in msg.tool_calls)
-    flush()
-    return out
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
@@ -282,6 +253,8 @@ class NativeProvider:
         self.tool_source = tool_source
         """More tools per turn (the session's MCP servers); its error fails the turn."""
         self._client: httpx.AsyncClient | None = None
+        self._context = WireContext(wire.extend_messages)
+        """The last chat context sent, converted: the next turn converts only what is new."""
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -322,7 +295,9 @@ class NativeProvider:
                 return TurnResult(outcome="failed", error=self._scrub(str(exc)))
         executor = ToolExecutor(request, sink, ctx, tools, self.grants, self._scrub)
         system = request.system or DEFAULT_SYSTEM.format(root=request.root)
-        wire_messages = self.wire.initial_messages(complete_tool_pairs(request.messages))
+        # A directive's isolated prompt is converted apart: the chat's kept context stays.
+        wire_messages = (self.wire.initial_messages(complete_tool_pairs(request.messages))
+                         if request.isolated else self._context.wire_messages(request.messages))
         usage = Usage()
         watch = _Watch(sink)
         current: list[str] = []

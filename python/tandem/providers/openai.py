@@ -9,7 +9,7 @@ a local llama.cpp or vLLM server, OpenRouter. Reasoning arrives as
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,8 +22,8 @@ from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
 
-def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+    """Append MESSAGES in wire form to OUT: one dict per message (an empty assistant none)."""
     for m in messages:
         if m.role == "user":
             out.append({"role": "user", "content": m.text})
@@ -43,7 +43,6 @@ def _to_wire(messages: list[Message]) -> list[dict[str, Any]]:
             out.append(msg)
         else:
             out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
-    return out
 
 
 class OpenAIWire(Wire):
@@ -61,9 +60,9 @@ class OpenAIWire(Wire):
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    def initial_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """Context messages; tool results become ``role: tool`` messages."""
-        return _to_wire(messages)
+    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+        """Context messages appended to OUT; tool results become ``role: tool`` messages."""
+        _extend(out, messages)
 
     def body(
         self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]

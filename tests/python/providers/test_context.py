@@ -9,7 +9,7 @@ from fakes.script import Reply
 from native_helpers import FAMILIES, RecordingSink, api_path, make_fake, make_provider, request
 
 from tandem.providers.base import Message, ToolCallRef
-from tandem.providers.native import complete_tool_pairs
+from tandem.providers.wire_context import complete_tool_pairs
 
 HISTORY = [
     Message(role="user", text="read a"),
