@@ -28,3 +28,21 @@ def median_ms(fn: Callable[[], object], runs: int = 9) -> float:
         fn()
         times.append((time.perf_counter() - t) * 1000)
     return statistics.median(times)
+
+
+def alternating_ms(fn: Callable[[], object], anchor: Callable[[], object], runs: int = 9,
+                   before: Callable[[], object] | None = None) -> tuple[float, float]:
+    """Median wall times of FN and ANCHOR, called in turn RUNS times each (ms).
+
+    On a shared machine the load changes between two series; alternating
+    gives both the same. BEFORE, if given, runs untimed before each FN call.
+    """
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for which, call in enumerate((fn, anchor)):
+            if which == 0 and before is not None:
+                before()
+            t = time.perf_counter()
+            call()
+            times[which].append((time.perf_counter() - t) * 1000)
+    return statistics.median(times[0]), statistics.median(times[1])

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
-from tandem.directives.models import Event
+from tandem.directives.models import Event, exact_event
 from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.paths import workspaces_dir
@@ -46,12 +47,36 @@ class _Parsed:
     inode: int
     offset: int
     events: list[Event]
-    lines: int
+    lines: int | None
+    """Lines before OFFSET; None when not counted (a one-pass read counts none:
+    only a notice needs the number, and counting 10 MB costs what parsing half of it does)."""
 
 
 CACHE_LIMIT = 64
 """Workspace logs kept parsed (least recently read go first)."""
 _cache: LRU[Path, _Parsed] = LRU(CACHE_LIMIT)
+
+
+_LINES = msgspec.json.Decoder()
+
+
+def _exact_events(whole: bytes | memoryview) -> list[Event] | None:
+    """The events of WHOLE (complete lines) when every line decodes and is an exact
+    event (`exact_event`): one msgspec pass, no line copies, no model validation.
+    None otherwise (a NaN, a lone surrogate escape, a bad line, a field of another
+    type): then each line is read by the model, as before, and named when unreadable.
+    """
+    try:
+        decoded = _LINES.decode_lines(whole)  # blank lines are skipped, as below
+    except msgspec.DecodeError:
+        return None
+    out = []
+    for data in decoded:
+        event = exact_event(data)
+        if event is None:
+            return None
+        out.append(event)
+    return out
 
 
 @contextmanager
@@ -155,16 +180,30 @@ class WorkspaceLog:
                 self.notices.append(f"Workspace log {self.path}: an incomplete last line "
                                     f"({len(raw) - cut} bytes) is ignored.")
             events = list(cached.events)
-            number = cached.lines
             with cyclic_gc_paused():  # thousands of acyclic models: no collection mid-way
-                number = self._parse(raw, events, number)
+                number = self._parse(raw, events, cached.lines, cached.offset)
             cached = _Parsed(st.st_ino, cached.offset + cut, events, number)
             _cache[self.path] = cached
         return list(cached.events)
 
-    def _parse(self, raw: bytes, events: list[Event], number: int) -> int:
-        """Append the events of RAW's whole lines to EVENTS; return the last line number."""
-        for line in raw.split(b"\n")[:-1]:  # the last piece: empty, or a torn line
+    def _parse(self, raw: bytes, events: list[Event], number: int | None, start: int
+               ) -> int | None:
+        """Append the events of RAW's whole lines (read at offset START, after line
+        NUMBER) to EVENTS; return the number of its last line (None: not counted)."""
+        cut = raw.rfind(b"\n") + 1  # the rest: empty, or a torn line
+        fast = _exact_events(memoryview(raw)[:cut])  # a view: no copy of the log
+        if fast is not None:
+            events += fast
+            return None
+        if number is None:  # a notice may need it now
+            with open(self.path, "rb") as f:
+                number = f.read(start).count(b"\n")
+        return self._parse_lines(raw, events, number)
+
+    def _parse_lines(self, raw: bytes, events: list[Event], number: int) -> int:
+        """`_parse` line by line, each validated by the model: what a log holding a
+        line msgspec refuses, or a field of another type, is read with."""
+        for line in raw.split(b"\n")[:-1]:
             number += 1
             if not line.strip():
                 continue

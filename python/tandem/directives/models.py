@@ -80,6 +80,39 @@ class Event(Record):
         return self.model_extra or {}
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def exact_event(data: Any) -> Event | None:
+    """DATA (a decoded log line) as an `Event` when its four fields have exactly their
+    types (what the writer writes), else None: the caller validates it the usual way.
+    DATA becomes the event's extras (the four fields taken out of it): the caller
+    hands over a dict it no longer uses.
+
+    Built without validation, as `Event.model_validate` would build it from such
+    data (the same fields, the same extras, the same fields set), at a fraction of
+    its cost: a cold read of a 2,000-event log makes 2,000.
+    """
+    if data.__class__ is not dict:
+        return None
+    kind, seq, ts = data.get("kind"), data.get("seq"), data.get("ts")
+    directive = data.get("directive")
+    if (kind.__class__ is not str or seq.__class__ is not int or seq < 1
+            or ts.__class__ is not str
+            or (directive is not None and directive.__class__ is not str)):
+        return None
+    event = _new(Event)
+    _set(event, "__pydantic_fields_set__", set(data))  # the model counts extras as set
+    # DATA becomes the extras: the four fields leave it (no copy of the rest).
+    del data["kind"], data["seq"], data["ts"]
+    data.pop("directive", None)
+    _set(event, "__dict__", {"kind": kind, "seq": seq, "ts": ts, "directive": directive})
+    _set(event, "__pydantic_extra__", data)
+    _set(event, "__pydantic_private__", None)
+    return event
+
+
 class Binding(Record):
     """A directive's bound session, and the sessions it was bound to before."""
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+import msgspec
+
 from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
 from tandem.store.entry_view import REQUIRED, JournalEntry
@@ -44,9 +46,28 @@ def journal_dicts(journal: Journal) -> list[JournalEntry]:
     return out
 
 
+_LINES = msgspec.json.Decoder()
+
+
 def parse_chunk(data: bytes) -> list[JournalEntry]:
-    """The entries of DATA, whole entry lines (no header); bad lines skipped."""
+    """The entries of DATA, whole entry lines (no header); bad lines skipped.
+
+    One msgspec pass over all the lines (no copy of each line, no call per
+    line) when every line decodes; a chunk holding a line it refuses (a NaN,
+    a lone surrogate escape, a torn or garbled line) is read line by line.
+    Either way each line is what `loads_line` makes of it.
+    """
+    try:
+        decoded = _LINES.decode_lines(data)  # blank lines skipped, as `_loads` skips them
+    except msgspec.DecodeError:
+        decoded = None
     out: list[JournalEntry] = []
+    if decoded is not None:
+        for data_ in decoded:
+            entry = _entry(data_)
+            if entry is not None:
+                out.append(entry)
+        return out
     for line in data.splitlines():
         entry = _loads(line)
         if entry is not None:
@@ -76,6 +97,11 @@ def _loads(line: bytes) -> JournalEntry | None:
         data = loads_line(line)  # strict: a NaN or Infinity line is unreadable
     except ValueError:
         return None
+    return _entry(data)
+
+
+def _entry(data: Any) -> JournalEntry | None:
+    """The decoded line DATA as an entry; None for the header or what is no entry."""
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) \
             or data["type"] == "header":
         return None  # no kind: nothing can read it as an entry (Journal.entries skips it too)

@@ -59,3 +59,26 @@ def test_refused_lines_are_a_value_error(line: bytes) -> None:
         _strict_json(line)
     with pytest.raises(ValueError):
         loads_line(line)
+
+
+def test_a_chunk_reads_as_its_lines_read_one_by_one() -> None:
+    """`parse_chunk`'s one-pass decode keeps exactly the entries `loads_line` makes of
+    each line, whatever the chunk mixes (the lines above, blank lines, a CR LF end,
+    entries missing required keys, the header)."""
+    import random
+
+    from tandem.store.entry_cache import _loads, parse_chunk
+
+    entries = [b'{"type":"user","turn":1,"text":"hi \\u00e9","seq":2,"ts":"t"}',
+               b'{"type":"turn_start","turn":1,"origin":"chat","seq":1,"ts":"t"}',
+               b'{"type":"header","version":1}', b'{"type":"user","seq":3}',
+               b'{"type":"future_kind","n":123456789012345678901234567890}',
+               b'{"no_type":1}', b'{"type":"assistant","turn":1,"text":"x"}\r', b"   "]
+    rng = random.Random(4)
+    pool = entries * 4 + LINES + BAD
+    for _ in range(300):
+        lines = [rng.choice(pool if rng.random() < 0.3 else entries)
+                 for _ in range(rng.randint(0, 12))]
+        chunk = b"".join(line.rstrip(b"\n") + b"\n" for line in lines)
+        one_by_one = [e for e in map(_loads, chunk.splitlines()) if e is not None]
+        assert repr(parse_chunk(chunk)) == repr(one_by_one)
