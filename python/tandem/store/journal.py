@@ -92,6 +92,8 @@ class Journal:
         self.io = JournalIO()
         """Where writes go (tests put a faulty disk here)."""
         self._torn = False  # a failed write left bytes past _end that a cut did not remove
+        self._unsynced = True
+        """Written (or opened) since the last fsync that succeeded: `sync` has work."""
 
     # -- opening ---------------------------------------------------------
 
@@ -299,6 +301,7 @@ class Journal:
             ) from None
         if self._torn:
             self._cut_back()  # raises while the disk still refuses
+        self._unsynced = True  # before the write: a failed one may still have changed the file
         try:
             written = self.io.write(fd, line)
         except OSError as exc:
@@ -323,6 +326,7 @@ class Journal:
         """
         if self._fd is None:
             return
+        self._unsynced = True
         try:
             self.io.truncate(self._fd, self._end)
             self._torn = False
@@ -333,10 +337,18 @@ class Journal:
                                ) from None
 
     def sync(self) -> None:
-        """fsync the journal: call at the end of each turn."""
+        """fsync the journal: call at the end of each turn.
+
+        Nothing to do when nothing was written since the last fsync that
+        succeeded (the engine syncs before a turn's first entry and at its end:
+        one fsync a turn, not two).
+        """
         fd = self._require_writable()
+        if not self._unsynced:
+            return
         try:
             self.io.fsync(fd)
+            self._unsynced = False
         except OSError as exc:
             raise io_error(exc, f"cannot save session {self.id}'s journal {self.path}"
                            ) from None

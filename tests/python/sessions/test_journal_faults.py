@@ -81,6 +81,47 @@ def test_a_full_disk_is_one_clear_error_and_nothing_is_half_written(
     j.close()
 
 
+class CountingDisk(FaultyDisk):
+    """`FaultyDisk`, counting the fsyncs asked of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fsyncs = 0
+
+    def fsync(self, fd: int) -> None:
+        self.fsyncs += 1
+        super().fsync(fd)
+
+
+def test_sync_fsyncs_only_what_is_not_yet_durable(home: Path, tmp_path: Path) -> None:
+    disk = CountingDisk()
+    j = _journal_on(disk, home, tmp_path)
+    j.sync()  # opened: what came before is not known to be durable
+    j.sync()
+    assert disk.fsyncs == 1
+    j.append({"type": "user", "turn": 1, "text": "one"})
+    j.sync()
+    j.sync()
+    assert disk.fsyncs == 2
+    j.append({"type": "user", "turn": 1, "text": "two"})
+    disk.fault = errno.EIO  # a failed fsync leaves it unsynced: the next sync tries again
+    for _ in range(2):
+        with pytest.raises(TandemError):
+            j.sync()
+    assert disk.fsyncs == 4
+    disk.fault = None
+    j.sync()
+    j.sync()
+    assert disk.fsyncs == 5
+    disk.fault = errno.ENOSPC  # a refused write may have changed the file: unsynced
+    with pytest.raises(TandemError):
+        j.append({"type": "user", "turn": 1, "text": "lost"})
+    disk.fault = None
+    j.sync()
+    assert disk.fsyncs == 6
+    j.close()
+
+
 def test_a_torn_write_that_cannot_be_cut_back_is_repaired_before_the_next_append(
         home: Path, tmp_path: Path) -> None:
     disk = FaultyDisk()

@@ -198,3 +198,41 @@ def test_a_disk_full_right_after_turn_start_ends_that_turn(
             assert b.fake.api_requests("/v1/chat/completions") == []  # the model never asked
 
     asyncio.run(main())
+
+
+class CountingDisk(FillingDisk):
+    """A disk that never fills, counting fsyncs and where they fall among the writes."""
+
+    def __init__(self) -> None:
+        super().__init__("\0never")
+        self.log: list[str] = []
+
+    def write(self, fd: int, data: bytes) -> int:
+        self.log.append(data.split(b'"type":"', 1)[1].split(b'"', 1)[0].decode())
+        return super().write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        self.log.append("fsync")
+        super().fsync(fd)
+
+
+def test_one_fsync_a_turn_after_its_last_entry(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sync before a turn's first entry finds nothing unsynced after the previous
+    turn's end; a turn's own entries are durable before its ``turn-ended``."""
+    async def main() -> None:
+        async with backend(tmp_path / "home", project, monkeypatch,
+                           [Reply(text="one"), Reply(text="two"), Reply(text="three")],
+                           "never") as b:
+            disk = CountingDisk()
+            b.app.sessions.journal(b.sid).io = disk
+            for n in range(3):
+                turn = await b.send(f"request {n}")
+                assert (await asyncio.wait_for(b.engine.wait(b.sid, turn), 30)
+                        ).outcome == "succeeded"
+            ends = [i for i, w in enumerate(disk.log) if w == "turn_end"]
+            # The first sync: entries before the disk was swapped in are not known synced.
+            assert disk.log[0] == "fsync" and disk.log.count("fsync") == 1 + 3
+            assert all(disk.log[i + 1] == "fsync" for i in ends)
+
+    asyncio.run(main())
