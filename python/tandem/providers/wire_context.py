@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from pydantic_core import to_json
+
 from tandem.providers.base import Message, ToolCallRef
 
 Extend = Callable[[list[dict[str, Any]], Iterable[Message]], None]
@@ -96,6 +98,8 @@ class WireContext:
         self._src: list[Message] = []
         self._pairing = ToolPairing()
         self._wire: list[dict[str, Any]] = []
+        self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+        """The JSON of each kept dict, by its id (the dict is held: the id stays its own)."""
         self.conversions += 1
 
     def wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -109,13 +113,44 @@ class WireContext:
         if new:
             kept = len(self._pairing.out)
             self._pairing.feed(new)
-            self._extend(self._wire, self._pairing.out[kept:])
+            wire = self._wire
+            last = wire[-1] if wire else None
+            self._extend(wire, self._pairing.out[kept:])
             src.extend(new)
+            start = len(self._encoded)  # the kept dicts before this call are encoded
+            if last is not None and wire[start - 1] is not last:  # merged into a copy
+                del self._encoded[id(last)]
+                start -= 1
+            for d in wire[start:]:  # encoded once, now that no call changes them
+                self._encoded[id(d)] = (d, to_json(d))
         out = list(self._wire)
         closing = self._pairing.closing()
         if closing:
             self._extend(out, closing)
         return out
+
+
+    def fragment(self, d: dict[str, Any]) -> bytes | None:
+        """The JSON of D when it is one of the kept dicts (encoded once), else None."""
+        found = self._encoded.get(id(d))
+        return found[1] if found is not None and found[0] is d else None
+
+
+def encode_body(body: dict[str, Any], fragment: Callable[[dict[str, Any]], bytes | None]
+                ) -> bytes:
+    """BODY as JSON, its ``messages`` last, each message's JSON from FRAGMENT when it
+    has it (the kept context: ~0.5 MB not encoded again each step), else encoded here.
+
+    The same JSON value as ``to_json(body)``; only the key order differs.
+    """
+    rest = dict(body)
+    messages = rest.pop("messages", None)
+    if messages is None:
+        return to_json(body)
+    parts = [fragment(m) or to_json(m) for m in messages]
+    head = to_json(rest)[:-1]
+    return b"".join((head, b"," if len(head) > 1 else b"", b'"messages":[',
+                     b",".join(parts), b"]}"))
 
 
 def _same_prefix(kept: list[Message], messages: Sequence[Message]) -> bool:

@@ -217,3 +217,31 @@ async def test_the_bodies_sent_across_a_rewind_an_undo_and_a_compaction(
             last = reference[-1]["content"][-1] = {**reference[-1]["content"][-1]}
             last["cache_control"] = {"type": "ephemeral"}
         assert sent == reference
+
+
+def test_the_body_encodes_kept_messages_once_and_reads_as_the_plain_encoding() -> None:
+    import json
+
+    from pydantic_core import to_json
+
+    from tandem.providers.wire_context import encode_body
+
+    rng = random.Random(5)
+    for wire in _wires():
+        ctx = WireContext(wire.extend_messages)
+        live = LiveProjection()
+        entries = _grown_journal(rng, 80)
+        for cut, e in enumerate(entries):
+            if e["type"] != "user":
+                continue
+            live.sync(entries[:cut])
+            sent = ctx.wire_messages([*live.messages(), Message(role="user", text=e["text"])])
+            sent.append({"role": "assistant", "content": "a step of the loop, not kept"})
+            body = {"model": "m", "system": "S", "messages": sent, "stream": True}
+            kept = [m for m in sent if ctx.fragment(m) is not None]
+            assert len(kept) >= len(sent) - 3  # the last merged copies and the step
+            assert all(ctx.fragment(m) == to_json(m) for m in kept)
+            assert json.loads(encode_body(body, ctx.fragment)) == json.loads(to_json(body))
+    assert encode_body({"messages": []}, ctx.fragment) == b'{"messages":[]}'
+    assert encode_body({"n": 1}, ctx.fragment) == b'{"n":1}'
+    assert ctx.fragment({"role": "user", "content": "equal is not kept"}) is None
