@@ -27,7 +27,7 @@ from tandem.sessions.service import SessionService
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec
 from tandem.turns.service import TurnService
-from tandem.turns.usage import session_provider_choice
+from tandem.turns.usage import ProviderChoice
 
 
 def chat_spec(sessions: SessionService, session: str, text: str, provider: str | None,
@@ -36,7 +36,7 @@ def chat_spec(sessions: SessionService, session: str, text: str, provider: str |
     journal = sessions.journal(session)
     settings = sessions.settings(sessions.root_of(journal))
     # The session's own choice (M-x tandem-set-provider) wins over the default.
-    requested = provider or session_provider_choice(sessions.entries(journal))
+    requested = provider or sessions.entry_cache.view(journal.path, ProviderChoice).chosen
     return TurnSpec(session=journal.id, text=text,
                     provider=sessions.provider_for(settings, requested), model=model or "",
                     permission_mode=sessions.permission_mode(settings, permission_mode))

@@ -7,7 +7,7 @@ can price each part.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -61,6 +61,23 @@ def session_usage(entries: Iterable[JournalEntry]) -> tuple[UsageTotals, list[Pr
             part = by_provider.setdefault(provider, ProviderUsage(provider=provider, model=model))
             part.add(usage)
     return total, list(by_provider.values())
+
+
+class ProviderChoice:
+    """`session_provider_choice` kept beside a journal's entries (an `EntryCache` view):
+    each send reads what was appended since, not the whole journal."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.chosen: str | None = None
+        """The provider the user last chose (``provider_change``), or None."""
+
+    def sync(self, entries: Sequence[JournalEntry]) -> None:
+        """Take in ENTRIES[count:], the entries appended since the last call."""
+        found = session_provider_choice(entries[self.count:])
+        if found is not None:
+            self.chosen = found
+        self.count = len(entries)
 
 
 def session_provider_choice(entries: Iterable[JournalEntry]) -> str | None:

@@ -120,3 +120,36 @@ def test_a_server_that_never_answers_is_a_clear_error_in_bounded_time(tmp_path: 
         asyncio.run(main())
     finally:
         sock.close()
+
+
+def test_the_kept_choice_is_the_journal_walk_after_every_append(tmp_path: Path) -> None:
+    """`ProviderChoice` (what a send reads) equals `session_provider_choice` over the
+    whole journal after each append, and starts over with a journal read afresh."""
+    import random
+
+    from tandem.store.entry_cache import EntryCache
+    from tandem.store.journal import Journal
+    from tandem.turns.usage import ProviderChoice, session_provider_choice
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    journal = Journal.create(tmp_path / "home", str(cwd), title="t")
+    cache, rng = EntryCache(), random.Random(2)
+    for n in range(1, 80):
+        kind = rng.random()
+        if kind < 0.2:
+            journal.append({"type": "provider_change", "provider": f"openai:m{n}"})
+        else:
+            journal.append({"type": "user", "turn": n, "text": f"u{n}"})
+        if rng.random() < 0.5:
+            path = Path(journal.path)
+            assert cache.view(path, ProviderChoice).chosen == session_provider_choice(
+                cache.entries(path))
+    journal.close()
+    # A journal cut back (a repair): a fresh read, a fresh view.
+    path = Path(journal.path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = next(i for i in range(len(lines) - 1, 0, -1) if b"provider_change" in lines[i])
+    path.write_bytes(b"".join(lines[:cut]))
+    assert cache.view(path, ProviderChoice).chosen == session_provider_choice(
+        cache.entries(path))
