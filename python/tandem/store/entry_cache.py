@@ -63,8 +63,8 @@ def parse_chunk(data: bytes) -> list[JournalEntry]:
         decoded = None
     out: list[JournalEntry] = []
     if decoded is not None:
-        for data_ in decoded:
-            entry = _entry(data_)
+        for value in decoded:
+            entry = _entry(value)
             if entry is not None:
                 out.append(entry)
         return out
