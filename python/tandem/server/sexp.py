@@ -8,7 +8,8 @@ keywords, lists, dotted pairs and vectors.
 
 Mapping (docs/architecture.md): Python ``dict`` → plist with ``:kebab-case``
 keys; a plist arriving from Emacs → ``dict`` with ``snake_case`` keys; ``None``
-and ``False`` → ``nil``; ``True`` → ``t``; vectors arrive as lists.
+and ``False`` → ``nil``; ``True`` → ``t``; vectors arrive as lists, and a
+`tandem.protocol.base.Vector` leaves as one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
+
+from tandem.protocol.base import Vector
 
 
 class Symbol(str):
@@ -78,6 +81,15 @@ def _dump(value: Any, emit: Callable[[str], None]) -> None:
             first = False
             _dump(v, emit)
         emit(")")
+    elif t is Vector:
+        emit("[")
+        first = True
+        for item in value:
+            if not first:
+                emit(" ")
+            first = False
+            _dump(item, emit)
+        emit("]")
     elif t is list or t is tuple:
         emit("(")
         first = True
