@@ -72,11 +72,13 @@ Each row adds the keys of its answers; they act only while point is on it.")
 (defconst tandem-view--bulk-gc-blocks 200
   "Above this many blocks one insertion collects garbage less often.")
 
-(defun tandem-view--insert-blocks (blocks boundary)
+(defun tandem-view--insert-blocks (blocks boundary &optional defer)
   "Insert BLOCKS (in order) before the marker BOUNDARY.
 Runs of blocks are rendered in a scratch buffer and inserted with one
 edit: thousands of small insertions would each pay for every marker of
-the buffer.  A block with streamed text is rendered in place."
+the buffer.  A block with streamed text is rendered in place.  With
+DEFER, the runs' Markdown bodies are scanned when first displayed
+\(tandem-view-lazy.el), not now."
   (let ((state tandem-view--state)
         (runs nil) (run nil)
         ;; Thousands of blocks allocate tens of MB; at the default
@@ -100,11 +102,14 @@ the buffer.  A block with streamed text is rendered in place."
             ;; The same state: folds, session, blocks and newest turn as here.
             (setq-local tandem-view--state state)
             (setq-local tandem-view-render-lazy t)
-            (dolist (b (cdr r))
-              (let ((start (point)))
-                (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                (tandem-view--protect start (point) b)
-                (push (cons b (1- start)) offsets)))
+            (let ((tandem-view-lazy-defer defer))
+              (dolist (b (cdr r))
+                (let ((start (point)))
+                  (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
+                  (put-text-property start (point) 'tandem-block b)
+                  (push (cons b (1- start)) offsets))))
+            ;; What `tandem-view--protect' adds but the block, once for the run.
+            (tandem-view--protect (point-min) (point-max) nil)
             (setq text (buffer-string)))
           (let ((base (marker-position boundary)))
             (goto-char boundary)
@@ -117,10 +122,13 @@ the buffer.  A block with streamed text is rendered in place."
                   (setf (tandem-view-block-start b) (copy-marker pos)))))))))))
 
 (defun tandem-view--protect (start end block)
-  "Make START..END read-only transcript text of BLOCK."
+  "Make START..END read-only transcript text of BLOCK.
+With BLOCK nil, the text keeps the `tandem-block' it has."
   (let ((inhibit-read-only t))
-    (add-text-properties start end (list 'read-only t 'tandem-block block
-                                         'front-sticky '(read-only)))
+    (add-text-properties start end (if block
+                                       (list 'read-only t 'tandem-block block
+                                             'front-sticky '(read-only))
+                                     (list 'read-only t 'front-sticky '(read-only))))
     ;; Interaction rows and buttons carry their own map; the rest the transcript's.
     (let ((pos start))
       (while (< pos end)

@@ -24,6 +24,7 @@
 (require 'seq)
 (require 'tandem-view-markdown)
 (require 'tandem-view-segments)
+(require 'tandem-view-lazy)
 (require 'tandem-usage)
 (require 'tandem-view-block)
 
@@ -146,7 +147,9 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
                   (tandem-view-render-lazy text)
                   (t (tandem-view-markdown-fontify text))))
     (when (and tandem-view-render-lazy (not face))
-      (tandem-view-segments-mark start (point) (tandem-view-scan-create)))
+      (if tandem-view-lazy-defer
+          (tandem-view-lazy-mark start (point))
+        (tandem-view-segments-mark start (point) (tandem-view-scan-create))))
     (unless (bolp) (insert "\n"))
     (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
                                              'wrap-prefix tandem-view-render-indent))))

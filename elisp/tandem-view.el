@@ -79,6 +79,8 @@ In the composer:
   (font-lock-mode 1)
   (setq-local tandem-view-render-lazy t)
   (jit-lock-register #'tandem-view-fontify-region)
+  ;; Bodies of older turns inserted unscanned are scanned first (depth -50).
+  (add-hook 'jit-lock-functions #'tandem-view-lazy-scan -50 t)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
