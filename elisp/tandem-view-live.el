@@ -182,8 +182,12 @@ The buffer follows the connection it fetched from from now on."
          (first-seq (tandem-view-state-first-seq st)))
     (unless (and first-seq (> first-seq 1))
       (user-error "The session's first turn is already shown"))
-    (let ((entries (tandem-view--fetch-before first-seq (if all tandem-view--fetch-max
-                                                          tandem-view-page-entries))))
+    (let* (;; The whole history allocates tens of MB (the reply, its plists,
+           ;; thousands of blocks); collect in proportion to the heap meanwhile,
+           ;; as `tandem-view--insert-blocks' does, for this call only.
+           (gc-cons-percentage (if all (max gc-cons-percentage 0.5) gc-cons-percentage))
+           (entries (tandem-view--fetch-before first-seq (if all tandem-view--fetch-max
+                                                           tandem-view-page-entries))))
       (while (and all entries (> (plist-get (car entries) :seq) 1))
         (setq entries (append (tandem-view--fetch-before (plist-get (car entries) :seq)
                                                          tandem-view--fetch-max)

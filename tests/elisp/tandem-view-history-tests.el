@@ -171,5 +171,28 @@ rendered at open (bodies scanned at insertion)."
     (let ((err (should-error (tandem-view-history-entry bad))))
       (should (string-match-p "Malformed entry in a session history reply" (cadr err))))))
 
+(ert-deftest tandem-view-render-time-cached-by-minute-is-exact ()
+  "Header times cached by minute equal the time formatted from scratch.
+Today and another day, in zones a whole, half and three quarters of an
+hour from UTC, second by second across a minute boundary."
+  (let ((zone (getenv "TZ")))
+    (unwind-protect
+        (dolist (tz '("UTC0" "IST-5:30" "NST3:30" "NPT-5:45"))
+          (set-time-zone-rule tz)
+          (setq tandem-view-render--today nil)
+          (dolist (base (list (current-time) (time-subtract (current-time) (* 3 86400))))
+            (dotimes (i 4)
+              (let* ((time (time-add base (* i 29)))
+                     (ts (format-time-string "%FT%T.123Z" time t))
+                     (want (format-time-string
+                            (if (equal (format-time-string "%F" time) (format-time-string "%F"))
+                                "%H:%M:%S" "%F %H:%M")
+                            time)))
+                (should (equal (tandem-view-render-time ts) want))
+                ;; Asked again: from the cache, still the same.
+                (should (equal (tandem-view-render-time ts) want))))))
+      (set-time-zone-rule zone)
+      (setq tandem-view-render--today nil))))
+
 (provide 'tandem-view-history-tests)
 ;;; tandem-view-history-tests.el ends here
