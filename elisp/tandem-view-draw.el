@@ -106,7 +106,9 @@ DEFER, the runs' Markdown bodies are scanned when first displayed
               (dolist (b (cdr r))
                 (let ((start (point)))
                   (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                  (put-text-property start (point) 'tandem-block b)
+                  (if (and defer (tandem-view--undecorated-p b))
+                      (tandem-view--undecorate start (point) b)
+                    (put-text-property start (point) 'tandem-block b))
                   (push (cons b (1- start)) offsets))))
             ;; What `tandem-view--protect' adds but the block, once for the run.
             (tandem-view--protect (point-min) (point-max) nil)
@@ -120,6 +122,85 @@ DEFER, the runs' Markdown bodies are scanned when first displayed
                 (if (tandem-view-block-start b)
                     (set-marker (tandem-view-block-start b) pos)
                   (setf (tandem-view-block-start b) (copy-marker pos)))))))))))
+
+;;;; Turns inserted undecorated
+
+;; Loading a whole history inserts thousands of settled turns at once.
+;; Their text goes in with the properties commands need and no more (the
+;; block, the header line's part, read-only, the keymap): one or two
+;; intervals instead of a dozen, each of which every later copy and every
+;; collection pays for.  When jit-lock first shows a part of one,
+;; `tandem-view--finish-region' renders the turn again and gives its text
+;; the properties of that rendering: the reader sees the eager rendering.
+
+(defun tandem-view--undecorated-p (block)
+  "Return non-nil when BLOCK may be inserted undecorated.
+A settled turn only: no streamed text, no question waiting for its buttons."
+  (and (tandem-view-block-turn block) (tandem-view-block-end-entry block)
+       (not (tandem-view--live-p block))))
+
+(defun tandem-view--undecorate (start end block)
+  "Replace the rendering of BLOCK from START to END by its plain text.
+The header line keeps its part and header marks (navigation, folding);
+all of it is BLOCK's, marked `tandem-undecorated' and not fontified."
+  (let ((text (buffer-substring-no-properties start end)))
+    (delete-region start end)
+    (goto-char start)
+    (insert text)
+    (add-text-properties start end (list 'tandem-block block 'tandem-undecorated t
+                                         'fontified nil))
+    (add-text-properties start (min end (1+ (progn (goto-char start) (line-end-position))))
+                         (list 'tandem-part 'turn 'tandem-header t))
+    (goto-char end)))
+
+(defun tandem-view--finish (block)
+  "Give BLOCK's undecorated text the properties of its rendering now.
+When the text no longer is what BLOCK renders to (its fold state or the
+newest turn changed meanwhile), BLOCK is re-rendered at the next frame."
+  (let* ((start (marker-position (tandem-view-block-start block)))
+         (end (tandem-view--block-end block))
+         (state tandem-view--state)
+         (inhibit-read-only t))
+    (with-silent-modifications
+      (remove-list-of-text-properties start end '(tandem-undecorated)))
+    (with-temp-buffer
+      (setq-local tandem-view--state state)
+      (setq-local tandem-view-render-lazy t)
+      (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part)))
+      (tandem-view--protect (point-min) (point-max) block)
+      (let ((scratch (current-buffer)))
+        (if (not (= (buffer-size) (- end start)))
+            (with-current-buffer (marker-buffer (tandem-view-block-start block))
+              (tandem-view--mark block))
+          (with-current-buffer (marker-buffer (tandem-view-block-start block))
+            (if (not (equal (buffer-substring-no-properties start end)
+                            (with-current-buffer scratch (buffer-string))))
+                (tandem-view--mark block)
+              (with-silent-modifications
+                (let ((pos 1) (size (1+ (- end start))))
+                  (while (< pos size)
+                    (let ((next (with-current-buffer scratch
+                                  (next-property-change pos nil size)))
+                          (props (with-current-buffer scratch (text-properties-at pos))))
+                      (set-text-properties (+ start pos -1) (+ start next -1) props)
+                      (setq pos next))))))))))))
+
+(defun tandem-view--finish-region (beg end)
+  "Finish every undecorated turn that overlaps BEG..END (`tandem-view--finish').
+A jit-lock function, run before the others: they then fontify the
+finished text as they would have at insertion."
+  (let ((pos (if (get-text-property beg 'tandem-undecorated) beg
+               (next-single-property-change beg 'tandem-undecorated nil end))))
+    (while (and pos (< pos end))
+      (let ((block (get-text-property pos 'tandem-block)))
+        (tandem-view--finish block)
+        (setq pos (next-single-property-change pos 'tandem-undecorated nil end)))))
+  nil)
+
+(defun tandem-view--finish-at (pos)
+  "Finish the undecorated turn at POS (if any) for a command to act on."
+  (when (get-text-property pos 'tandem-undecorated)
+    (tandem-view--finish (get-text-property pos 'tandem-block))))
 
 (defun tandem-view--protect (start end block)
   "Make START..END read-only transcript text of BLOCK.

@@ -79,7 +79,9 @@ In the composer:
   (font-lock-mode 1)
   (setq-local tandem-view-render-lazy t)
   (jit-lock-register #'tandem-view-fontify-region)
-  ;; Bodies of older turns inserted unscanned are scanned first (depth -50).
+  ;; Older turns inserted undecorated are finished first, bodies inserted
+  ;; unscanned scanned next (depths -60, -50): then fontified as usual.
+  (add-hook 'jit-lock-functions #'tandem-view--finish-region -60 t)
   (add-hook 'jit-lock-functions #'tandem-view-lazy-scan -50 t)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
