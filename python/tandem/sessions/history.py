@@ -23,25 +23,45 @@ ROW_FIELDS = ("seq", "type", "turn", "ts", "text")
 Row = tuple[int, str, "int | None", "str | None", "str | None", "dict[str, Any] | None"]
 
 
-def history_rows(entries: Sequence[JournalEntry], before: int | None, limit: int) -> list[Row]:
-    """The last LIMIT of ENTRIES (in seq order) with a seq below BEFORE, as rows, oldest first.
+class HistoryRows:
+    """The rows of one journal's entries, extended by what is appended (an `EntryCache` view).
 
-    Without BEFORE, the last LIMIT entries. An entry without an integer seq
-    (a hand-edited line of an unknown kind) is skipped, as ``sessions/entries``
-    skips it. A field of the wrong type for its slot (a turn that is not an
-    integer, a text that is not a string) stays in REST under its own name,
-    so nothing written is lost.
+    A long history is asked for whole more than once (each view that opens
+    it, each reload); its rows are made once per entry.
     """
-    picked: list[Row] = []
-    for entry in reversed(entries):
-        seq = entry.get("seq")
-        if type(seq) is not int or (before is not None and seq >= before):
-            continue
-        picked.append(_row(entry))
-        if len(picked) >= limit:
-            break
-    picked.reverse()
-    return picked
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        """One row per entry with an integer seq, in journal order."""
+        self.count = 0
+        """Entries taken in so far."""
+
+    def sync(self, entries: Sequence[JournalEntry]) -> None:
+        """Take in ENTRIES[count:], the entries appended since the last call."""
+        if len(entries) < self.count:  # the journal was cut back: start over
+            self.rows, self.count = [], 0
+        for entry in entries[self.count:]:
+            if type(entry.get("seq")) is int:
+                self.rows.append(_row(entry))
+        self.count = len(entries)
+
+
+def history_rows(rows: Sequence[Row], before: int | None, limit: int) -> list[Row]:
+    """The last LIMIT of ROWS (in seq order) with a seq below BEFORE, oldest first.
+
+    Without BEFORE, the last LIMIT rows. An entry without an integer seq
+    (a hand-edited line of an unknown kind) has no row: ``sessions/entries``
+    skips it too. A field of the wrong type for its slot (a turn that is not
+    an integer, a text that is not a string) stays in REST under its own
+    name, so nothing written is lost.
+    """
+    end = len(rows)
+    if before is not None:
+        while end > 0 and rows[end - 1][0] >= before:
+            end -= 1
+    picked = list(rows[max(0, end - limit):end])
+    # Seqs only ever grow in a journal; a hand-edited one that does not is left out here.
+    return picked if before is None else [r for r in picked if r[0] < before]
 
 
 def _row(entry: JournalEntry) -> Row:

@@ -92,7 +92,7 @@ def history_page(sessions: SessionService, session: str, before: int | None,
     """SESSION's entries before BEFORE in the compact form (`tandem.sessions.history`)."""
     journal = sessions.journal(session)
     journal.refresh()
-    rows = history_rows(sessions.entries(journal), before, limit)
+    rows = history_rows(sessions.history(journal).rows, before, limit)
     return {
         "session": journal.id,
         "entries": [Vector(row) for row in rows],
