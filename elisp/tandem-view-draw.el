@@ -97,31 +97,61 @@ DEFER, the runs' Markdown bodies are scanned when first displayed
     (dolist (r (nreverse runs))
       (if (eq (car r) 'one)
           (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
-        (let ((offsets nil) (text nil))
-          (with-temp-buffer
-            ;; The same state: folds, session, blocks and newest turn as here.
-            (setq-local tandem-view--state state)
-            (setq-local tandem-view-render-lazy t)
-            (let ((tandem-view-lazy-defer defer))
-              (dolist (b (cdr r))
-                (let ((start (point)))
+        (let* ((rendered (tandem-view--render-run (cdr r) state defer))
+               (text (car rendered))
+               (base (marker-position boundary)))
+          (goto-char boundary)
+          (insert text)
+          (set-marker boundary (point))
+          (dolist (o (cdr rendered))
+            (let ((b (car o)) (pos (+ base (cdr o))))
+              (if (tandem-view-block-start b)
+                  (set-marker (tandem-view-block-start b) pos)
+                (setf (tandem-view-block-start b) (copy-marker pos))))))))))
+
+(defun tandem-view--render-run (blocks state defer)
+  "Render BLOCKS, a run of a view whose state is STATE, as one string.
+Return (TEXT . OFFSETS), OFFSETS a list of (BLOCK . OFFSET IN TEXT).  With
+DEFER, settled turns go in undecorated and other bodies unscanned."
+  (let ((offsets nil) (plain nil))
+    (unwind-protect
+        (with-temp-buffer
+          ;; The same state: folds, session, blocks and newest turn as there.
+          (setq-local tandem-view--state state)
+          (setq-local tandem-view-render-lazy t)
+          (let ((tandem-view-lazy-defer defer))
+            (dolist (b blocks)
+              (let ((start (point)))
+                (if (and defer (tandem-view--undecorated-p b))
+                    (progn
+                      (tandem-view--render-plain
+                       b (or plain (setq plain (tandem-view--scratch state))))
+                      (insert-buffer-substring-no-properties plain)
+                      (tandem-view--undecorate start (point) b))
                   (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                  (if (and defer (tandem-view--undecorated-p b))
-                      (tandem-view--undecorate start (point) b)
-                    (put-text-property start (point) 'tandem-block b))
-                  (push (cons b (1- start)) offsets))))
-            ;; What `tandem-view--protect' adds but the block, once for the run.
-            (tandem-view--protect (point-min) (point-max) nil)
-            (setq text (buffer-string)))
-          (let ((base (marker-position boundary)))
-            (goto-char boundary)
-            (insert text)
-            (set-marker boundary (point))
-            (dolist (o offsets)
-              (let ((b (car o)) (pos (+ base (cdr o))))
-                (if (tandem-view-block-start b)
-                    (set-marker (tandem-view-block-start b) pos)
-                  (setf (tandem-view-block-start b) (copy-marker pos)))))))))))
+                  (put-text-property start (point) 'tandem-block b))
+                (push (cons b (1- start)) offsets))))
+          ;; What `tandem-view--protect' adds but the block, once for the run.
+          (tandem-view--protect (point-min) (point-max) nil)
+          (cons (buffer-string) offsets))
+      (when plain (kill-buffer plain)))))
+
+(defun tandem-view--scratch (state)
+  "Return a new hidden buffer to render blocks of the view whose state is STATE."
+  (let ((buffer (generate-new-buffer " *tandem-view-plain*" t)))
+    (with-current-buffer buffer
+      (setq-local tandem-view--state state)
+      (setq-local tandem-view-render-lazy t))
+    buffer))
+
+(defun tandem-view--render-plain (block buffer)
+  "Render BLOCK as text only into the scratch BUFFER, emptied first.
+The buffer holds no text properties, so rendering into it builds no
+interval tree: the text costs its characters only."
+  (with-current-buffer buffer
+    (erase-buffer)
+    (let ((tandem-view-render-plain t))
+      (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part))))))
 
 ;;;; Turns inserted undecorated
 
@@ -140,21 +170,18 @@ A settled turn only: no streamed text, no question waiting for its buttons."
        (not (tandem-view--live-p block))))
 
 (defun tandem-view--undecorate (start end block)
-  "Replace the rendering of BLOCK from START to END by its plain text.
-The header line keeps its part and header marks (navigation, folding);
-all of it is BLOCK's, marked `tandem-undecorated' and not fontified."
-  (let ((text (buffer-substring-no-properties start end)))
-    (delete-region start end)
-    (goto-char start)
-    (insert text)
-    (add-text-properties start end (list 'tandem-block block 'tandem-undecorated t
-                                         'fontified nil))
-    (add-text-properties start (min end (1+ (progn (goto-char start) (line-end-position))))
-                         (list 'tandem-part 'turn 'tandem-header t))
-    (goto-char end)))
+  "Mark START..END, BLOCK rendered as plain text, as BLOCK's and undecorated.
+The header line gets its part and header marks (navigation, folding);
+whatever properties a renderer added regardless are dropped (the text
+is not fontified either): they all come when it is finished."
+  (set-text-properties start end (list 'tandem-block block 'tandem-undecorated t
+                                       'fontified nil))
+  (add-text-properties start (min end (1+ (progn (goto-char start) (line-end-position))))
+                       (list 'tandem-part 'turn 'tandem-header t))
+  (goto-char end))
 
 (defun tandem-view--finish (block)
-  "Give BLOCK's undecorated text the properties of its rendering now.
+  "Give BLOCK's undecorated text the properties of its full rendering now.
 When the text no longer is what BLOCK renders to (its fold state or the
 newest turn changed meanwhile), BLOCK is re-rendered at the next frame."
   (let* ((start (marker-position (tandem-view-block-start block)))

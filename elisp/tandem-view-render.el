@@ -171,12 +171,20 @@ else goes through `iso8601-parse'."
 
 ;;;; Inserting
 
+(defvar tandem-view-render-plain nil
+  "When non-nil, lines and bodies are inserted as text only, no properties.
+Bound while a settled turn of a long history is inserted undecorated:
+its properties come from a rendering made when it is first displayed
+\(`tandem-view--finish'), so making them now would be work thrown away.")
+
 (defun tandem-view-render--line (text part &rest props)
   "Insert TEXT and a newline; mark it as PART with extra PROPS."
-  (let ((start (point)))
-    (insert text "\n")
-    (when part (put-text-property start (point) 'tandem-part part))
-    (when props (add-text-properties start (point) props))))
+  (if tandem-view-render-plain
+      (insert (substring-no-properties text) "\n")
+    (let ((start (point)))
+      (insert text "\n")
+      (when part (put-text-property start (point) 'tandem-part part))
+      (when props (add-text-properties start (point) props)))))
 
 (defvar tandem-view-render-lazy nil
   "When non-nil, Markdown bodies are fontified when first displayed.
@@ -187,17 +195,19 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
 
 (defun tandem-view-render--body (text &optional face)
   "Insert TEXT as an indented Markdown body (or in FACE, not as Markdown)."
-  (let ((start (point)))
-    (insert (cond (face (propertize text 'font-lock-face face))
-                  (tandem-view-render-lazy text)
-                  (t (tandem-view-markdown-fontify text))))
-    (when (and tandem-view-render-lazy (not face))
-      (if tandem-view-lazy-defer
-          (tandem-view-lazy-mark start (point))
-        (tandem-view-segments-mark start (point) (tandem-view-scan-create))))
-    (unless (bolp) (insert "\n"))
-    (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
-                                             'wrap-prefix tandem-view-render-indent))))
+  (if tandem-view-render-plain
+      (progn (insert text) (unless (bolp) (insert "\n")))
+    (let ((start (point)))
+      (insert (cond (face (propertize text 'font-lock-face face))
+                    (tandem-view-render-lazy text)
+                    (t (tandem-view-markdown-fontify text))))
+      (when (and tandem-view-render-lazy (not face))
+        (if tandem-view-lazy-defer
+            (tandem-view-lazy-mark start (point))
+          (tandem-view-segments-mark start (point) (tandem-view-scan-create))))
+      (unless (bolp) (insert "\n"))
+      (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
+                                               'wrap-prefix tandem-view-render-indent)))))
 
 (defun tandem-view-render--arrow (folded)
   "Return the fold arrow for FOLDED."
