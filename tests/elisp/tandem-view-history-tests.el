@@ -43,6 +43,9 @@
                    :model "fake-model")
              (list :type "user" :turn n :text "This fails")
              (list :type "turn_end" :turn n :outcome "failed" :error "boom")))
+    ;; A turn the backend never ended (it crashed): not settled, so inserted
+    ;; decorated, its Markdown body scanned when displayed.
+    (3 (butlast (tandem-view-test-chat-turn n (tandem-view-test-markdown-answer 1500))))
     (_ (tandem-view-test-chat-turn n))))
 
 (defconst tandem-view-history-test--entries
@@ -108,6 +111,10 @@ rendered at open (bodies scanned at insertion)."
           (should (get-text-property (point) 'tandem-undecorated))
           (should-not (get-text-property (point) 'tandem-markdown))
           (should-not (get-text-property (point) 'line-prefix))
+          (re-search-forward "^▾ Turn 9 · ")
+          (should-not (get-text-property (point) 'tandem-undecorated))
+          (search-forward "Intro **bold**")
+          (should (get-text-property (point) 'tandem-unscanned))
           (tandem-view-history-test--display)
           (dolist (prop '(tandem-undecorated tandem-unscanned))
             (should-not (text-property-not-all (point-min) (point-max) prop nil)))
