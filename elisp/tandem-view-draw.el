@@ -119,7 +119,7 @@ DEFER, settled turns go in undecorated and other bodies unscanned."
           ;; The same state: folds, session, blocks and newest turn as there.
           (setq-local tandem-view--state state)
           (setq-local tandem-view-render-lazy t)
-          (let ((tandem-view-lazy-defer defer))
+          (let ((tandem-view-lazy-defer defer) (inhibit-read-only t))
             (dolist (b blocks)
               (let ((start (point)))
                 (if (and defer (tandem-view--undecorated-p b))
@@ -129,10 +129,8 @@ DEFER, settled turns go in undecorated and other bodies unscanned."
                       (insert-buffer-substring-no-properties plain)
                       (tandem-view--undecorate start (point) b))
                   (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                  (put-text-property start (point) 'tandem-block b))
+                  (tandem-view--protect start (point) b))
                 (push (cons b (1- start)) offsets))))
-          ;; What `tandem-view--protect' adds but the block, once for the run.
-          (tandem-view--protect (point-min) (point-max) nil)
           (cons (buffer-string) offsets))
       (when plain (kill-buffer plain)))))
 
@@ -174,8 +172,11 @@ A settled turn only: no streamed text, no question waiting for its buttons."
 The header line gets its part and header marks (navigation, folding);
 whatever properties a renderer added regardless are dropped (the text
 is not fontified either): they all come when it is finished."
+  ;; With what `tandem-view--protect' adds, in the one plist of the block.
   (set-text-properties start end (list 'tandem-block block 'tandem-undecorated t
-                                       'fontified nil))
+                                       'fontified nil 'read-only t
+                                       'front-sticky '(read-only)
+                                       'keymap tandem-view-transcript-map))
   (add-text-properties start (min end (1+ (progn (goto-char start) (line-end-position))))
                        (list 'tandem-part 'turn 'tandem-header t))
   (goto-char end))
@@ -230,13 +231,10 @@ finished text as they would have at insertion."
     (tandem-view--finish (get-text-property pos 'tandem-block))))
 
 (defun tandem-view--protect (start end block)
-  "Make START..END read-only transcript text of BLOCK.
-With BLOCK nil, the text keeps the `tandem-block' it has."
+  "Make START..END read-only transcript text of BLOCK."
   (let ((inhibit-read-only t))
-    (add-text-properties start end (if block
-                                       (list 'read-only t 'tandem-block block
-                                             'front-sticky '(read-only))
-                                     (list 'read-only t 'front-sticky '(read-only))))
+    (add-text-properties start end (list 'read-only t 'tandem-block block
+                                         'front-sticky '(read-only)))
     ;; Interaction rows and buttons carry their own map; the rest the transcript's.
     (let ((pos start))
       (while (< pos end)
