@@ -21,6 +21,8 @@
 
 ;; The top row's button pages in older turns (tandem-view-live.el, above).
 (declare-function tandem-view-load-older "tandem-view-live" (&optional all))
+;; A turn that no longer renders to its text waits for the next frame (above).
+(declare-function tandem-view--mark "tandem-view-frame" (block))
 
 ;;;; Keymaps of the transcript
 
@@ -221,7 +223,14 @@ finished text as they would have at insertion."
                (next-single-property-change beg 'tandem-undecorated nil end))))
     (while (and pos (< pos end))
       (let ((block (get-text-property pos 'tandem-block)))
-        (tandem-view--finish block)
+        (if (and (tandem-view-block-p block) (markerp (tandem-view-block-start block)))
+            (tandem-view--finish block)
+          ;; Not a block's text (never made so): nothing to finish it from.
+          (with-silent-modifications
+            (let ((inhibit-read-only t))
+              (remove-list-of-text-properties
+               pos (next-single-property-change pos 'tandem-undecorated nil (point-max))
+               '(tandem-undecorated)))))
         (setq pos (next-single-property-change pos 'tandem-undecorated nil end)))))
   nil)
 
