@@ -10,6 +10,10 @@
 ;;   view_open_5k_whole_history  open it and load the whole history: fetch
 ;;                               and render (anchor: fetching the entries alone)
 ;;   view_open_5k_whole_history_gc  the garbage collection inside that load
+;;   sessions_history_fetch_all  that fetch alone, `sessions/history'
+;;                               (anchor: the same with `sessions/entries')
+;;   history_reply_read[_gc]     `read' of that reply, and the collections it
+;;                               sets off (anchor: the `sessions/entries' pages)
 ;;   view_stream_10k_deltas      10k streamed deltas until all are on screen
 ;;                               (anchor: the same events to a no-op handler)
 ;;   view_input_latency_p99      lateness of a 10 ms timer while they stream
@@ -25,21 +29,27 @@
   "The tandem checkout.")
 (add-to-list 'load-path (expand-file-name "tests/elisp" bench-view-root))
 
-;; Measure compiled code, as an installed package runs: byte-compile the
-;; view's files into a scratch directory that comes first on `load-path'
+;; Measure compiled code, as an installed package runs: byte-compile every
+;; package file into a scratch directory that comes first on `load-path'
 ;; (tandem-client stays the checkout's, it finds the backend from there).
+;; Every file, not a list: a file left out (the block struct, the state)
+;; runs interpreted, at several times the cost and garbage.
 (defvar bench-view-elc
-  (let ((dir (make-temp-file "bench-view-elc-" t)))
-    (dolist (name '("tandem-view-markdown" "tandem-view-segments" "tandem-composer" "tandem-view-render"
-                    "tandem-view-model" "tandem-view-compaction" "tandem-view-draw"
-                    "tandem-view-commands" "tandem-view-live" "tandem-view"))
+  (let ((dir (make-temp-file "bench-view-elc-" t))
+        (names (cl-loop for f in (directory-files (expand-file-name "elisp" bench-view-root) t
+                                                  "\\`tandem.*\\.el\\'")
+                        unless (equal (file-name-nondirectory f) "tandem-client.el")
+                        collect (file-name-base f))))
+    (dolist (name names)
       (copy-file (expand-file-name (concat "elisp/" name ".el") bench-view-root)
                  (expand-file-name (concat name ".el") dir)))
-    (let ((load-path (cons dir load-path)) (byte-compile-verbose nil))
-      (dolist (name '("tandem-view-markdown" "tandem-view-segments" "tandem-composer" "tandem-view-render"
-                      "tandem-view-model" "tandem-view-compaction" "tandem-view-draw"
-                    "tandem-view-commands" "tandem-view-live" "tandem-view"))
-        (byte-compile-file (expand-file-name (concat name ".el") dir))))
+    ;; In a child Emacs: compiling here would load the sources it requires,
+    ;; and `require' would then never load the compiled files.
+    (unless (zerop (apply #'call-process "emacs" nil nil nil "-Q" "--batch" "-L" dir
+                          "-L" (expand-file-name "elisp" bench-view-root)
+                          "-f" "batch-byte-compile"
+                          (mapcar (lambda (n) (expand-file-name (concat n ".el") dir)) names)))
+      (error "Could not byte-compile the package for the benchmark"))
     (push dir load-path)
     dir)
   "Scratch directory holding the compiled view.")
@@ -75,7 +85,7 @@
 
 (defun bench-view-open (info)
   "Figures for opening the session INFO and loading its whole history."
-  (let (first all whole fetch gc)
+  (let (first all whole fetch gc old-fetch read read-gc old-read old-read-gc)
     (dotimes (_ 5)
       (bench-view-kill)
       (let (buffer (open 0) (g0 gc-elapsed))
@@ -89,30 +99,59 @@
     (dotimes (_ 3)
       (bench-view-kill)
       ;; Anchor: the same buffer built with every turn rendered at open.
-      (let ((tandem-view-initial-entries 10000) buffer)
-        (push (bench-view-ms (lambda ()
-                               (setq buffer (tandem-view-show info t))
-                               (with-current-buffer buffer (tandem-view-load-older t))))
-              all)))
-    (dotimes (_ 3)
-      (push (bench-view-ms
-             (lambda ()
-               (let ((before most-positive-fixnum) (n 0))
-                 (while (let ((page (plist-get (tandem-request "sessions/entries"
-                                                               (list :session (plist-get info :id)
-                                                                     :before before :limit 10000))
-                                               :entries)))
-                          (setq n (+ n (length page)))
-                          (when page (setq before (plist-get (car page) :seq)))
-                          (and page (> before 1)))))))
-            fetch))
+      (let ((tandem-view-initial-entries 100000))
+        (push (bench-view-ms (lambda () (tandem-view-show info t))) all)))
+    (dotimes (_ 5)
+      ;; Anchor of the whole history: fetching it alone, as the view does.
+      (push (bench-view-ms (lambda () (bench-view-fetch-history (plist-get info :id)))) fetch)
+      ;; And the old way: `sessions/entries', 10k entries a page.
+      (push (bench-view-ms (lambda () (bench-view-fetch-entries (plist-get info :id)))) old-fetch))
+    (let ((new (prin1-to-string (tandem-request "sessions/history"
+                                                (list :session (plist-get info :id)
+                                                      :limit 100000))))
+          (old (mapcar #'prin1-to-string (bench-view-fetch-entries (plist-get info :id)))))
+      (dotimes (_ 5)
+        (let ((n (bench-view-read-gc (list new))) (o (bench-view-read-gc old)))
+          (push (car n) read) (push (cdr n) read-gc)
+          (push (car o) old-read) (push (cdr o) old-read-gc))))
     (bench-view-kill)
     (bench-view-emit "view_open_5k_first_screen" (bench-view-median first) "ms"
                      "view_open_5k_render_all_at_open" (bench-view-median all) 150)
     (bench-view-emit "view_open_5k_whole_history" (bench-view-median whole) "ms"
-                     "sessions_entries_fetch_all" (bench-view-median fetch) 300)
+                     "sessions_history_fetch_all" (bench-view-median fetch) 300)
     (bench-view-emit "view_open_5k_whole_history_gc" (bench-view-median gc) "ms"
-                     "view_open_5k_whole_history" (bench-view-median whole) nil)))
+                     "view_open_5k_whole_history" (bench-view-median whole) nil)
+    (bench-view-emit "sessions_history_fetch_all" (bench-view-median fetch) "ms"
+                     "sessions_entries_fetch_all" (bench-view-median old-fetch) nil)
+    (bench-view-emit "history_reply_read" (bench-view-median read) "ms"
+                     "entries_replies_read" (bench-view-median old-read) nil)
+    (bench-view-emit "history_reply_read_gc" (bench-view-median read-gc) "ms"
+                     "entries_replies_read_gc" (bench-view-median old-read-gc) nil)))
+
+(defun bench-view-fetch-history (session)
+  "Fetch every entry of SESSION as the view does (rows made plists)."
+  (tandem-view-history-entries
+   (plist-get (tandem-request "sessions/history" (list :session session :limit 100000))
+              :entries)))
+
+(defun bench-view-fetch-entries (session)
+  "Fetch every entry of SESSION with `sessions/entries'; return the replies."
+  (let ((before most-positive-fixnum) (replies nil))
+    (while (let* ((reply (tandem-request "sessions/entries"
+                                         (list :session session :before before :limit 10000)))
+                  (page (plist-get reply :entries)))
+             (push reply replies)
+             (when page (setq before (plist-get (car page) :seq)))
+             (and page (> before 1))))
+    replies))
+
+(defun bench-view-read-gc (texts)
+  "Read TEXTS at the default collection settings: (MS . GC-MS) in all."
+  (garbage-collect)
+  (let ((gc-cons-threshold 800000) (gc-cons-percentage 0.1)
+        (g0 gc-elapsed) (t0 (float-time)))
+    (dolist (text texts) (read-from-string text))
+    (cons (* 1000 (- (float-time) t0)) (* 1000 (- gc-elapsed g0)))))
 
 ;;;; Streaming
 

@@ -35,7 +35,8 @@ A part is a turn, a directive prompt, reasoning or a tool call.
 The choice is remembered for this buffer and wins over the defaults."
   (interactive)
   (let* ((pos (or pos (point)))
-         (found (or (tandem-view--part-at pos) (user-error "Nothing to fold here")))
+         (found (progn (tandem-view--finish-at pos)
+                       (or (tandem-view--part-at pos) (user-error "Nothing to fold here"))))
          (block (car found)) (part (cdr found))
          (folded (tandem-view--folded-p block part)))
     (puthash (tandem-view--fold-key block part) (if folded 'open 'folded)

@@ -21,6 +21,8 @@
 
 ;; The top row's button pages in older turns (tandem-view-live.el, above).
 (declare-function tandem-view-load-older "tandem-view-live" (&optional all))
+;; A turn that no longer renders to its text waits for the next frame (above).
+(declare-function tandem-view--mark "tandem-view-frame" (block))
 
 ;;;; Keymaps of the transcript
 
@@ -72,11 +74,13 @@ Each row adds the keys of its answers; they act only while point is on it.")
 (defconst tandem-view--bulk-gc-blocks 200
   "Above this many blocks one insertion collects garbage less often.")
 
-(defun tandem-view--insert-blocks (blocks boundary)
+(defun tandem-view--insert-blocks (blocks boundary &optional defer)
   "Insert BLOCKS (in order) before the marker BOUNDARY.
 Runs of blocks are rendered in a scratch buffer and inserted with one
 edit: thousands of small insertions would each pay for every marker of
-the buffer.  A block with streamed text is rendered in place."
+the buffer.  A block with streamed text is rendered in place.  With
+DEFER, the runs' Markdown bodies are scanned when first displayed
+\(tandem-view-lazy.el), not now."
   (let ((state tandem-view--state)
         (runs nil) (run nil)
         ;; Thousands of blocks allocate tens of MB; at the default
@@ -95,26 +99,145 @@ the buffer.  A block with streamed text is rendered in place."
     (dolist (r (nreverse runs))
       (if (eq (car r) 'one)
           (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
-        (let ((offsets nil) (text nil))
-          (with-temp-buffer
-            ;; The same state: folds, session, blocks and newest turn as here.
-            (setq-local tandem-view--state state)
-            (setq-local tandem-view-render-lazy t)
-            (dolist (b (cdr r))
+        (let* ((rendered (tandem-view--render-run (cdr r) state defer))
+               (text (car rendered))
+               (base (marker-position boundary)))
+          (goto-char boundary)
+          (insert text)
+          (set-marker boundary (point))
+          (dolist (o (cdr rendered))
+            (let ((b (car o)) (pos (+ base (cdr o))))
+              (if (tandem-view-block-start b)
+                  (set-marker (tandem-view-block-start b) pos)
+                (setf (tandem-view-block-start b) (copy-marker pos))))))))))
+
+(defun tandem-view--render-run (blocks state defer)
+  "Render BLOCKS, a run of a view whose state is STATE, as one string.
+Return (TEXT . OFFSETS), OFFSETS a list of (BLOCK . OFFSET IN TEXT).  With
+DEFER, settled turns go in undecorated and other bodies unscanned."
+  (let ((offsets nil) (plain nil))
+    (unwind-protect
+        (with-temp-buffer
+          ;; The same state: folds, session, blocks and newest turn as there.
+          (setq-local tandem-view--state state)
+          (setq-local tandem-view-render-lazy t)
+          (let ((tandem-view-lazy-defer defer) (inhibit-read-only t))
+            (dolist (b blocks)
               (let ((start (point)))
-                (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                (tandem-view--protect start (point) b)
-                (push (cons b (1- start)) offsets)))
-            (setq text (buffer-string)))
-          (let ((base (marker-position boundary)))
-            (goto-char boundary)
-            (insert text)
-            (set-marker boundary (point))
-            (dolist (o offsets)
-              (let ((b (car o)) (pos (+ base (cdr o))))
-                (if (tandem-view-block-start b)
-                    (set-marker (tandem-view-block-start b) pos)
-                  (setf (tandem-view-block-start b) (copy-marker pos)))))))))))
+                (if (and defer (tandem-view--undecorated-p b))
+                    (progn
+                      (tandem-view--render-plain
+                       b (or plain (setq plain (tandem-view--scratch state))))
+                      (insert-buffer-substring-no-properties plain)
+                      (tandem-view--undecorate start (point) b))
+                  (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
+                  (tandem-view--protect start (point) b))
+                (push (cons b (1- start)) offsets))))
+          (cons (buffer-string) offsets))
+      (when plain (kill-buffer plain)))))
+
+(defun tandem-view--scratch (state)
+  "Return a new hidden buffer to render blocks of the view whose state is STATE."
+  (let ((buffer (generate-new-buffer " *tandem-view-plain*" t)))
+    (with-current-buffer buffer
+      (setq-local tandem-view--state state)
+      (setq-local tandem-view-render-lazy t))
+    buffer))
+
+(defun tandem-view--render-plain (block buffer)
+  "Render BLOCK as text only into the scratch BUFFER, emptied first.
+The buffer holds no text properties, so rendering into it builds no
+interval tree: the text costs its characters only."
+  (with-current-buffer buffer
+    (erase-buffer)
+    (let ((tandem-view-render-plain t))
+      (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part))))))
+
+;;;; Turns inserted undecorated
+
+;; Loading a whole history inserts thousands of settled turns at once.
+;; Their text goes in with the properties commands need and no more (the
+;; block, the header line's part, read-only, the keymap): one or two
+;; intervals instead of a dozen, each of which every later copy and every
+;; collection pays for.  When jit-lock first shows a part of one,
+;; `tandem-view--finish-region' renders the turn again and gives its text
+;; the properties of that rendering: the reader sees the eager rendering.
+
+(defun tandem-view--undecorated-p (block)
+  "Return non-nil when BLOCK may be inserted undecorated.
+A settled turn only: no streamed text, no question waiting for its buttons."
+  (and (tandem-view-block-turn block) (tandem-view-block-end-entry block)
+       (not (tandem-view--live-p block))))
+
+(defun tandem-view--undecorate (start end block)
+  "Mark START..END, BLOCK rendered as plain text, as BLOCK's and undecorated.
+The header line gets its part and header marks (navigation, folding);
+whatever properties a renderer added regardless are dropped (the text
+is not fontified either): they all come when it is finished."
+  ;; With what `tandem-view--protect' adds, in the one plist of the block.
+  (set-text-properties start end (list 'tandem-block block 'tandem-undecorated t
+                                       'fontified nil 'read-only t
+                                       'front-sticky '(read-only)
+                                       'keymap tandem-view-transcript-map))
+  (add-text-properties start (min end (1+ (progn (goto-char start) (line-end-position))))
+                       (list 'tandem-part 'turn 'tandem-header t))
+  (goto-char end))
+
+(defun tandem-view--finish (block)
+  "Give BLOCK's undecorated text the properties of its full rendering now.
+When the text no longer is what BLOCK renders to (its fold state or the
+newest turn changed meanwhile), BLOCK is re-rendered at the next frame."
+  (let* ((start (marker-position (tandem-view-block-start block)))
+         (end (tandem-view--block-end block))
+         (state tandem-view--state)
+         (inhibit-read-only t))
+    (with-silent-modifications
+      (remove-list-of-text-properties start end '(tandem-undecorated)))
+    (with-temp-buffer
+      (setq-local tandem-view--state state)
+      (setq-local tandem-view-render-lazy t)
+      (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part)))
+      (tandem-view--protect (point-min) (point-max) block)
+      (let ((scratch (current-buffer)))
+        (if (not (= (buffer-size) (- end start)))
+            (with-current-buffer (marker-buffer (tandem-view-block-start block))
+              (tandem-view--mark block))
+          (with-current-buffer (marker-buffer (tandem-view-block-start block))
+            (if (not (equal (buffer-substring-no-properties start end)
+                            (with-current-buffer scratch (buffer-string))))
+                (tandem-view--mark block)
+              (with-silent-modifications
+                (let ((pos 1) (size (1+ (- end start))))
+                  (while (< pos size)
+                    (let ((next (with-current-buffer scratch
+                                  (next-property-change pos nil size)))
+                          (props (with-current-buffer scratch (text-properties-at pos))))
+                      (set-text-properties (+ start pos -1) (+ start next -1) props)
+                      (setq pos next))))))))))))
+
+(defun tandem-view--finish-region (beg end)
+  "Finish every undecorated turn that overlaps BEG..END (`tandem-view--finish').
+A jit-lock function, run before the others: they then fontify the
+finished text as they would have at insertion."
+  (let ((pos (if (get-text-property beg 'tandem-undecorated) beg
+               (next-single-property-change beg 'tandem-undecorated nil end))))
+    (while (and pos (< pos end))
+      (let ((block (get-text-property pos 'tandem-block)))
+        (if (and (tandem-view-block-p block) (markerp (tandem-view-block-start block)))
+            (tandem-view--finish block)
+          ;; Not a block's text (never made so): nothing to finish it from.
+          (with-silent-modifications
+            (let ((inhibit-read-only t))
+              (remove-list-of-text-properties
+               pos (next-single-property-change pos 'tandem-undecorated nil (point-max))
+               '(tandem-undecorated)))))
+        (setq pos (next-single-property-change pos 'tandem-undecorated nil end)))))
+  nil)
+
+(defun tandem-view--finish-at (pos)
+  "Finish the undecorated turn at POS (if any) for a command to act on."
+  (when (get-text-property pos 'tandem-undecorated)
+    (tandem-view--finish (get-text-property pos 'tandem-block))))
 
 (defun tandem-view--protect (start end block)
   "Make START..END read-only transcript text of BLOCK."

@@ -29,10 +29,16 @@
 
 ;;;; Full rendering
 
+(defconst tandem-view--fetch-max 100000
+  "Most entries one `sessions/history' call returns.")
+
 (defun tandem-view--fetch (params)
-  "Call `sessions/entries' for this buffer's session with PARAMS."
-  (tandem-request "sessions/entries"
-                  (append (list :session (tandem-view-state-session tandem-view--state)) params)))
+  "Call `sessions/history' for this buffer's session with PARAMS.
+Return the reply, its :entries made plists (`tandem-view-history-entries')."
+  (let ((reply (tandem-request "sessions/history"
+                               (append (list :session (tandem-view-state-session tandem-view--state))
+                                       params))))
+    (plist-put reply :entries (tandem-view-history-entries (plist-get reply :entries)))))
 
 (defun tandem-view--trim-partial (entries)
   "Drop ENTRIES (oldest first) before the first whole turn; return the rest.
@@ -55,9 +61,9 @@ Fetch LIMIT entries, more when one turn alone is longer than that."
              (kept (tandem-view--trim-partial entries)))
         (setf (tandem-view-state-last-seq st)
               (max (tandem-view-state-last-seq st) (or (plist-get reply :last-seq) 0)))
-        (if (or kept (null entries) (>= limit 10000))
+        (if (or kept (null entries) (>= limit tandem-view--fetch-max))
             (setq result (or kept entries) done t)
-          (setq limit (min 10000 (* 4 limit))))))
+          (setq limit (min tandem-view--fetch-max (* 4 limit))))))
     result))
 
 (defun tandem-view-refresh ()
@@ -176,10 +182,15 @@ The buffer follows the connection it fetched from from now on."
          (first-seq (tandem-view-state-first-seq st)))
     (unless (and first-seq (> first-seq 1))
       (user-error "The session's first turn is already shown"))
-    (let ((entries (tandem-view--fetch-before first-seq
-                                              (if all 10000 tandem-view-page-entries))))
+    (let* (;; The whole history allocates tens of MB (the reply, its plists,
+           ;; thousands of blocks); collect in proportion to the heap meanwhile,
+           ;; as `tandem-view--insert-blocks' does, for this call only.
+           (gc-cons-percentage (if all (max gc-cons-percentage 0.5) gc-cons-percentage))
+           (entries (tandem-view--fetch-before first-seq (if all tandem-view--fetch-max
+                                                           tandem-view-page-entries))))
       (while (and all entries (> (plist-get (car entries) :seq) 1))
-        (setq entries (append (tandem-view--fetch-before (plist-get (car entries) :seq) 10000)
+        (setq entries (append (tandem-view--fetch-before (plist-get (car entries) :seq)
+                                                         tandem-view--fetch-max)
                               entries)))
       (when entries
         (let* ((shown (mapcar (lambda (b) (car (tandem-view-block-entries b)))
@@ -200,7 +211,7 @@ The buffer follows the connection it fetched from from now on."
             (setf (tandem-view-state-first-seq st) (plist-get (car entries) :seq))
             (let ((first (car (tandem-view-state-blocks st))))
               (tandem-view--insert-blocks
-               blocks (if first (tandem-view-block-start first) (tandem-view-state-tail st))))
+               blocks (if first (tandem-view-block-start first) (tandem-view-state-tail st)) t))
             (tandem-view--place-rows (append blocks (tandem-view-state-blocks st)))
             (tandem-view--redraw-older-row))
           (tandem-view--index)

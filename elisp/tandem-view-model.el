@@ -50,6 +50,24 @@
     ('open nil)
     (_ (tandem-view--default-folded block part))))
 
+(defun tandem-view-history-entry (row)
+  "Return the journal entry that ROW, one row of `sessions/history', stands for.
+ROW is [SEQ TYPE TURN TS TEXT REST]: the entry is the plist (:seq SEQ
+:type TYPE :turn TURN :ts TS :text TEXT . REST), each of TURN, TS and TEXT
+left out when nil.  A row of another shape is an error that names it."
+  (unless (and (vectorp row) (= (length row) 6) (integerp (aref row 0)) (stringp (aref row 1))
+               (listp (aref row 5)))
+    (error "Malformed entry in a session history reply: %S" row))
+  (let ((entry (aref row 5)))
+    (when (aref row 4) (setq entry (cons :text (cons (aref row 4) entry))))
+    (when (aref row 3) (setq entry (cons :ts (cons (aref row 3) entry))))
+    (when (aref row 2) (setq entry (cons :turn (cons (aref row 2) entry))))
+    (cons :seq (cons (aref row 0) (cons :type (cons (aref row 1) entry))))))
+
+(defun tandem-view-history-entries (rows)
+  "Return ROWS of `sessions/history' as journal entry plists, in order."
+  (mapcar #'tandem-view-history-entry rows))
+
 (defun tandem-view--new-block (entry)
   "Return a new block whose first entry is ENTRY."
   (tandem-view-block-create :key (plist-get entry :seq) :turn (plist-get entry :turn)))

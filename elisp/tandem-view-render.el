@@ -24,6 +24,7 @@
 (require 'seq)
 (require 'tandem-view-markdown)
 (require 'tandem-view-segments)
+(require 'tandem-view-lazy)
 (require 'tandem-usage)
 (require 'tandem-view-block)
 
@@ -73,24 +74,69 @@
       (setq tandem-view-render--today (cons now (format-time-string "%F"))))
     (cdr tandem-view-render--today)))
 
+(defconst tandem-view-render--utc-re
+  "\\`\\([0-9]\\{4\\}\\)-\\([0-9]\\{2\\}\\)-\\([0-9]\\{2\\}\\)T\\([0-9]\\{2\\}\\):\\([0-9]\\{2\\}\\):\\([0-9]\\{2\\}\\)\\(?:\\.[0-9]*\\)?\\(?:Z\\|[+]00:00\\)\\'"
+  "A journal timestamp: UTC, groups year, month, day, hour, minute, second.")
+
+(defvar tandem-view-render--minutes (cons nil (make-hash-table :test #'equal))
+  "Local times of journal minutes: (TODAY . HASH of \"YYYY-MM-DDTHH:MM\" -> TEXT).
+TODAY is the value of `tandem-view-render--today' the table was made
+under.  TEXT is the local \"HH:MM:\" of that minute when it is today (the
+seconds follow), else its \"YYYY-MM-DD HH:MM\"; nil for a zone whose
+offset is not whole minutes.  Offsets from UTC are whole minutes, so a
+minute's seconds are the same in local time.")
+
+(defun tandem-view-render--minute (ts)
+  "Return the cached local text of TS's minute (see `tandem-view-render--minutes').
+TS has just matched `tandem-view-render--utc-re'; nil when its zone's
+offset is not whole minutes."
+  (let ((today (tandem-view-render--today)) (cache tandem-view-render--minutes))
+    ;; Kept while `tandem-view-render--today' is (at most 10 s): a new day or
+    ;; time zone is seen as soon as there.
+    (unless (and (eq (car cache) tandem-view-render--today)
+                 (< (hash-table-count (cdr cache)) 10000))
+      (setq cache (setq tandem-view-render--minutes
+                        (cons tandem-view-render--today (make-hash-table :test #'equal)))))
+    (let* ((key (substring ts 0 16))
+           (hit (gethash key (cdr cache) 'none)))
+      (if (not (eq hit 'none)) hit
+        (let* ((time (encode-time (list 0 (string-to-number (match-string 5 ts))
+                                        (string-to-number (match-string 4 ts))
+                                        (string-to-number (match-string 3 ts))
+                                        (string-to-number (match-string 2 ts))
+                                        (string-to-number (match-string 1 ts))
+                                        nil nil t)))
+               (text (and (equal (format-time-string "%S" time) "00")
+                          (if (equal (format-time-string "%F" time) today)
+                              (format-time-string "%H:%M:" time)
+                            (format-time-string "%F %H:%M" time)))))
+          (puthash key text (cdr cache)))))))
+
 (defun tandem-view-render-time (ts)
   "Format the ISO 8601 timestamp TS as local time (HH:MM:SS today, else a date).
 Journal timestamps are UTC (\"2026-11-30T04:59:22.551Z\"); anything
 else goes through `iso8601-parse'."
   (condition-case nil
-      (let ((time (if (string-match "\\`\\([0-9]\\{4\\}\\)-\\([0-9]\\{2\\}\\)-\\([0-9]\\{2\\}\\)T\\([0-9]\\{2\\}\\):\\([0-9]\\{2\\}\\):\\([0-9]\\{2\\}\\)\\(?:\\.[0-9]*\\)?\\(?:Z\\|[+]00:00\\)\\'" ts)
-                      (encode-time (list (string-to-number (match-string 6 ts))
-                                         (string-to-number (match-string 5 ts))
-                                         (string-to-number (match-string 4 ts))
-                                         (string-to-number (match-string 3 ts))
-                                         (string-to-number (match-string 2 ts))
-                                         (string-to-number (match-string 1 ts))
-                                         nil nil t))
-                    (encode-time (iso8601-parse ts)))))
-        (format-time-string (if (equal (format-time-string "%F" time)
-                                       (tandem-view-render--today))
-                                "%H:%M:%S" "%F %H:%M")
-                            time))
+      (let* ((utc (string-match tandem-view-render--utc-re ts))
+             (minute (and utc (tandem-view-render--minute ts))))
+        (cond ((null minute)
+               (let ((time (if utc
+                               (encode-time (list (string-to-number (match-string 6 ts))
+                                                  (string-to-number (match-string 5 ts))
+                                                  (string-to-number (match-string 4 ts))
+                                                  (string-to-number (match-string 3 ts))
+                                                  (string-to-number (match-string 2 ts))
+                                                  (string-to-number (match-string 1 ts))
+                                                  nil nil t))
+                             (encode-time (iso8601-parse ts)))))
+                 (format-time-string (if (equal (format-time-string "%F" time)
+                                                (tandem-view-render--today))
+                                         "%H:%M:%S" "%F %H:%M")
+                                     time)))
+              ;; Today: the minute's "HH:MM:" and the seconds as written.
+              ((eq (aref minute (1- (length minute))) ?:)
+               (concat minute (substring ts 17 19)))
+              (t minute)))
     (error (or ts ""))))
 
 (defun tandem-view-render--first-line (text &optional width)
@@ -125,12 +171,20 @@ else goes through `iso8601-parse'."
 
 ;;;; Inserting
 
+(defvar tandem-view-render-plain nil
+  "When non-nil, lines and bodies are inserted as text only, no properties.
+Bound while a settled turn of a long history is inserted undecorated:
+its properties come from a rendering made when it is first displayed
+\(`tandem-view--finish'), so making them now would be work thrown away.")
+
 (defun tandem-view-render--line (text part &rest props)
   "Insert TEXT and a newline; mark it as PART with extra PROPS."
-  (let ((start (point)))
-    (insert text "\n")
-    (when part (put-text-property start (point) 'tandem-part part))
-    (when props (add-text-properties start (point) props))))
+  (if tandem-view-render-plain
+      (insert (substring-no-properties text) "\n")
+    (let ((start (point)))
+      (insert text "\n")
+      (when part (put-text-property start (point) 'tandem-part part))
+      (when props (add-text-properties start (point) props)))))
 
 (defvar tandem-view-render-lazy nil
   "When non-nil, Markdown bodies are fontified when first displayed.
@@ -141,15 +195,19 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
 
 (defun tandem-view-render--body (text &optional face)
   "Insert TEXT as an indented Markdown body (or in FACE, not as Markdown)."
-  (let ((start (point)))
-    (insert (cond (face (propertize text 'font-lock-face face))
-                  (tandem-view-render-lazy text)
-                  (t (tandem-view-markdown-fontify text))))
-    (when (and tandem-view-render-lazy (not face))
-      (tandem-view-segments-mark start (point) (tandem-view-scan-create)))
-    (unless (bolp) (insert "\n"))
-    (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
-                                             'wrap-prefix tandem-view-render-indent))))
+  (if tandem-view-render-plain
+      (progn (insert text) (unless (bolp) (insert "\n")))
+    (let ((start (point)))
+      (insert (cond (face (propertize text 'font-lock-face face))
+                    (tandem-view-render-lazy text)
+                    (t (tandem-view-markdown-fontify text))))
+      (when (and tandem-view-render-lazy (not face))
+        (if tandem-view-lazy-defer
+            (tandem-view-lazy-mark start (point))
+          (tandem-view-segments-mark start (point) (tandem-view-scan-create))))
+      (unless (bolp) (insert "\n"))
+      (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
+                                               'wrap-prefix tandem-view-render-indent)))))
 
 (defun tandem-view-render--arrow (folded)
   "Return the fold arrow for FOLDED."
@@ -171,15 +229,19 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
                           " · " (propertize "[excluded from chat]"
                                             'font-lock-face 'tandem-view-badge))
                 "You"))
-         (provider-label (string-join (delete "" (list provider
-                                                       (if (string-suffix-p model provider) ""
-                                                         model)))
-                                      " "))
-         (fields (delq nil (list (format "Turn %s" (tandem-view-block-turn block))
-                                 who
-                                 (and start (tandem-view-render-time (plist-get start :ts)))
-                                 (and (not (string-empty-p provider-label)) provider-label))))
-         (line (concat (tandem-view-render--arrow folded) (string-join fields " · "))))
+         ;; "provider model", either alone when the other is empty, the
+         ;; model left out when the provider ends with it.  Built with one
+         ;; `concat': this runs for every turn of a long history.
+         (model (if (string-suffix-p model provider) "" model))
+         (provider-label (cond ((string-empty-p provider) model)
+                               ((string-empty-p model) provider)
+                               (t (concat provider " " model))))
+         (turn (tandem-view-block-turn block))
+         (line (concat (tandem-view-render--arrow folded)
+                       "Turn " (if (integerp turn) (number-to-string turn) (format "%s" turn))
+                       " · " who
+                       (if start (concat " · " (tandem-view-render-time (plist-get start :ts))) "")
+                       (if (string-empty-p provider-label) "" (concat " · " provider-label)))))
     (when folded
       (let ((user (tandem-view-block-find block "user")))
         (setq line (concat line

@@ -79,6 +79,10 @@ In the composer:
   (font-lock-mode 1)
   (setq-local tandem-view-render-lazy t)
   (jit-lock-register #'tandem-view-fontify-region)
+  ;; Older turns inserted undecorated are finished first, bodies inserted
+  ;; unscanned scanned next (depths -60, -50): then fontified as usual.
+  (add-hook 'jit-lock-functions #'tandem-view--finish-region -60 t)
+  (add-hook 'jit-lock-functions #'tandem-view-lazy-scan -50 t)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)

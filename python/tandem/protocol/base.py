@@ -22,6 +22,16 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from tandem.protocol.errors import TandemError as TandemError
 
 
+class Vector(tuple[Any, ...]):
+    """A value sent to Emacs as a vector ``[A B C]``: a positional record read as one object.
+
+    A plist of N fields costs Emacs 2N conses to read (and to collect); a
+    vector of N is one object. Used where a reply holds thousands of records.
+    """
+
+    __slots__ = ()
+
+
 class Params(BaseModel):
     """Base of every params model: unknown keys are an error, not ignored.
 

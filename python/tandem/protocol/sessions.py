@@ -97,6 +97,19 @@ class EntriesParams(Params):
     limit: int = Field(default=200, ge=1, le=10000)
 
 
+class HistoryParams(Params):
+    """``session``'s last ``limit`` entries before seq ``before`` (the newest without it), compact.
+
+    Each entry is a vector ``[SEQ TYPE TURN TS TEXT REST]``: REST a plist of
+    the entry's other fields as written (nil when none), TURN, TS or TEXT nil
+    when the entry has none. For a view that renders many turns at once.
+    """
+
+    session: str
+    before: int | None = Field(default=None, ge=1)
+    limit: int = Field(default=10000, ge=1, le=100000)
+
+
 class RelocateParams(Params):
     """Re-root session ``target`` (id or path) into directory ``cwd``."""
 

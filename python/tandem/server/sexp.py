@@ -8,7 +8,8 @@ keywords, lists, dotted pairs and vectors.
 
 Mapping (docs/architecture.md): Python ``dict`` → plist with ``:kebab-case``
 keys; a plist arriving from Emacs → ``dict`` with ``snake_case`` keys; ``None``
-and ``False`` → ``nil``; ``True`` → ``t``; vectors arrive as lists.
+and ``False`` → ``nil``; ``True`` → ``t``; vectors arrive as lists, and a
+`tandem.protocol.base.Vector` leaves as one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
+
+from tandem.protocol.base import Vector
 
 
 class Symbol(str):
@@ -78,6 +81,10 @@ def _dump(value: Any, emit: Callable[[str], None]) -> None:
             first = False
             _dump(v, emit)
         emit(")")
+    elif t is Vector:
+        # Thousands of these in one reply (a long history's rows): their
+        # strings, integers and nils are written here, anything else by _dump.
+        emit("[" + " ".join([_flat(item) for item in value]) + "]")
     elif t is list or t is tuple:
         emit("(")
         first = True
@@ -109,6 +116,29 @@ def _dump(value: Any, emit: Callable[[str], None]) -> None:
         _dump(list(value), emit)
     else:
         raise SexpError(f"cannot encode value of type {type(value).__name__}")
+
+
+def _flat(value: Any) -> str:
+    """VALUE printed, in one string; a flat plist's values written here."""
+    t = type(value)
+    if t is str:
+        return _encode_string(value)
+    if t is int:
+        return str(value)
+    if value is None:
+        return "nil"
+    if t is dict and all(type(k) is str for k in value):
+        return "(" + " ".join([_key(k) + " " + _flat_atom(v) for k, v in value.items()]) + ")"
+    return dumps(value)
+
+
+def _flat_atom(value: Any) -> str:
+    t = type(value)
+    if t is str:
+        return _encode_string(value)
+    if t is int:
+        return str(value)
+    return dumps(value)
 
 
 MAX_DEPTH = 256

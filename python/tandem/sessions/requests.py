@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tandem.protocol.base import TandemError
+from tandem.protocol.base import TandemError, Vector
 from tandem.protocol.sessions import SessionInfo
+from tandem.sessions.history import history_rows
 from tandem.sessions.manager import Active, needs_terminal, relocation_prompt
 from tandem.sessions.service import SessionService
 from tandem.store.jsonl import read_header
@@ -82,6 +83,19 @@ def entries_page(sessions: SessionService, session: str, after: int | None,
     return {
         "session": journal.id,
         "entries": [entry_to_dict(e) for e in page],
+        "last_seq": journal.last_seq,
+    }
+
+
+def history_page(sessions: SessionService, session: str, before: int | None,
+                 limit: int) -> dict[str, Any]:
+    """SESSION's entries before BEFORE in the compact form (`tandem.sessions.history`)."""
+    journal = sessions.journal(session)
+    journal.refresh()
+    rows = history_rows(sessions.history(journal).rows, before, limit)
+    return {
+        "session": journal.id,
+        "entries": [Vector(row) for row in rows],
         "last_seq": journal.last_seq,
     }
 

@@ -16,6 +16,7 @@ from tandem.config.front_end import FrontEndSettings
 from tandem.config.layers import Resolved
 from tandem.providers.base import PermissionMode
 from tandem.sessions.choice import choose_permission_mode, choose_provider, resolve_for
+from tandem.sessions.history import HistoryRows
 from tandem.sessions.live_projection import LiveProjection
 from tandem.sessions.manager import SessionManager
 from tandem.store.entry_cache import EntryCache
@@ -52,6 +53,10 @@ class SessionService:
     def projection(self, journal: Journal) -> LiveProjection:
         """JOURNAL's ordinary-chat projection, extended by what was appended (shared, read-only)."""
         return self.entry_cache.view(journal.path, LiveProjection)
+
+    def history(self, journal: Journal) -> HistoryRows:
+        """JOURNAL's entries as history rows, extended by what was appended (shared, read-only)."""
+        return self.entry_cache.view(journal.path, HistoryRows)
 
     def read_entries(self, path: Path) -> list[JournalEntry]:
         """The entries of the journal file at PATH, held or not ([] when unreadable)."""

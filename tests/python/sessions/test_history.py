@@ -1,0 +1,111 @@
+"""``sessions/history``: the compact form of a session's entries for a view."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tandem.adapters import sessions as api
+from tandem.app import App
+from tandem.protocol.base import Vector
+from tandem.server import sexp
+from tandem.sessions.history import ROW_FIELDS
+
+
+def call(app: App, name: str, **params: Any) -> Any:
+    spec = next(m for m in api.METHODS if m.name == name)
+    return asyncio.run(spec.handler(app, spec.params(**params)))
+
+
+@pytest.fixture
+def app(home: Path, config: Path, monkeypatch) -> App:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    a = App(home=home)
+    yield a
+    a.sessions.manager.close()
+
+
+def _expand(row: list[Any]) -> dict[str, Any]:
+    """A row back into the entry's dict (what Emacs does with the vector)."""
+    out = {k: v for k, v in zip(ROW_FIELDS, row[:5], strict=True) if v is not None}
+    out.update(row[5] or {})
+    return out
+
+
+def _session(app: App, project) -> tuple[str, Any]:
+    made = call(app, "sessions/new", cwd=str(project("a")))
+    j = app.sessions.manager.journal(made.id)
+    for turn in (1, 2):
+        j.append({"type": "turn_start", "turn": turn, "origin": "chat", "provider": "openai:m",
+                  "model": "m"})
+        j.append({"type": "user", "turn": turn, "text": f"question {turn}"})
+        j.append({"type": "tool_call", "turn": turn, "call_id": f"c{turn}", "name": "read_file",
+                  "input": {"path": "a.txt"}})
+        j.append({"type": "tool_result", "turn": turn, "call_id": f"c{turn}", "status": "completed",
+                  "output": "text"})
+        j.append({"type": "assistant", "turn": turn, "text": "**answer**\n"})
+        j.append({"type": "turn_end", "turn": turn, "outcome": "succeeded",
+                  "usage": {"input_tokens": 3, "output_tokens": 4}})
+    j.append({"type": "rewind", "before_turn": 2, "checkpoint": "abc"})
+    return made.id, j
+
+
+def test_history_holds_what_entries_holds_as_rows(app: App, project) -> None:
+    sid, _ = _session(app, project)
+    old = call(app, "sessions/entries", session=sid, limit=10000)
+    new = call(app, "sessions/history", session=sid)
+    assert new["last_seq"] == old["last_seq"] == 13 and new["session"] == sid
+    assert all(type(r) is Vector and len(r) == 6 for r in new["entries"])
+    assert [r[0] for r in new["entries"]] == [e["seq"] for e in old["entries"]]
+    for row, entry in zip(new["entries"], old["entries"], strict=True):
+        got = _expand(list(row))
+        # Every field written is there with its value (the old method adds
+        # the models' defaults besides: permission_mode, kind, title…).
+        assert got.items() <= entry.items()
+        assert {k for k, v in entry.items() if v not in (None, "", [], {}, "ask", "other")} \
+            <= got.keys() | {"kind", "permission_mode"}
+    rewind = new["entries"][-1]
+    assert rewind[1] == "rewind" and rewind[2] is None and rewind[5]["before_turn"] == 2
+
+
+def test_history_pages_before_a_seq_and_limits(app: App, project) -> None:
+    sid, j = _session(app, project)
+    page = call(app, "sessions/history", session=sid, before=8, limit=3)
+    assert [r[0] for r in page["entries"]] == [5, 6, 7]
+    assert [r[0] for r in call(app, "sessions/history", session=sid, before=3)["entries"]] == [1, 2]
+    assert call(app, "sessions/history", session=sid, before=1)["entries"] == []
+    # Appended after a first read: the shared cache extends, the next call sees it.
+    j.append({"type": "user", "turn": 3, "text": "later"})
+    last = call(app, "sessions/history", session=sid, limit=1)
+    assert [list(r) for r in last["entries"]] == [[14, "user", 3, last["entries"][0][3], "later",
+                                                   None]]
+    for bad in ({"limit": 0}, {"limit": 100001}, {"before": 0}):
+        with pytest.raises(ValidationError):
+            call(app, "sessions/history", session=sid, **bad)
+
+
+def test_history_rows_reach_emacs_as_vectors(app: App, project) -> None:
+    sid, _ = _session(app, project)
+    reply = call(app, "sessions/history", session=sid, before=3)
+    text = sexp.dumps(reply)
+    assert '[1 "turn_start" 1 "' in text and '(:origin "chat"' in text
+    assert '[2 "user" 1 "' in text and '"question 1" nil]' in text
+    back = sexp.loads(text)
+    assert [r[:3] for r in back["entries"]] == [[1, "turn_start", 1], [2, "user", 1]]
+
+
+def test_hand_edited_lines_lose_nothing_and_break_nothing(app: App, project) -> None:
+    sid, j = _session(app, project)
+    with open(j.path, "a", encoding="utf-8") as f:
+        f.write('{"type":"future_kind","ts":"x","text":{"not":"a string"},"turn":"7"}\n')
+        f.write('{"seq":15,"type":"future_kind","ts":5,"text":{"not":"a string"},"turn":"7"}\n')
+        f.write('not json at all\n')
+    rows = call(app, "sessions/history", session=sid)["entries"]
+    # No seq: skipped (sessions/entries skips it too); wrong types: kept in REST.
+    assert rows[-1][:5] == (15, "future_kind", None, None, None)
+    assert rows[-1][5] == {"ts": 5, "text": {"not": "a string"}, "turn": "7"}
+    assert [r[0] for r in rows][-2:] == [13, 15]
