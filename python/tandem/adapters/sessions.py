@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tandem.history.turn_patch import turn_patch as patch_of
 from tandem.overview.rows import overview as overview_of
-from tandem.protocol.base import MethodSpec
+from tandem.protocol.base import MethodSpec, Vector
 from tandem.protocol.sessions import (
     CloseParams,
     CompactParams,
@@ -45,7 +45,9 @@ from tandem.protocol.sessions import (
     UndoResult,
     UsageParams,
 )
+from tandem.server import sexp
 from tandem.sessions import requests
+from tandem.sessions.history import HistoryRows, Row
 from tandem.sessions.manager import Active
 from tandem.sessions.requests import absolute_dir, info
 from tandem.turns.usage import usage_report
@@ -105,9 +107,20 @@ async def entries(app: App, p: EntriesParams) -> dict[str, Any]:
     return requests.entries_page(app.sessions, p.session, p.after, p.before, p.limit)
 
 
+def _print_row(row: Row) -> str:
+    return sexp.dumps(Vector(row))
+
+
+class PrintedRows(HistoryRows):
+    """History rows kept printed as the vectors Emacs reads (one print per entry, ever)."""
+
+    def __init__(self) -> None:
+        super().__init__(_print_row)
+
+
 async def history(app: App, p: HistoryParams) -> dict[str, Any]:
     """Entries as positional vectors: what a view renders, at a fraction of the cost."""
-    return requests.history_page(app.sessions, p.session, p.before, p.limit)
+    return requests.history_page(app.sessions, p.session, p.before, p.limit, PrintedRows)
 
 
 async def relocate(app: App, p: RelocateParams) -> dict[str, Any]:

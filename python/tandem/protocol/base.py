@@ -32,6 +32,16 @@ class Vector(tuple[Any, ...]):
     __slots__ = ()
 
 
+class Printed(str):
+    """Text already printed as an S-expression, sent as it is (a part of a reply kept printed).
+
+    A long history's rows are printed once and kept (`tandem.sessions.history`);
+    a reply made of them is a join of their text, not a print of each.
+    """
+
+    __slots__ = ()
+
+
 class Params(BaseModel):
     """Base of every params model: unknown keys are an error, not ignored.
 

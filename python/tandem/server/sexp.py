@@ -9,7 +9,8 @@ keywords, lists, dotted pairs and vectors.
 Mapping (docs/architecture.md): Python ``dict`` → plist with ``:kebab-case``
 keys; a plist arriving from Emacs → ``dict`` with ``snake_case`` keys; ``None``
 and ``False`` → ``nil``; ``True`` → ``t``; vectors arrive as lists, and a
-`tandem.protocol.base.Vector` leaves as one.
+`tandem.protocol.base.Vector` leaves as one; a `tandem.protocol.base.Printed`
+leaves as its text.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tandem.protocol.base import Vector
+from tandem.protocol.base import Printed, Vector
 
 
 class Symbol(str):
@@ -85,6 +86,8 @@ def _dump(value: Any, emit: Callable[[str], None]) -> None:
         # Thousands of these in one reply (a long history's rows): their
         # strings, integers and nils are written here, anything else by _dump.
         emit("[" + " ".join([_flat(item) for item in value]) + "]")
+    elif t is Printed:
+        emit(value)
     elif t is list or t is tuple:
         emit("(")
         first = True

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tandem.protocol.base import TandemError, Vector
+from tandem.protocol.base import Printed, TandemError, Vector
 from tandem.protocol.sessions import SessionInfo
-from tandem.sessions.history import history_rows
+from tandem.sessions.history import HistoryRows
 from tandem.sessions.manager import Active, needs_terminal, relocation_prompt
 from tandem.sessions.service import SessionService
 from tandem.store.jsonl import read_header
@@ -87,17 +87,25 @@ def entries_page(sessions: SessionService, session: str, after: int | None,
     }
 
 
-def history_page(sessions: SessionService, session: str, before: int | None,
-                 limit: int) -> dict[str, Any]:
-    """SESSION's entries before BEFORE in the compact form (`tandem.sessions.history`)."""
+def history_page(sessions: SessionService, session: str, before: int | None, limit: int,
+                 factory: Callable[[], HistoryRows] = HistoryRows) -> dict[str, Any]:
+    """SESSION's entries before BEFORE in the compact form (`tandem.sessions.history`).
+
+    When FACTORY's rows are kept printed, the entries are their kept text
+    joined (`Printed`); otherwise one `Vector` per row.
+    """
     journal = sessions.journal(session)
     journal.refresh()
-    rows = history_rows(sessions.history(journal).rows, before, limit)
-    return {
-        "session": journal.id,
-        "entries": [Vector(row) for row in rows],
-        "last_seq": journal.last_seq,
-    }
+    hist = sessions.history(journal, factory)
+    span = hist.span(before, limit)
+    entries: Printed | list[Vector]
+    if hist.printer is None:
+        entries = [Vector(hist.rows[i]) for i in span]
+    else:
+        kept = hist.printed
+        picked = kept[span.start:span.stop] if isinstance(span, range) else [kept[i] for i in span]
+        entries = Printed("(" + " ".join(picked) + ")")
+    return {"session": journal.id, "entries": entries, "last_seq": journal.last_seq}
 
 
 def relocate(sessions: SessionService, target: str, cwd: str) -> dict[str, Any]:

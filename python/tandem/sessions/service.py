@@ -9,6 +9,7 @@ rewind all ask here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,13 @@ class SessionService:
         """JOURNAL's ordinary-chat projection, extended by what was appended (shared, read-only)."""
         return self.entry_cache.view(journal.path, LiveProjection)
 
-    def history(self, journal: Journal) -> HistoryRows:
-        """JOURNAL's entries as history rows, extended by what was appended (shared, read-only)."""
-        return self.entry_cache.view(journal.path, HistoryRows)
+    def history(self, journal: Journal,
+                factory: Callable[[], HistoryRows] = HistoryRows) -> HistoryRows:
+        """JOURNAL's entries as history rows, extended by what was appended (shared, read-only).
+
+        FACTORY makes the rows (a subclass keeps them printed); one per factory.
+        """
+        return self.entry_cache.view(journal.path, factory)
 
     def read_entries(self, path: Path) -> list[JournalEntry]:
         """The entries of the journal file at PATH, held or not ([] when unreadable)."""
