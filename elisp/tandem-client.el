@@ -280,8 +280,10 @@ frame is made, which keeps large requests from setting off a collection."
 (defun tandem--filter (conn)
   "Return the process filter of CONN's socket.
 The socket decodes UTF-8 itself (across read boundaries); frames are
-found by byte positions in the multibyte inbox and read straight from
-it, so a reply makes no copies on its way to `read'."
+found by byte positions in the multibyte inbox.  Each frame is read
+from a string copy of its text: `read' from a buffer costs ~1.6 times
+`read-from-string' (40 against 25 ms for a 2 MB reply), far more than
+the copy."
   (lambda (_proc string)
     (let ((inbox (oref conn inbox)) (messages nil)
           (gc-cons-threshold (max gc-cons-threshold tandem--gc-threshold)))
@@ -295,7 +297,8 @@ it, so a reply makes no copies on its way to `read'."
                                  (buffer-substring-no-properties (point) (+ (point) 6)) 16))
                       (setq end (byte-to-position (+ (position-bytes (+ (point) 6)) len))))
             (forward-char 6)
-            (push (condition-case err (read (current-buffer))
+            (push (condition-case err
+                      (car (read-from-string (buffer-substring-no-properties (point) end)))
                     (error (tandem--log '<- (list 'unreadable err)) nil))
                   messages)
             (goto-char end)))

@@ -175,6 +175,10 @@ The buffer follows the connection it fetched from from now on."
 
 ;;;; Older history
 
+(defconst tandem-view--bulk-gc-threshold (* 512 1024 1024)
+  "`gc-cons-threshold' while the whole history is loaded (then one collection).
+Loading 5,000 turns allocates ~100 MB; above this, collections resume.")
+
 (defun tandem-view-load-older (&optional all)
   "Load one more page of older history, or with ALL (prefix argument) all of it."
   (interactive "P")
@@ -183,9 +187,11 @@ The buffer follows the connection it fetched from from now on."
     (unless (and first-seq (> first-seq 1))
       (user-error "The session's first turn is already shown"))
     (let* (;; The whole history allocates tens of MB (the reply, its plists,
-           ;; thousands of blocks); collect in proportion to the heap meanwhile,
-           ;; as `tandem-view--insert-blocks' does, for this call only.
-           (gc-cons-percentage (if all (max gc-cons-percentage 0.5) gc-cons-percentage))
+           ;; thousands of blocks) while the heap grows to ~30 MB: each
+           ;; collection on the way marks all of it.  Collect none until
+           ;; the load is done, then once (below), for this call only.
+           (gc-cons-threshold (if all (max gc-cons-threshold tandem-view--bulk-gc-threshold)
+                                gc-cons-threshold))
            (entries (tandem-view--fetch-before first-seq (if all tandem-view--fetch-max
                                                            tandem-view-page-entries))))
       (while (and all entries (> (plist-get (car entries) :seq) 1))
@@ -215,6 +221,9 @@ The buffer follows the connection it fetched from from now on."
             (tandem-view--place-rows (append blocks (tandem-view-state-blocks st)))
             (tandem-view--redraw-older-row))
           (tandem-view--index)
+          ;; The one collection deferred above, paid here, inside the
+          ;; command: left to the next command it would cost the same.
+          (when all (garbage-collect))
           (length blocks))))))
 
 (defun tandem-view--place-rows (blocks)
