@@ -177,7 +177,7 @@ The buffer follows the connection it fetched from from now on."
 
 (defconst tandem-view--bulk-gc-threshold (* 512 1024 1024)
   "`gc-cons-threshold' while the whole history is loaded (then one collection).
-Loading 5,000 turns allocates ~100 MB; above this, collections resume.")
+A 5,000-turn load stays below it; above it, collections resume as usual.")
 
 (defun tandem-view-load-older (&optional all)
   "Load one more page of older history, or with ALL (prefix argument) all of it."

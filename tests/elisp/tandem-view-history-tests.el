@@ -180,6 +180,22 @@ rendered at open (bodies scanned at insertion)."
         (should (eq (get-text-property (point) 'font-lock-face) 'tandem-view-reasoning))
         (kill-buffer)))))
 
+(ert-deftest tandem-view-whole-history-collects-once-inside-the-command ()
+  "Loading the whole history collects garbage exactly once, at its end.
+The collection is not left to the next command: after the load the
+allocation counter starts from zero again, so a later figure pays none
+of this load's garbage."
+  (tandem-view-history-test--with-session info
+    (let ((tandem-view-initial-entries 30) (gc-cons-threshold 800000))
+      (with-current-buffer (tandem-view-show info t)
+        (garbage-collect)
+        (let ((before gcs-done))
+          (tandem-view-load-older t)
+          (should (= (- gcs-done before) 1)))
+        ;; The threshold was raised for the one call only.
+        (should (= gc-cons-threshold 800000))
+        (kill-buffer)))))
+
 (ert-deftest tandem-view-history-rows-become-entries ()
   "A `sessions/history' row is the entry as written; a malformed row is named."
   (should (equal (tandem-view-history-entry [7 "user" 3 "2026-01-01T00:00:00Z" "hi" nil])
