@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib.util
 import logging
 import os
 import signal
@@ -35,6 +36,21 @@ log = logging.getLogger("tandem.server")
 
 HANDOVER_TIMEOUT = 30.0
 """Seconds ``tandem serve`` waits for the token line on stdin."""
+
+NEEDED_TO_SERVE = ("pydantic", "pydantic_core", "typing_extensions", "anyio", "httpx",
+                   "httpx_sse", "msgspec")
+"""Packages the services import at start, looked for (not imported) before the port line."""
+
+
+def check_installed(names: tuple[str, ...] = NEEDED_TO_SERVE) -> None:
+    """Raise ``ModuleNotFoundError`` (Python's own message) for the first of NAMES not installed.
+
+    The services are imported after the port line; a Python without the backend's
+    dependencies must still fail before it, as Emacs offers an install on that error.
+    """
+    for name in names:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
 def setup_logging(home: Path) -> Path:
@@ -73,6 +89,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     between is accepted and waits for them: its first message is read only
     once everything a request needs is ready (issue 16: start-up).
     """
+    check_installed()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -7,14 +7,18 @@ the cap on connections that have not said hello counts the waiting ones too.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from tandem import __version__
 
 from .conftest import TOKEN
-from .epc_peer import Peer, start_backend
+from .epc_peer import REPO, Peer, start_backend
+
+SOURCE = REPO / "python"
 
 
 def test_a_request_sent_right_after_the_port_line_is_answered(
@@ -53,3 +57,15 @@ def test_connections_waiting_for_the_services_count_against_the_cap(tmp_path: Pa
             peer.close()
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_python_without_the_dependencies_fails_before_the_port_line(tmp_path: Path) -> None:
+    # No site-packages (-S): tandem itself is found, pydantic and the rest are not. Emacs
+    # offers an install on this error, so it must come instead of a port.
+    env = {k: v for k, v in os.environ.items() if k != "TANDEM_TOKEN"}
+    env.update(TANDEM_HOME=str(tmp_path / "home"), PYTHONPATH=str(SOURCE))
+    done = subprocess.run([sys.executable, "-S", "-m", "tandem.cli", "serve"],
+                          input='{"token": "t"}\n', capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode != 0 and done.stdout == ""
+    assert "No module named 'pydantic'" in done.stderr
