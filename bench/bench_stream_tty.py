@@ -119,7 +119,9 @@ def _run(mode: str, elc: Path, work: Path) -> dict[str, Any]:
            "BENCH_TTY_PYTHON": str(ROOT / ".venv" / "bin" / "python"),
            "PYTHONPATH": str(ROOT / "python"), "TERM": "screen-256color",
            "BENCH_TTY_SIZE": os.environ.get("BENCH_TTY_SIZE", "200000"),
-           "BENCH_TTY_PROFILE": os.environ.get("BENCH_TTY_PROFILE", "")}
+           "BENCH_TTY_PROFILE": os.environ.get("BENCH_TTY_PROFILE", ""),
+           "BENCH_TTY_EVAL": os.environ.get("BENCH_TTY_EVAL", ""),
+           "BENCH_TTY_PROFILER": os.environ.get("BENCH_TTY_PROFILER", "cpu")}
     cmd = ["env", *(f"{k}={v}" for k, v in env.items()),
            "emacs", "-nw", "--no-init-file", "--no-splash",
            # Measure the byte code loaded, not native compilation running beside it.
@@ -172,7 +174,7 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
             "p99": _percentile(lat, 0.99),
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
-            "chunks": r["chunks"], "gc_seconds": r["gc_seconds"]}
+            "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"]}
 
 
 def main() -> int:

@@ -78,7 +78,7 @@
   (when (and (not bench-tty-first) (bench-tty-profile))
     (require 'profiler)
     (advice-add 'tandem-request :around #'bench-tty--time-request)
-    (profiler-start 'cpu))
+    (profiler-start (intern (or (getenv "BENCH_TTY_PROFILER") "cpu"))))
   (unless bench-tty-first
     (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed)))
   (cl-incf bench-tty-chunks))
@@ -178,6 +178,19 @@
                    (cancel-timer timer)
                    (bench-tty-after-last)))))))))
 
+;;;; Nothing streamed (the harness's own floor)
+
+(defun bench-tty-idle (text)
+  "Stream nothing for as long as TEXT would take: the harness's own floor.
+Emacs still handles the keys and the 10 ms timer, and redisplays."
+  (switch-to-buffer (get-buffer-create "*idle*"))
+  (delete-other-windows)
+  (insert (substring text 0 8000))
+  (lambda ()
+    (bench-tty-chunk-arrived)
+    (setq bench-tty-chunks (/ (length text) bench-tty-chunk))
+    (run-at-time (/ (length text) bench-tty-chunk 1.0 bench-tty-rate) nil #'bench-tty-after-last)))
+
 (defun bench-tty-main ()
   "Set up the mode's buffer, signal readiness, idle a while, then stream."
   (let* ((text (tandem-view-test-markdown-answer bench-tty-size))
@@ -185,12 +198,17 @@
                ("tandem" (bench-tty-tandem text))
                ("tandem-builtin" (setq tandem-view-markdown-engine 'builtin)
                 (bench-tty-tandem text))
+               ("idle" (bench-tty-idle text))
                (_ (bench-tty-anchor text)))))
     (global-set-key [f5] #'bench-tty-key)
     (run-at-time 0.01 0.01 (lambda () (push (float-time) bench-tty-ticks)))
     (garbage-collect)
     (with-temp-file (getenv "BENCH_TTY_READY") (insert "ready"))
     (run-at-time bench-tty-idle nil (lambda () (setq bench-tty-go (float-time)) (funcall go)))))
+
+(let ((form (getenv "BENCH_TTY_EVAL")))
+  ;; An experiment: a form evaluated once the package is loaded.
+  (when (and form (not (string-empty-p form))) (eval (car (read-from-string form)) t)))
 
 (run-at-time 0.2 nil #'bench-tty-main)
 

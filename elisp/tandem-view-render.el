@@ -24,6 +24,7 @@
 (require 'seq)
 (require 'tandem-view-markdown)
 (require 'tandem-view-segments)
+(require 'tandem-view-lazy)
 (require 'tandem-usage)
 (require 'tandem-view-block)
 
@@ -147,6 +148,19 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
                   (t (tandem-view-markdown-fontify text))))
     (when (and tandem-view-render-lazy (not face))
       (tandem-view-segments-mark start (point) (tandem-view-scan-create)))
+    (unless (bolp) (insert "\n"))
+    (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
+                                             'wrap-prefix tandem-view-render-indent))))
+
+(defun tandem-view-render--kept-body (kept)
+  "Insert KEPT, a body as shown with its segments, instead of rendering it.
+KEPT is (STRING . SCAN): the segments already fontified stay so.  With
+SCAN, the text was streamed: the scan goes on from where streaming left
+it, and the segment still open is marked as complete, just as a
+rendering of the whole text cuts it."
+  (let ((start (point)))
+    (insert (car kept))
+    (when (cdr kept) (tandem-view-segments-mark start (point) (cdr kept)))
     (unless (bolp) (insert "\n"))
     (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
                                              'wrap-prefix tandem-view-render-indent))))
@@ -312,7 +326,15 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
        (tandem-view-render--line (concat tandem-view-render-indent
                                          (propertize "Assistant" 'font-lock-face 'tandem-view-role))
                                  nil)
-       (tandem-view-render--body (plist-get entry :text)))
+       (let* ((text (plist-get entry :text))
+              (kept (and tandem-view-render-lazy
+                         (cl-find text (tandem-view-block-kept-body block)
+                                  :key #'car :test #'string=)))
+              (start (point)))
+         (if kept (tandem-view-render--kept-body kept) (tandem-view-render--body text))
+         ;; Where the body is, for the next re-rendering to reuse it.
+         (when tandem-view-render-lazy
+           (put-text-property start (+ start (length text)) 'tandem-body text))))
       ("reasoning"
        (let ((folded (funcall folded-p (list 'reasoning seq))))
          (tandem-view-render--line
@@ -404,6 +426,10 @@ Outside a session buffer (eager rendering) it is fontified now."
 FOLDED-P tells whether a part key is folded."
   (let ((reasoning (tandem-view-block-live-reasoning block))
         (text (tandem-view-block-live-text block)))
+    ;; Markers left in the buffer slow every edit until collected.
+    (dolist (m (list (tandem-view-block-reasoning-marker block)
+                     (tandem-view-block-text-marker block)))
+      (when (markerp m) (set-marker m nil)))
     (setf (tandem-view-block-reasoning-marker block) nil
           (tandem-view-block-text-marker block) nil)
     (unless (string-empty-p reasoning)

@@ -117,41 +117,69 @@ each frame is followed by what jit-lock would run.  Both engines."
               (should-not (search-forward "Intro **bold** start" nil t)))))))))
 
 (ert-deftest tandem-view-stream-fontifies-new-and-visible-text-only ()
-  "A 200 KB answer: each frame fontifies what is new; the settle what is shown.
+  "A 200 KB answer: each frame fontifies what is new; the settle reuses it.
 The fontifier is watched: no call sees more than a segment and a line,
-whatever the answer's length, and settling leaves the unseen body plain."
-  (tandem-view-test-with-session '(:steps [])
-    (let* ((text (tandem-view-test-markdown-answer 200000))
-           (pieces (tandem-view-stream-test--pieces text 700 nil))
-           (calls nil) (window 3000)
-           (bound (+ (* 2 tandem-view-segments-max) 200))
-           (watch (lambda (s &rest _) (push (length s) calls))))
-      (tandem-view-stream-test--start)
-      (advice-add 'tandem-view-markdown-fontify :before watch '((name . stream-test)))
-      (unwind-protect
-          (let ((b nil))
-            (while pieces
-              (tandem-view-stream-test--send
-               (list (list :kind "delta" :turn 1 :stream "text" :text (pop pieces))))
-              (tandem-view-flush)
-              (setq b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
-              ;; jit-lock: the window shows the newest WINDOW characters.
-              (let ((end (marker-position (tandem-view-block-text-marker b))))
-                (tandem-view-fontify-region (max (point-min) (- end window)) end)))
-            (should (= (tandem-view-rope-length (tandem-view-block-text-rope b)) (length text)))
-            (should (> (length calls) 250))
-            (should (<= (apply #'max calls) bound))
-            (setq calls nil)
-            (tandem-view-stream-test--send
-             (list (tandem-view-stream-test--entry "assistant" :text text)))
-            (tandem-view-flush)
-            (let ((bounds (tandem-view-stream-test--body text)))
-              (tandem-view-fontify-region (- (cdr bounds) window) (cdr bounds))
-              (should (<= (apply #'+ calls) (+ window (* 2 bound))))
-              ;; The beginning, not shown, is still waiting for jit-lock.
-              (should (get-text-property (car bounds) 'tandem-markdown))
-              (should-not (get-text-property (car bounds) 'font-lock-face))))
-        (advice-remove 'tandem-view-markdown-fontify 'stream-test)))))
+whatever the answer's length.  Settling neither cuts the answer into
+segments again nor fontifies it again: the streamed text, its segments
+and faces become the settled body; only the segment still open is redone."
+  (dolist (engine '(builtin markdown-mode))
+    (let ((tandem-view-markdown-engine engine))
+      (tandem-view-test-with-session '(:steps [])
+        (let* ((text (tandem-view-test-markdown-answer 200000))
+               (pieces (tandem-view-stream-test--pieces text 700 nil))
+               (calls nil) (scanned nil) (window 3000)
+               (bound (+ (* 2 tandem-view-segments-max) 200))
+               (watch (lambda (start stop &rest _) (push (- stop start) calls)))
+               (watch-scan (lambda (beg end scan)
+                             (push (- end beg (tandem-view-scan-pos scan)) scanned))))
+          (tandem-view-stream-test--start)
+          (advice-add 'tandem-view-markdown--apply :before watch '((name . stream-test)))
+          (advice-add 'tandem-view-segments-scan :before watch-scan '((name . stream-test)))
+          (unwind-protect
+              (let ((b nil))
+                (while pieces
+                  (tandem-view-stream-test--send
+                   (list (list :kind "delta" :turn 1 :stream "text" :text (pop pieces))))
+                  (tandem-view-flush)
+                  (setq b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
+                  ;; jit-lock: the window shows the newest WINDOW characters.
+                  (let ((end (marker-position (tandem-view-block-text-marker b))))
+                    (tandem-view-fontify-region (max (point-min) (- end window)) end)))
+                (should (= (tandem-view-rope-length (tandem-view-block-text-rope b)) (length text)))
+                (should (> (length calls) 250))
+                (should (<= (apply #'max calls) bound))
+                (should (<= (apply #'max scanned) bound))
+                (setq calls nil scanned nil)
+                (let* ((bounds (tandem-view-stream-test--body text))
+                       (streamed (tandem-view-stream-test--faces
+                                  (cons (car bounds) (+ (car bounds) 2000)))))
+                  (should (get-text-property (+ (car bounds) 8) 'font-lock-face)) ; **bold**
+                  (tandem-view-stream-test--send
+                   (list (tandem-view-stream-test--entry "assistant" :text text)))
+                  (tandem-view-flush)
+                  ;; The turn's end re-renders the block again: the body is reused again.
+                  (tandem-view-stream-test--send
+                   (list (tandem-view-stream-test--entry "turn_end" :outcome "completed")))
+                  (tandem-view-flush)
+                  (should (tandem-view-block-end-entry
+                           (gethash 1 (tandem-view-state-by-turn tandem-view--state))))
+                  (let ((bounds (tandem-view-stream-test--body text)))
+                    (tandem-view-fontify-region (- (cdr bounds) window) (cdr bounds))
+                    (tandem-view-fontify-region (car bounds) (+ (car bounds) window))
+                    ;; The last line and the open segment, not the 200 KB.
+                    (should (<= (apply #'+ scanned) bound))
+                    (should (<= (apply #'+ calls) bound))
+                    ;; The beginning kept the faces it got while streaming (a
+                    ;; code block that closed once out of sight is code now).
+                    (should (cl-every (lambda (was now) (or (null was) (equal was now)))
+                                      streamed
+                                      (tandem-view-stream-test--faces
+                                       (cons (car bounds) (+ (car bounds) 2000)))))
+                    (should (string-empty-p (tandem-view-block-live-text
+                                             (gethash 1 (tandem-view-state-by-turn
+                                                         tandem-view--state))))))))
+            (advice-remove 'tandem-view-markdown--apply 'stream-test)
+            (advice-remove 'tandem-view-segments-scan 'stream-test)))))))
 
 (ert-deftest tandem-view-stream-events-log-costs-nothing-unread ()
   "The events log keeps messages unprinted until read; then every one is shown.
