@@ -174,7 +174,8 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
             "p99": _percentile(lat, 0.99),
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
-            "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"]}
+            "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"],
+            "allocated_mb": sum(r["consed"]) / 1e6}
 
 
 def main() -> int:

@@ -41,7 +41,7 @@
 (defvar bench-tty-keys nil "When each <f5> was handled, newest first.")
 (defvar bench-tty-ticks nil "Timer firings (float-time), newest first.")
 (defvar bench-tty-first nil
-  "When the first chunk arrived: (TIME CPU-TICKS GCS-DONE GC-ELAPSED).")
+  "When the first chunk arrived: (TIME CPU-TICKS GCS-DONE GC-ELAPSED CONSED).")
 (defvar bench-tty-last nil "When the last chunk arrived (or the turn ended).")
 (defvar bench-tty-chunks 0 "Chunks (events) applied.")
 (defvar bench-tty-extra nil "More to report: a plist.")
@@ -60,6 +60,11 @@
     (let ((fields (split-string (buffer-substring (1+ (search-backward ")")) (point-max)))))
       ;; Fields after the command name start at field 3; utime is 14, stime 15.
       (+ (string-to-number (nth 11 fields)) (string-to-number (nth 12 fields))))))
+
+(defun bench-tty-consed ()
+  "Return what Emacs allocated so far, in bytes, by kind (what GC counts)."
+  (list (* 16 cons-cells-consed) string-chars-consed (* 8 vector-cells-consed)
+        (* 56 intervals-consed) (* 8 floats-consed)))
 
 (defun bench-tty-profile ()
   "Return the file name stem for a profile of this run, or nil for none."
@@ -80,7 +85,8 @@
     (advice-add 'tandem-request :around #'bench-tty--time-request)
     (profiler-start (intern (or (getenv "BENCH_TTY_PROFILER") "cpu"))))
   (unless bench-tty-first
-    (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed)))
+    (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed
+                                (bench-tty-consed))))
   (cl-incf bench-tty-chunks))
 
 (defun bench-tty-finish ()
@@ -107,7 +113,9 @@
           (append bench-tty-extra
                   (list :events_log_chars (if log (buffer-size log) 0)
                         :gcs (- gcs-done (nth 2 bench-tty-first))
-                        :gc_seconds (- gc-elapsed (nth 3 bench-tty-first)))))
+                        :gc_seconds (- gc-elapsed (nth 3 bench-tty-first))
+                        :consed (vconcat (cl-mapcar #'- (bench-tty-consed)
+                                                    (nth 4 bench-tty-first))))))
          (end (+ bench-tty-last bench-tty-tail))
          (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first))))
     (with-temp-file (getenv "BENCH_TTY_OUT")

@@ -72,9 +72,8 @@
   (text-fontified 0 :documentation "When the growing end of the streamed text was last marked.")
   (text-scan nil :documentation "Markdown segment scan of the streamed text (a `tandem-view-scan').")
   (settling nil :documentation "Text of the assistant entry that completes the streamed text.")
-  (kept-body nil :documentation "Bodies as shown, with their segments: a list of (STRING . SCAN).
-A re-rendering reuses one for the assistant entry of the same text; SCAN
-is the streamed text's scan, to finish, or nil.")
+  (body-text nil :documentation "A settled streamed body: (TOKEN . TEXT).
+Its `tandem-body' property is TOKEN (its scan); TEXT is its entry's text.")
   (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
   (reasoning-shown 0 :documentation "Characters of the streamed reasoning already in the buffer.")
   (interactions nil :documentation "Interaction plists announced by events, newest first.")

@@ -23,6 +23,7 @@
 (require 'tandem-view-render)
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
+(require 'tandem-view-stream)
 
 ;; A compaction asks the next frame for a full rendering (tandem-view-live.el,
 ;; above this file).
@@ -172,72 +173,6 @@ clock; the progress row then says so until `g'."
                             (error-message-string err))))))
       (tandem-view-flush))))
 
-(defun tandem-view--append-live (block)
-  "Append BLOCK's streamed text that is not in the buffer yet at its markers.
-Only the new text is copied (`tandem-view-rope-since'), and only the
-assistant text's new lines are cut into Markdown segments: a frame costs
-what arrived since the last one, not the answer so far."
-  (cl-flet ((append-at (marker rope shown face)
-              (when (and marker (marker-buffer marker) (> (tandem-view-rope-length rope) shown))
-                (goto-char marker)
-                (let ((start (point)))
-                  (insert (propertize (tandem-view-rope-since rope shown)
-                                      'read-only t 'tandem-block block 'font-lock-face face
-                                      'keymap tandem-view-transcript-map
-                                      'line-prefix tandem-view-render-indent
-                                      'wrap-prefix tandem-view-render-indent))
-                  start))))
-    (let ((rope (tandem-view-block-reasoning-rope block)))
-      (when (append-at (tandem-view-block-reasoning-marker block) rope
-                       (tandem-view-block-reasoning-shown block) 'tandem-view-reasoning)
-        (setf (tandem-view-block-reasoning-shown block) (tandem-view-rope-length rope))))
-    (let* ((rope (tandem-view-block-text-rope block))
-           (shown (tandem-view-block-text-shown block))
-           (start (append-at (tandem-view-block-text-marker block) rope shown nil)))
-      (when start
-        (let ((end (marker-position (tandem-view-block-text-marker block))))
-          (when (tandem-view-block-text-scan block)
-            (tandem-view-render-live-mark block (- start shown) end t)))
-        (setf (tandem-view-block-text-shown block) (tandem-view-rope-length rope))))))
-
-(defun tandem-view--keep-live-body (block)
-  "Keep BLOCK's streamed text, as shown, for its settled rendering.
-BLOCK's assistant entry arrived with the whole text (`settling'): what
-has not been shown yet is appended, then the shown text with its
-segments and faces is kept when it is that text, so the re-rendering
-reuses it instead of cutting and fontifying the answer again."
-  (let ((text (tandem-view-block-settling block))
-        (marker (tandem-view-block-text-marker block))
-        (shown (tandem-view-block-text-shown block))
-        (rope (tandem-view-block-text-rope block)))
-    (setf (tandem-view-block-settling block) nil)
-    (when (and (markerp marker) (marker-buffer marker) (tandem-view-block-text-scan block)
-               (<= shown (length text)))
-      (tandem-view-rope-clear rope)
-      (tandem-view-rope-append rope text)
-      (tandem-view--append-live block)
-      (tandem-view-rope-clear rope)
-      (let ((body (buffer-substring (- marker (length text)) marker)))
-        (when (string= body text)
-          (push (cons body (tandem-view-block-text-scan block))
-                (tandem-view-block-kept-body block)))))))
-
-(defconst tandem-view--kept-body-min 1024
-  "Characters of a body above which a re-rendering reuses it as shown.")
-
-(defun tandem-view--keep-bodies (block)
-  "Keep BLOCK's long assistant bodies, as shown, for its re-rendering.
-A re-rendering (the turn's end, a fold) then costs a copy of each, not
-cutting it into segments and fontifying what is shown again."
-  (let* ((end (tandem-view--block-end block))
-         (pos (tandem-view-block-start block)))
-    (while (and pos (< pos end))
-      (let ((text (get-text-property pos 'tandem-body))
-            (next (next-single-property-change pos 'tandem-body nil end)))
-        (when (and text (>= (- next pos) tandem-view--kept-body-min))
-          (push (cons (buffer-substring pos next) nil) (tandem-view-block-kept-body block)))
-        (setq pos next)))))
-
 (defun tandem-view-flush ()
   "Apply every pending change to the buffer now, as one batch."
   (let ((st tandem-view--state))
@@ -268,11 +203,7 @@ cutting it into segments and fontifying what is shown again."
                                              dirty)
                            (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
             (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-                (progn
-                  (tandem-view--keep-bodies b)
-                  (when (tandem-view-block-settling b) (tandem-view--keep-live-body b))
-                  (tandem-view--rerender b)
-                  (setf (tandem-view-block-kept-body b) nil))
+                (tandem-view-settle-rerender b)
               (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
           (dolist (b live)
             (unless (memq b dirty) (tandem-view--append-live b)))

@@ -39,10 +39,18 @@ the first code block of that language that streams in."
 (defvar tandem-view-lazy--warmed nil
   "Non-nil once `tandem-view-lazy-warm' has run.")
 
+(defvar tandem-view-lazy--work-buffers nil
+  "Work buffers by major mode: an alist (MODE . BUFFER).")
+
 (defun tandem-view-lazy--work-buffer (mode)
   "Return the work buffer where code of major MODE is fontified."
-  (tandem-view-markdown--work-buffer (format " *tandem-code-%s*" mode)
-                                     (lambda () (delay-mode-hooks (funcall mode)))))
+  (let ((known (cdr (assq mode tandem-view-lazy--work-buffers))))
+    (if (buffer-live-p known) known
+      (let ((buffer (tandem-view-markdown--work-buffer
+                     (format " *tandem-code-%s*" mode)
+                     (lambda () (delay-mode-hooks (funcall mode))))))
+        (setf (alist-get mode tandem-view-lazy--work-buffers) buffer)
+        buffer))))
 
 (defun tandem-view-lazy-warm ()
   "Make the work buffers of `tandem-view-code-warm-languages' when Emacs is idle.
@@ -65,24 +73,30 @@ Without a mode for LANG (or when the mode fails) the code gets
   (let ((mode (tandem-view-markdown--language-mode lang)) (view (current-buffer)))
     (unless (and mode
                  (condition-case nil
-                     (with-current-buffer (tandem-view-lazy--work-buffer mode)
-                       (erase-buffer)
-                       (insert-buffer-substring-no-properties view beg end)
-                       (font-lock-ensure)
-                       (let ((pos (point-min)) (max (point-max)) (offset (- beg (point-min))))
-                         (while (< pos max)
-                           (let ((next (next-single-property-change pos 'face nil max))
-                                 (face (get-text-property pos 'face)))
-                             (when face
-                               (put-text-property (+ pos offset) (+ next offset)
-                                                  'font-lock-face face view))
-                             (setq pos next))))
-                       t)
+                     ;; The code as one plain string: copying the region would copy
+                     ;; its text property intervals, to drop them at once.
+                     (let ((code (buffer-substring-no-properties beg end)))
+                       (with-current-buffer (tandem-view-lazy--work-buffer mode)
+                         ;; The mode's caches (`syntax-ppss') follow edits through
+                         ;; the modification hooks, which the caller may inhibit.
+                         (let ((inhibit-modification-hooks nil))
+                           (erase-buffer)
+                           (insert code))
+                         (font-lock-ensure)
+			 (let ((pos (point-min)) (max (point-max)) (offset (- beg (point-min))))
+                           (while (< pos max)
+                             (let ((next (next-single-property-change pos 'face nil max))
+                                   (face (get-text-property pos 'face)))
+                               (when face
+				 (put-text-property (+ pos offset) (+ next offset)
+                                                    'font-lock-face face view))
+                               (setq pos next))))
+                         t))
                    (error nil)))
       (put-text-property beg end 'font-lock-face 'font-lock-constant-face))))
 
 (defun tandem-view-lazy--code-block (open-beg body-beg fence lang stop pending)
-  "Fontify the fenced block opened at OPEN-BEG whose code starts at BODY-BEG.
+  "Fontify the fenced block opened at OPEN-BEG, its code from BODY-BEG on.
 FENCE is its fence (three backquotes or tildes), LANG its language; the
 block ends at its closing line or at STOP.  PENDING leaves the code
 plain.  Return the block's span (OPEN-BEG . END); point is at END."
@@ -116,18 +130,23 @@ on the segment with the built-in engine."
                   spans)))
         ;; A segment of code only has no prose to look at.
         (unless (and spans (null (cdr spans)) (<= (caar spans) start) (>= (cdar spans) stop))
-          (cl-flet ((in-code (pos) (cl-some (lambda (s) (and (>= pos (car s)) (<= pos (cdr s))))
-                                            spans)))
+          (goto-char start)
+          (while (re-search-forward "^#+[ \t]+.*$" stop t)
+            (unless (tandem-view-lazy--in-code (match-beginning 0) spans)
+              (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)))
+          (dolist (rule tandem-view-markdown--inline-rules)
             (goto-char start)
-            (while (re-search-forward "^#+[ \t]+.*$" stop t)
-              (unless (in-code (match-beginning 0))
-                (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)))
-            (dolist (rule tandem-view-markdown--inline-rules)
-              (goto-char start)
-              (while (re-search-forward (car rule) stop t)
-                (unless (in-code (match-beginning 1))
-                  (put-text-property (match-beginning 1) (match-end 1)
-                                     'font-lock-face (cdr rule)))))))))))
+            (while (re-search-forward (car rule) stop t)
+              (unless (tandem-view-lazy--in-code (match-beginning 1) spans)
+                (put-text-property (match-beginning 1) (match-end 1)
+                                   'font-lock-face (cdr rule))))))))))
+
+(defun tandem-view-lazy--in-code (pos spans)
+  "Return non-nil when POS is within one of SPANS, a list of (BEG . END)."
+  (let ((in nil))
+    (while (and spans (not in))
+      (setq in (and (>= pos (caar spans)) (<= pos (cdar spans))) spans (cdr spans)))
+    in))
 
 (defun tandem-view-markdown--apply (start stop segment)
   "Fontify START..STOP, a segment marked SEGMENT (see tandem-view-segments.el).

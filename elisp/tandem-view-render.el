@@ -152,18 +152,21 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
     (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
                                              'wrap-prefix tandem-view-render-indent))))
 
-(defun tandem-view-render--kept-body (kept)
-  "Insert KEPT, a body as shown with its segments, instead of rendering it.
-KEPT is (STRING . SCAN): the segments already fontified stay so.  With
-SCAN, the text was streamed: the scan goes on from where streaming left
-it, and the segment still open is marked as complete, just as a
-rendering of the whole text cuts it."
-  (let ((start (point)))
-    (insert (car kept))
-    (when (cdr kept) (tandem-view-segments-mark start (point) (cdr kept)))
-    (unless (bolp) (insert "\n"))
-    (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
-                                             'wrap-prefix tandem-view-render-indent))))
+(defvar tandem-view-render--kept nil
+  "A body text left where it is shown: its rendering inserts nothing.
+Bound by a re-rendering around that body (tandem-view-settle.el); the
+text is compared with `eq', so it is the entry's own string.")
+
+(defvar tandem-view-render--kept-at nil
+  "Where the body `tandem-view-render--kept' goes in the rendering.")
+
+(defun tandem-view-render--kept-place (text)
+  "Note where the kept TEXT goes and insert only what follows it in a body.
+That is the newline ending a body that does not end a line."
+  (setq tandem-view-render--kept-at (point))
+  (unless (string-suffix-p "\n" text)
+    (insert (propertize "\n" 'line-prefix tandem-view-render-indent
+                        'wrap-prefix tandem-view-render-indent))))
 
 (defun tandem-view-render--arrow (folded)
   "Return the fold arrow for FOLDED."
@@ -326,15 +329,13 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
        (tandem-view-render--line (concat tandem-view-render-indent
                                          (propertize "Assistant" 'font-lock-face 'tandem-view-role))
                                  nil)
-       (let* ((text (plist-get entry :text))
-              (kept (and tandem-view-render-lazy
-                         (cl-find text (tandem-view-block-kept-body block)
-                                  :key #'car :test #'string=)))
-              (start (point)))
-         (if kept (tandem-view-render--kept-body kept) (tandem-view-render--body text))
-         ;; Where the body is, for the next re-rendering to reuse it.
-         (when tandem-view-render-lazy
-           (put-text-property start (+ start (length text)) 'tandem-body text))))
+       (let ((text (plist-get entry :text)) (start (point)))
+         (if (and tandem-view-render--kept (eq text tandem-view-render--kept))
+             (tandem-view-render--kept-place text)
+           (tandem-view-render--body text)
+           ;; Where the body is, for a re-rendering to leave it there.
+           (when tandem-view-render-lazy
+             (put-text-property start (+ start (length text)) 'tandem-body text)))))
       ("reasoning"
        (let ((folded (funcall folded-p (list 'reasoning seq))))
          (tandem-view-render--line
@@ -451,10 +452,10 @@ FOLDED-P tells whether a part key is folded."
       (tandem-view-render--line (concat tandem-view-render-indent
                                         (propertize "Assistant" 'font-lock-face 'tandem-view-role))
                                 nil)
-      (let ((start (point)))
-        (insert text)
+      (let ((start (point)) (scan (tandem-view-scan-create)))
+        (insert (propertize text 'tandem-body scan))
         (let ((end (point)))
-          (setf (tandem-view-block-text-scan block) (tandem-view-scan-create))
+          (setf (tandem-view-block-text-scan block) scan)
           (tandem-view-render-live-mark block start end)
           (insert "\n")
           (setf (tandem-view-block-text-marker block) (copy-marker end t)))

@@ -61,6 +61,16 @@
        (eq (aref (match-string 1) 0) (aref (car fence) 0))
        (>= (length (match-string 1)) (length (car fence)))))
 
+(defun tandem-view-segments--close (scan beg at suffix prefix closed)
+  "End SCAN's open segment at AT with SUFFIX; the next one starts inside PREFIX.
+BEG is where the body starts.  Return CLOSED with the segment, as
+\(FROM TO PREFIX SUFFIX), pushed on it, or CLOSED when it is empty."
+  (let ((start (+ beg (tandem-view-scan-start scan))))
+    (if (<= at start) closed
+      (prog1 (cons (list start at (tandem-view-scan-prefix scan) suffix) closed)
+        (setf (tandem-view-scan-start scan) (- at beg)
+              (tandem-view-scan-prefix scan) prefix)))))
+
 (defun tandem-view-segments-scan (beg end scan)
   "Scan the complete lines of the body starting at BEG, up to END.
 SCAN is the body's `tandem-view-scan', updated in place.  Return the
@@ -76,31 +86,26 @@ positions."
                  (line (progn (forward-line -1) (point)))
                  (start (+ beg (tandem-view-scan-start scan)))
                  (fence (tandem-view-scan-fence scan)))
-            (cl-flet ((close (at suffix prefix)
-                        (when (> at start)
-                          (push (list start at (tandem-view-scan-prefix scan) suffix) closed)
-                          (setf (tandem-view-scan-start scan) (- at beg)
-                                (tandem-view-scan-prefix scan) prefix)
-                          (setq start at))))
-              (cond
-               ((and fence (tandem-view-segments--closes-p fence))
-                (setf (tandem-view-scan-fence scan) nil)
-                (push (cons (tandem-view-scan-fence-start scan) (- next beg))
-                      (tandem-view-scan-closed-fences scan))
-                (close next "" ""))
-               (fence
-                (when (>= (- next start) tandem-view-segments-max)
-                  (close next (tandem-view-segments--closer fence)
-                         (concat (cdr fence) "\n"))))
-               ((looking-at tandem-view-segments--fence-re)
-                (close line "" "")
-                (setf (tandem-view-scan-fence-start scan) (- line beg))
-                (setf (tandem-view-scan-fence scan)
-                      (cons (match-string-no-properties 1)
-                            (buffer-substring-no-properties line (1- next)))))
-               ((or (and (looking-at "[ \t]*$") (>= (- next start) tandem-view-segments-min))
-                    (>= (- next start) tandem-view-segments-max))
-                (close next "" ""))))
+            (cond
+             ((and fence (tandem-view-segments--closes-p fence))
+              (setf (tandem-view-scan-fence scan) nil)
+              (push (cons (tandem-view-scan-fence-start scan) (- next beg))
+                    (tandem-view-scan-closed-fences scan))
+              (setq closed (tandem-view-segments--close scan beg next "" "" closed)))
+             (fence
+              (when (>= (- next start) tandem-view-segments-max)
+                (setq closed (tandem-view-segments--close
+                              scan beg next (tandem-view-segments--closer fence)
+                              (concat (cdr fence) "\n") closed))))
+             ((looking-at tandem-view-segments--fence-re)
+              (setq closed (tandem-view-segments--close scan beg line "" "" closed))
+              (setf (tandem-view-scan-fence-start scan) (- line beg)
+                    (tandem-view-scan-fence scan)
+                    (cons (match-string-no-properties 1)
+                          (buffer-substring-no-properties line (1- next)))))
+             ((or (and (looking-at "[ \t]*$") (>= (- next start) tandem-view-segments-min))
+                  (>= (- next start) tandem-view-segments-max))
+              (setq closed (tandem-view-segments--close scan beg next "" "" closed))))
             (goto-char next)
             (setf (tandem-view-scan-pos scan) (- next beg))))))
     (nreverse closed)))
