@@ -39,19 +39,6 @@ the first code block of that language that streams in."
 (defvar tandem-view-lazy--warmed nil
   "Non-nil once `tandem-view-lazy-warm' has run.")
 
-(defvar tandem-view-lazy--work-buffers nil
-  "Work buffers by major mode: an alist (MODE . BUFFER).")
-
-(defun tandem-view-lazy--work-buffer (mode)
-  "Return the work buffer where code of major MODE is fontified."
-  (let ((known (cdr (assq mode tandem-view-lazy--work-buffers))))
-    (if (buffer-live-p known) known
-      (let ((buffer (tandem-view-markdown--work-buffer
-                     (format " *tandem-code-%s*" mode)
-                     (lambda () (delay-mode-hooks (funcall mode))))))
-        (setf (alist-get mode tandem-view-lazy--work-buffers) buffer)
-        buffer))))
-
 (defun tandem-view-lazy-warm ()
   "Make the work buffers of `tandem-view-code-warm-languages' when Emacs is idle.
 Once per Emacs session."
@@ -64,7 +51,7 @@ Once per Emacs session."
          (let ((mode (tandem-view-markdown--language-mode lang)))
            (when mode
              (with-demoted-errors "tandem: could not prepare a code mode: %S"
-               (tandem-view-markdown--quietly (tandem-view-lazy--work-buffer mode))))))))))
+               (tandem-view-markdown--quietly (tandem-view-markdown--code-buffer mode))))))))))
 
 (defun tandem-view-lazy--code (beg end lang)
   "Fontify BEG..END of the current buffer as code of language LANG, in place.
@@ -76,7 +63,7 @@ Without a mode for LANG (or when the mode fails) the code gets
                      ;; The code as one plain string: copying the region would copy
                      ;; its text property intervals, to drop them at once.
                      (let ((code (buffer-substring-no-properties beg end)))
-                       (with-current-buffer (tandem-view-lazy--work-buffer mode)
+                       (with-current-buffer (tandem-view-markdown--code-buffer mode)
                          ;; The mode's caches (`syntax-ppss') follow edits through
                          ;; the modification hooks, which the caller may inhibit.
                          (let ((inhibit-modification-hooks nil))

@@ -122,6 +122,31 @@ look for it there too."
                    (and (not (string-empty-p name)) (intern (concat name "-mode"))))))
     (and mode (fboundp mode) mode)))
 
+(defcustom tandem-view-code-decoration 2
+  "Font-lock level of code blocks, fontified in their language's mode.
+The value given to `font-lock-maximum-decoration' there: 2 shows
+keywords, builtins, strings and comments at half the cost of the
+maximum (t), which also marks assignments and more."
+  :type '(choice (const :tag "Maximum" t) (integer :tag "Level"))
+  :group 'tandem-view)
+
+(defvar tandem-view-markdown--code-buffers nil
+  "Work buffers where code is fontified, by major mode: (MODE . BUFFER).")
+
+(defun tandem-view-markdown--code-buffer (mode)
+  "Return the work buffer where code of major MODE is fontified."
+  (let ((known (cdr (assq mode tandem-view-markdown--code-buffers))))
+    (if (buffer-live-p known) known
+      (let ((buffer (tandem-view-markdown--work-buffer
+                     (format " *tandem-code-%s*" mode)
+                     (lambda ()
+                       (delay-mode-hooks (funcall mode))
+                       ;; Read when font-lock first sets itself up, below.
+                       (setq-local font-lock-maximum-decoration
+                                   tandem-view-code-decoration)))))
+        (setf (alist-get mode tandem-view-markdown--code-buffers) buffer)
+        buffer))))
+
 (defun tandem-view-markdown-fontify-code (code lang)
   "Return CODE fontified in the major mode of language LANG.
 Without a mode for LANG, CODE comes back with `font-lock-constant-face'
@@ -129,10 +154,7 @@ only.  Errors of the language's mode never reach the caller."
   (let ((mode (tandem-view-markdown--language-mode lang)))
     (or (and mode
              (condition-case nil
-                 (with-current-buffer
-                     (tandem-view-markdown--work-buffer
-                      (format " *tandem-code-%s*" mode)
-                      (lambda () (delay-mode-hooks (funcall mode))))
+                 (with-current-buffer (tandem-view-markdown--code-buffer mode)
                    (erase-buffer)
                    (insert code)
                    (font-lock-ensure)

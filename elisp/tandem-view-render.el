@@ -158,10 +158,10 @@ Bound by a re-rendering around that body (tandem-view-settle.el); the
 text is compared with `eq', so it is the entry's own string.")
 
 (defvar tandem-view-render--kept-at nil
-  "Where the body `tandem-view-render--kept' goes in the rendering.")
+  "Position of the body `tandem-view-render--kept' in the rendering.")
 
 (defun tandem-view-render--kept-place (text)
-  "Note where the kept TEXT goes and insert only what follows it in a body.
+  "Note the place of the kept TEXT; insert only what follows it in a body.
 That is the newline ending a body that does not end a line."
   (setq tandem-view-render--kept-at (point))
   (unless (string-suffix-p "\n" text)

@@ -62,7 +62,7 @@
        (>= (length (match-string 1)) (length (car fence)))))
 
 (defun tandem-view-segments--close (scan beg at suffix prefix closed)
-  "End SCAN's open segment at AT with SUFFIX; the next one starts inside PREFIX.
+  "End SCAN's open segment at AT with SUFFIX, opening the next inside PREFIX.
 BEG is where the body starts.  Return CLOSED with the segment, as
 \(FROM TO PREFIX SUFFIX), pushed on it, or CLOSED when it is empty."
   (let ((start (+ beg (tandem-view-scan-start scan))))

@@ -25,23 +25,32 @@
 (require 'tandem-view-segments)
 (require 'tandem-view-draw)
 
+;; Streamed text takes its constant properties from this symbol through
+;; `category': one property instead of five in every interval of a long
+;; answer, whose plists each face of its code splits and copies.
+(put 'tandem-view-streamed 'read-only t)
+(put 'tandem-view-streamed 'front-sticky '(read-only))
+(put 'tandem-view-streamed 'keymap tandem-view-transcript-map)
+(put 'tandem-view-streamed 'line-prefix tandem-view-render-indent)
+(put 'tandem-view-streamed 'wrap-prefix tandem-view-render-indent)
+
 (defun tandem-view--append-live (block)
   "Append BLOCK's streamed text that is not in the buffer yet at its markers.
-Only the new text is copied (`tandem-view-rope-since'), and only the
-assistant text's new lines are cut into Markdown segments: a frame costs
-what arrived since the last one, not the answer so far."
+Only the new text is inserted (`tandem-view-rope-insert-since'), and
+only the assistant text's new lines are cut into Markdown segments: a
+frame costs what arrived since the last one, not the answer so far."
   (cl-flet ((append-at (marker rope shown face)
               (when (and marker (marker-buffer marker) (> (tandem-view-rope-length rope) shown))
                 (goto-char marker)
                 (let ((start (point)))
-                  (insert (propertize (tandem-view-rope-since rope shown)
-                                      'read-only t 'tandem-block block 'font-lock-face face
-                                      'keymap tandem-view-transcript-map
-                                      'front-sticky '(read-only)
-                                      'tandem-body (and (null face)
-                                                        (tandem-view-block-text-scan block))
-                                      'line-prefix tandem-view-render-indent
-                                      'wrap-prefix tandem-view-render-indent))
+                  (tandem-view-rope-insert-since rope shown)
+                  (add-text-properties
+                   start (point)
+                   (if face
+                       (list 'category 'tandem-view-streamed 'tandem-block block
+                             'font-lock-face face)
+                     (list 'category 'tandem-view-streamed 'tandem-block block
+                           'tandem-body (tandem-view-block-text-scan block))))
                   start))))
     (let ((rope (tandem-view-block-reasoning-rope block)))
       (when (append-at (tandem-view-block-reasoning-marker block) rope

@@ -181,6 +181,80 @@ and faces become the settled body; only the segment still open is redone."
             (advice-remove 'tandem-view-markdown--apply 'stream-test)
             (advice-remove 'tandem-view-segments-scan 'stream-test)))))))
 
+(defun tandem-view-stream-test--stream (text pieces)
+  "Stream PIECES of TEXT as deltas of turn 1, a frame and a full jit-lock pass each.
+Return the bounds of the body once all of it is in."
+  (dolist (p pieces)
+    (tandem-view-stream-test--send (list (list :kind "delta" :turn 1 :stream "text" :text p)))
+    (tandem-view-flush)
+    (tandem-view-fontify-region (point-min) (point-max)))
+  (tandem-view-stream-test--body text))
+
+(defun tandem-view-stream-test--fresh-faces (text)
+  "Return the faces of TEXT's body after rendering turn 1 afresh (not in place)."
+  (let ((b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
+        (inhibit-read-only t))
+    (setf (tandem-view-block-body-text b) nil)
+    (remove-text-properties (point-min) (point-max) '(tandem-body nil))
+    (tandem-view--rerender b)
+    (tandem-view-fontify-region (point-min) (point-max))
+    (tandem-view-stream-test--faces (tandem-view-stream-test--body text))))
+
+(ert-deftest tandem-view-stream-code-block-closed-across-deltas ()
+  "A streaming code block shows plain until its fence closes, then as code.
+The block is longer than a segment, its closing fence comes in two
+deltas; the segments shown plain before are fontified once it closes.
+Settled, the faces are those of a fresh rendering; a block the answer
+never closes is code once the answer settles."
+  (let ((tandem-view-markdown-engine 'builtin) (tandem-view-live-fontify-interval 0))
+    (tandem-view-test-with-session '(:steps [])
+      (let* ((code (mapconcat (lambda (i) (format "def f_%d(x):\n    return x + %d\n" i i))
+                              (number-sequence 1 60) ""))
+             (text (concat "Intro **bold**.\n\n```python\n" code "`"))
+             (rest "``\n\nAfter the code, *prose*.\n"))
+        (tandem-view-stream-test--start)
+        (let ((bounds (tandem-view-stream-test--stream
+                       text (tandem-view-stream-test--pieces text 50 nil))))
+          ;; Shown while the fence is open: plain code, Markdown prose.
+          (should-not (memq 'font-lock-keyword-face
+                            (tandem-view-stream-test--face-at bounds "def f_1(")))
+          (should-not (memq 'font-lock-keyword-face
+                            (tandem-view-stream-test--face-at bounds "def f_59(")))
+          (should (memq 'bold (tandem-view-stream-test--face-at bounds "bold"))))
+        (let* ((whole (concat text rest))
+               (bounds (tandem-view-stream-test--stream whole (list (substring rest 0 3)
+                                                                   (substring rest 3)))))
+          (should (memq 'font-lock-keyword-face
+                        (tandem-view-stream-test--face-at bounds "def f_1(")))
+          (should (memq 'font-lock-keyword-face
+                        (tandem-view-stream-test--face-at bounds "def f_59(")))
+          (should (memq 'italic (tandem-view-stream-test--face-at bounds "prose")))
+          (let ((live (tandem-view-stream-test--faces bounds)))
+            (tandem-view-stream-test--send
+             (list (tandem-view-stream-test--entry "assistant" :text whole)))
+            (tandem-view-flush)
+            (tandem-view-fontify-region (point-min) (point-max))
+            (should (equal (tandem-view-stream-test--faces (tandem-view-stream-test--body whole))
+                           live))
+            (should (equal (tandem-view-stream-test--fresh-faces whole) live))))))
+    ;; A fence left open by the whole answer: code once settled, as a fresh rendering.
+    (tandem-view-test-with-session '(:steps [])
+      (let ((text "Look:\n\n```python\ndef g(x):\n    return x\n"))
+        (tandem-view-stream-test--start)
+        (let ((bounds (tandem-view-stream-test--stream
+                       text (tandem-view-stream-test--pieces text 9 nil))))
+          (should-not (memq 'font-lock-keyword-face
+                            (tandem-view-stream-test--face-at bounds "def g("))))
+        (tandem-view-stream-test--send
+         (list (tandem-view-stream-test--entry "assistant" :text text)))
+        (tandem-view-flush)
+        (tandem-view-fontify-region (point-min) (point-max))
+        (let* ((bounds (tandem-view-stream-test--body text))
+               (settled (tandem-view-stream-test--faces bounds)))
+          (should (memq 'font-lock-keyword-face
+                        (tandem-view-stream-test--face-at bounds "def g(")))
+          (should (equal (tandem-view-stream-test--fresh-faces text) settled)))))))
+
 (ert-deftest tandem-view-stream-events-log-costs-nothing-unread ()
   "The events log keeps messages unprinted until read; then every one is shown.
 Only the last `tandem-events-buffer-lines' are kept."
