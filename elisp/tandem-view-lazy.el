@@ -57,30 +57,37 @@ Once per Emacs session."
   "Fontify BEG..END of the current buffer as code of language LANG, in place.
 Without a mode for LANG (or when the mode fails) the code gets
 `font-lock-constant-face', as in `tandem-view-markdown-fontify-code'."
-  (let ((mode (tandem-view-markdown--language-mode lang)) (view (current-buffer)))
-    (unless (and mode
-                 (condition-case nil
-                     ;; The code as one plain string: copying the region would copy
-                     ;; its text property intervals, to drop them at once.
-                     (let ((code (buffer-substring-no-properties beg end)))
-                       (with-current-buffer (tandem-view-markdown--code-buffer mode)
-                         ;; The mode's caches (`syntax-ppss') follow edits through
-                         ;; the modification hooks, which the caller may inhibit.
-                         (let ((inhibit-modification-hooks nil))
-                           (erase-buffer)
-                           (insert code))
-                         (font-lock-ensure)
-			 (let ((pos (point-min)) (max (point-max)) (offset (- beg (point-min))))
-                           (while (< pos max)
-                             (let ((next (next-single-property-change pos 'face nil max))
-                                   (face (get-text-property pos 'face)))
-                               (when face
-				 (put-text-property (+ pos offset) (+ next offset)
-                                                    'font-lock-face face view))
-                               (setq pos next))))
-                         t))
-                   (error nil)))
-      (put-text-property beg end 'font-lock-face 'font-lock-constant-face))))
+  (let* ((mode (tandem-view-markdown--language-mode lang))
+         ;; The work buffer's faces as a flat list (FROM TO FACE ...), applied
+         ;; here afterwards: `put-text-property' on another buffer switches to
+         ;; it and back each time, swapping every buffer-local variable.
+         (runs (and mode
+                    (condition-case nil
+                        ;; The code as one plain string: copying the region would
+                        ;; copy its text property intervals, to drop them at once.
+                        (let ((code (buffer-substring-no-properties beg end)))
+                          (with-current-buffer (tandem-view-markdown--code-buffer mode)
+                            ;; The mode's caches (`syntax-ppss') follow edits through
+                            ;; the modification hooks, which the caller may inhibit.
+                            (let ((inhibit-modification-hooks nil))
+                              (erase-buffer)
+                              (insert code))
+                            (font-lock-ensure)
+                            (let ((pos (point-min)) (max (point-max)) (runs (list t)))
+                              (while (< pos max)
+                                (let ((next (next-single-property-change pos 'face nil max))
+                                      (face (get-text-property pos 'face)))
+                                  (when face (setq runs (cons face (cons next (cons pos runs)))))
+                                  (setq pos next)))
+                              runs)))
+                      (error nil)))))
+    (if (not runs)
+        (put-text-property beg end 'font-lock-face 'font-lock-constant-face)
+      (let ((offset (- beg 1)))
+        (while (cdr runs)
+          (put-text-property (+ (nth 2 runs) offset) (+ (nth 1 runs) offset)
+                             'font-lock-face (car runs))
+          (setq runs (nthcdr 3 runs)))))))
 
 (defun tandem-view-lazy--code-block (open-beg body-beg fence lang stop pending)
   "Fontify the fenced block opened at OPEN-BEG, its code from BODY-BEG on.
