@@ -69,7 +69,7 @@ Positions in the composer need nothing: BODY never edits it."
                                     (tandem-view--anchor (window-start w))))
                             (get-buffer-window-list (current-buffer) nil t))))
        (prog1 (tandem-composer-outside-draft
-                (save-excursion (let ((inhibit-read-only t)) ,@body)))
+               (save-excursion (let ((inhibit-read-only t)) ,@body)))
          ;; Rendering is not an edit of the user's: keep the modified flag.
          (restore-buffer-modified-p ,modified)
          (when ,pt (goto-char (tandem-view--resolve ,pt)))
@@ -173,6 +173,17 @@ clock; the progress row then says so until `g'."
                             (error-message-string err))))))
       (tandem-view-flush))))
 
+(defun tandem-view--append-streamed (blocks)
+  "Append the streamed text of BLOCKS, the only change of this frame.
+Nothing is deleted, so point and the windows' points and starts, all
+markers, stay on their text: no anchoring, and no `set-window-start',
+which would make redisplay lay the whole window out again instead of
+scrolling it."
+  (let ((modified (buffer-modified-p)))
+    (tandem-composer-outside-draft
+     (save-excursion (let ((inhibit-read-only t)) (mapc #'tandem-view--append-live blocks))))
+    (restore-buffer-modified-p modified)))
+
 (defun tandem-view-flush ()
   "Apply every pending change to the buffer now, as one batch."
   (let ((st tandem-view--state))
@@ -192,22 +203,24 @@ clock; the progress row then says so until `g'."
               (tandem-view-state-doomed st) nil
               (tandem-view-state-progress-dirty st) nil
               (tandem-view-state-composer-dirty st) nil)
-        (tandem-view--keeping-place
-          (dolist (b doomed)
-            (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-              (delete-region (tandem-view-block-start b)
-                             (next-single-property-change (tandem-view-block-start b) 'tandem-block
-                                                          nil (marker-position tail))))
-            (tandem-view--release b))
-          (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks st)))
-                                             dirty)
-                           (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
-            (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-                (tandem-view-settle-rerender b)
-              (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
-          (dolist (b live)
-            (unless (memq b dirty) (tandem-view--append-live b)))
-          (when progress (tandem-view--redraw-progress)))
+        (if (not (or dirty doomed progress))
+            (tandem-view--append-streamed live)
+          (tandem-view--keeping-place
+           (dolist (b doomed)
+             (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+               (delete-region (tandem-view-block-start b)
+                              (next-single-property-change (tandem-view-block-start b) 'tandem-block
+                                                           nil (marker-position tail))))
+             (tandem-view--release b))
+           (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks st)))
+                                              dirty)
+                            (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
+             (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+                 (tandem-view-settle-rerender b)
+               (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
+           (dolist (b live)
+             (unless (memq b dirty) (tandem-view--append-live b)))
+           (when progress (tandem-view--redraw-progress))))
         (when composer (tandem-composer-refresh))
         ;; The header line says what the blocks and the turn state say;
         ;; streamed text alone changes neither (and redrawing it costs).
