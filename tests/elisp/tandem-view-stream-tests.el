@@ -255,6 +255,28 @@ never closes is code once the answer settles."
                         (tandem-view-stream-test--face-at bounds "def g(")))
           (should (equal (tandem-view-stream-test--fresh-faces text) settled)))))))
 
+(ert-deftest tandem-view-stream-in-place-builtin-equals-the-string-one ()
+  "The built-in engine in place (session buffers) gives the faces of its string form.
+Headings, emphasis, inline code, fence lines, code in its language's
+mode, a language without a mode, and a tilde fence."
+  (let ((tandem-view-markdown-engine 'builtin)
+        (text (concat "# Title\n\nSome **bold**, *it*, `code`.\n\n"
+                      "```python\ndef f():\n    return 1  # c\n```\n\n"
+                      "~~~nosuchlang\nplain *not italic*\n~~~\n\nAfter **more**.\n")))
+    (let ((string (tandem-view-markdown-fontify text)))
+      (with-temp-buffer
+        (insert text)
+        (tandem-view-segments-mark (point-min) (point-max) (tandem-view-scan-create))
+        (tandem-view-fontify-region (point-min) (point-max))
+        (should (equal (cl-loop for pos from (point-min) below (point-max)
+                                collect (get-text-property pos 'font-lock-face))
+                       (cl-loop for i from 0 below (length string)
+                                collect (get-text-property i 'font-lock-face string))))
+        (goto-char (point-min))
+        (search-forward "def")
+        (should (memq 'font-lock-keyword-face
+                      (ensure-list (get-text-property (match-beginning 0) 'font-lock-face))))))))
+
 (ert-deftest tandem-view-stream-events-log-costs-nothing-unread ()
   "The events log keeps messages unprinted until read; then every one is shown.
 Only the last `tandem-events-buffer-lines' are kept."
