@@ -11,7 +11,7 @@
 ;; fenced code blocks (those in their language's mode); `markdown-mode'
 ;; can be chosen instead (`tandem-view-markdown-engine'; code blocks
 ;; fontified natively).  In session buffers segments are fontified in
-;; place when displayed (tandem-view-lazy.el).
+;; place when displayed (tandem-view-fontify.el).
 ;;
 ;; `face' properties are turned into `font-lock-face' so that font-lock in
 ;; the view buffer never strips them.  Results are cached by text, so a

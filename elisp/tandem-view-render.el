@@ -24,7 +24,7 @@
 (require 'seq)
 (require 'tandem-view-markdown)
 (require 'tandem-view-segments)
-(require 'tandem-view-lazy)
+(require 'tandem-view-fontify)
 (require 'tandem-usage)
 (require 'tandem-view-block)
 

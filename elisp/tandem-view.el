@@ -79,7 +79,7 @@ In the composer:
   (font-lock-mode 1)
   (setq-local tandem-view-render-lazy t)
   (jit-lock-register #'tandem-view-fontify-region)
-  (tandem-view-lazy-warm)
+  (tandem-view-fontify-warm)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)

@@ -1,4 +1,4 @@
-;;; tandem-view-lazy.el --- Fontifying the displayed Markdown segments in place  -*- lexical-binding: t; -*-
+;;; tandem-view-fontify.el --- Fontifying the displayed Markdown segments in place  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The tandem authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -36,14 +36,14 @@ the first code block of that language that streams in."
   :type '(repeat string)
   :group 'tandem-view)
 
-(defvar tandem-view-lazy--warmed nil
-  "Non-nil once `tandem-view-lazy-warm' has run.")
+(defvar tandem-view-fontify--warmed nil
+  "Non-nil once `tandem-view-fontify-warm' has run.")
 
-(defun tandem-view-lazy-warm ()
+(defun tandem-view-fontify-warm ()
   "Make the work buffers of `tandem-view-code-warm-languages' when Emacs is idle.
 Once per Emacs session."
-  (unless tandem-view-lazy--warmed
-    (setq tandem-view-lazy--warmed t)
+  (unless tandem-view-fontify--warmed
+    (setq tandem-view-fontify--warmed t)
     (run-with-idle-timer
      0.5 nil
      (lambda ()
@@ -53,7 +53,7 @@ Once per Emacs session."
              (with-demoted-errors "tandem: could not prepare a code mode: %S"
                (tandem-view-markdown--quietly (tandem-view-markdown--code-buffer mode))))))))))
 
-(defun tandem-view-lazy--code (beg end lang)
+(defun tandem-view-fontify--code (beg end lang)
   "Fontify BEG..END of the current buffer as code of language LANG, in place.
 Without a mode for LANG (or when the mode fails) the code gets
 `font-lock-constant-face', as in `tandem-view-markdown-fontify-code'."
@@ -89,7 +89,7 @@ Without a mode for LANG (or when the mode fails) the code gets
                              'font-lock-face (car runs))
           (setq runs (nthcdr 3 runs)))))))
 
-(defun tandem-view-lazy--code-block (open-beg body-beg fence lang stop pending)
+(defun tandem-view-fontify--code-block (open-beg body-beg fence lang stop pending)
   "Fontify the fenced block opened at OPEN-BEG, its code from BODY-BEG on.
 FENCE is its fence (three backquotes or tildes), LANG its language; the
 block ends at its closing line or at STOP.  PENDING leaves the code
@@ -98,12 +98,12 @@ plain.  Return the block's span (OPEN-BEG . END); point is at END."
   (let* ((close (and (re-search-forward (concat "^[ \t]*" fence "[ \t]*$") stop t)
                      (match-beginning 0)))
          (end (if close (line-end-position) stop)))
-    (unless pending (tandem-view-lazy--code body-beg (or close stop) lang))
+    (unless pending (tandem-view-fontify--code body-beg (or close stop) lang))
     (when close (put-text-property close end 'font-lock-face 'shadow))
     (goto-char end)
     (cons open-beg end)))
 
-(defun tandem-view-lazy--builtin (start stop prefix pending)
+(defun tandem-view-fontify--builtin (start stop prefix pending)
   "Fontify START..STOP in place with the built-in Markdown rules.
 PREFIX is the fence line the segment starts inside of (or \"\"); PENDING
 leaves code plain.  The result is that of `tandem-view-markdown-fontify'
@@ -112,30 +112,30 @@ on the segment with the built-in engine."
     (save-excursion
       (save-match-data
         (when (string-match tandem-view-markdown--fence-open-re prefix)
-          (push (tandem-view-lazy--code-block start start (match-string 2 prefix)
+          (push (tandem-view-fontify--code-block start start (match-string 2 prefix)
                                               (match-string 3 prefix) stop pending)
                 spans))
         (goto-char (if spans (cdar spans) start))
         (while (re-search-forward tandem-view-markdown--fence-open-re stop t)
           (let ((open-beg (match-beginning 0)) (body-beg (match-end 0)))
             (put-text-property open-beg body-beg 'font-lock-face 'shadow)
-            (push (tandem-view-lazy--code-block open-beg body-beg (match-string 2)
+            (push (tandem-view-fontify--code-block open-beg body-beg (match-string 2)
                                                 (match-string-no-properties 3) stop pending)
                   spans)))
         ;; A segment of code only has no prose to look at.
         (unless (and spans (null (cdr spans)) (<= (caar spans) start) (>= (cdar spans) stop))
           (goto-char start)
           (while (re-search-forward "^#+[ \t]+.*$" stop t)
-            (unless (tandem-view-lazy--in-code (match-beginning 0) spans)
+            (unless (tandem-view-fontify--in-code (match-beginning 0) spans)
               (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)))
           (dolist (rule tandem-view-markdown--inline-rules)
             (goto-char start)
             (while (re-search-forward (car rule) stop t)
-              (unless (tandem-view-lazy--in-code (match-beginning 1) spans)
+              (unless (tandem-view-fontify--in-code (match-beginning 1) spans)
                 (put-text-property (match-beginning 1) (match-end 1)
                                    'font-lock-face (cdr rule))))))))))
 
-(defun tandem-view-lazy--in-code (pos spans)
+(defun tandem-view-fontify--in-code (pos spans)
   "Return non-nil when POS is within one of SPANS, a list of (BEG . END)."
   (let ((in nil))
     (while (and spans (not in))
@@ -163,7 +163,7 @@ value that is not a vector stands for a whole body."
       (remove-list-of-text-properties start stop (if pending '(font-lock-face)
                                                    '(tandem-markdown font-lock-face)))
       (if builtin
-          (tandem-view-markdown--quietly (tandem-view-lazy--builtin start stop prefix pending))
+          (tandem-view-markdown--quietly (tandem-view-fontify--builtin start stop prefix pending))
         (let ((i (length prefix)) (len (- (length text) (length suffix))))
           (while (< i len)
             (let ((next (next-single-property-change i 'font-lock-face styled len))
@@ -193,5 +193,5 @@ with the buffer's bounds to fontify everything at once (batch use)."
         (setq pos (if (get-text-property stop 'tandem-markdown) stop
                     (next-single-property-change stop 'tandem-markdown nil end)))))))
 
-(provide 'tandem-view-lazy)
-;;; tandem-view-lazy.el ends here
+(provide 'tandem-view-fontify)
+;;; tandem-view-fontify.el ends here
