@@ -30,15 +30,17 @@
 ;; (tandem-client stays the checkout's, it finds the backend from there).
 (defvar bench-view-elc
   (let ((dir (make-temp-file "bench-view-elc-" t)))
-    (dolist (name '("tandem-view-markdown" "tandem-view-segments" "tandem-composer" "tandem-view-render"
-                    "tandem-view-model" "tandem-view-compaction" "tandem-view-draw"
-                    "tandem-view-commands" "tandem-view-live" "tandem-view"))
+    (dolist (name '("tandem-view-markdown" "tandem-view-segments" "tandem-view-fontify"
+                    "tandem-composer" "tandem-view-render" "tandem-view-model"
+                    "tandem-view-compaction" "tandem-view-draw" "tandem-view-stream"
+                    "tandem-view-frame" "tandem-view-commands" "tandem-view-live" "tandem-view"))
       (copy-file (expand-file-name (concat "elisp/" name ".el") bench-view-root)
                  (expand-file-name (concat name ".el") dir)))
     (let ((load-path (cons dir load-path)) (byte-compile-verbose nil))
-      (dolist (name '("tandem-view-markdown" "tandem-view-segments" "tandem-composer" "tandem-view-render"
-                      "tandem-view-model" "tandem-view-compaction" "tandem-view-draw"
-                    "tandem-view-commands" "tandem-view-live" "tandem-view"))
+      (dolist (name '("tandem-view-markdown" "tandem-view-segments" "tandem-view-fontify"
+                      "tandem-composer" "tandem-view-render" "tandem-view-model"
+                      "tandem-view-compaction" "tandem-view-draw" "tandem-view-stream"
+                      "tandem-view-frame" "tandem-view-commands" "tandem-view-live" "tandem-view"))
         (byte-compile-file (expand-file-name (concat name ".el") dir))))
     (push dir load-path)
     dir)
