@@ -393,7 +393,11 @@ belongs to entries already in the buffer."
           (tandem-view--append-block b))
         (push entry (tandem-view-block-entries b))
         (pcase type
-          ("assistant" (tandem-view-rope-clear (tandem-view-block-text-rope b)))
+          ("assistant"
+           ;; The next frame settles the shown text in place (tandem-view-frame.el).
+           (when (tandem-view-block-text-marker b)
+             (setf (tandem-view-block-settling b) (plist-get entry :text)))
+           (tandem-view-rope-clear (tandem-view-block-text-rope b)))
           ("reasoning" (tandem-view-rope-clear (tandem-view-block-reasoning-rope b)))
           ("user" (unless (or (tandem-view-block-directive b)
                               (equal (plist-get entry :text) (car tandem-composer-history)))
