@@ -26,6 +26,7 @@
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
+(require 'tandem-view-gc)
 
 ;;;; Full rendering
 
@@ -297,6 +298,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-running turn)
          (tandem-view--mark b)))
       ("delta"
+       (tandem-view-gc-hold)
        (let* ((b (tandem-view--block-for-turn turn))
               (reasoning (equal (plist-get event :stream) "reasoning"))
               (text (or (plist-get event :text) "")))
@@ -320,6 +322,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-waiting turn (or (plist-get event :title) "a question"))
          (tandem-view--mark b)))
       ("turn-ended"
+       (tandem-view-gc-release)
        (let ((b (gethash turn (tandem-view-state-by-turn st))))
          (when b
            (setf (tandem-view-block-files-changed b) (plist-get event :files-changed))

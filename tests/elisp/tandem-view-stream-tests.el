@@ -303,5 +303,46 @@ Only the last `tandem-events-buffer-lines' are kept."
       (tandem-request "debug/echo" (list :value (make-string 100000 ?z)))
       (should (< (length (format "%S" (ring-elements tandem--log-ring))) 2000)))))
 
+(ert-deftest tandem-view-stream-holds-collections-off-and-gives-them-back ()
+  "While text streams `gc-cons-threshold' is raised; the user's value comes back.
+At the turn's end, or after a quiet second; a larger user value is
+never lowered, and one the user set while held is kept."
+  (tandem-view-test-with-session '(:steps [])
+    (let ((gc-cons-threshold 800000)
+          (tandem-view-stream-gc-cons-threshold (* 32 1024 1024)))
+      (unwind-protect
+          (cl-flet ((delta (text) (tandem-view-stream-test--send
+                                   (list (list :kind "delta" :turn 1 :stream "text" :text text)))))
+            (tandem-view-stream-test--start)
+            (should (= gc-cons-threshold 800000))
+            (delta "Hello")
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (delta " world")
+            (tandem-view-stream-test--send (list (list :kind "turn-ended" :turn 1 :status "succeeded")))
+            (should (= gc-cons-threshold 800000))
+            (should-not tandem-view-gc--timer)
+            ;; No turn end (the backend went away): a quiet second releases it.
+            (delta "more")
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (setq tandem-view-gc--last (- (float-time) 2))
+            (tandem-view-gc--check)
+            (should (= gc-cons-threshold 800000))
+            ;; Set by the user while held: kept at the release.
+            (delta "more")
+            (setq gc-cons-threshold (* 5 1024 1024))
+            (tandem-view-gc-release)
+            (should (= gc-cons-threshold (* 5 1024 1024)))
+            ;; Already larger: never lowered, nothing to give back.
+            (setq gc-cons-threshold (* 100 1024 1024))
+            (delta "more")
+            (should (= gc-cons-threshold (* 100 1024 1024)))
+            (should-not tandem-view-gc--saved)
+            ;; Off: left alone.
+            (setq gc-cons-threshold 800000)
+            (let ((tandem-view-stream-gc-cons-threshold nil))
+              (delta "more")
+              (should (= gc-cons-threshold 800000))))
+        (tandem-view-gc-release)))))
+
 (provide 'tandem-view-stream-tests)
 ;;; tandem-view-stream-tests.el ends here
