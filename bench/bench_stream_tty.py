@@ -36,7 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("BENCH_TTY_RUNS", "3"))
 KEY_PERIOD = 0.04
-MODES = tuple(os.environ.get("BENCH_TTY_MODES", "tandem,anchor,tandem-builtin").split(","))
+MODES = tuple(os.environ.get("BENCH_TTY_MODES",
+                             "tandem,anchor,tandem-markdown-mode,idle").split(","))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -119,7 +120,9 @@ def _run(mode: str, elc: Path, work: Path) -> dict[str, Any]:
            "BENCH_TTY_PYTHON": str(ROOT / ".venv" / "bin" / "python"),
            "PYTHONPATH": str(ROOT / "python"), "TERM": "screen-256color",
            "BENCH_TTY_SIZE": os.environ.get("BENCH_TTY_SIZE", "200000"),
-           "BENCH_TTY_PROFILE": os.environ.get("BENCH_TTY_PROFILE", "")}
+           "BENCH_TTY_PROFILE": os.environ.get("BENCH_TTY_PROFILE", ""),
+           "BENCH_TTY_EVAL": os.environ.get("BENCH_TTY_EVAL", ""),
+           "BENCH_TTY_PROFILER": os.environ.get("BENCH_TTY_PROFILER", "cpu")}
     cmd = ["env", *(f"{k}={v}" for k, v in env.items()),
            "emacs", "-nw", "--no-init-file", "--no-splash",
            # Measure the byte code loaded, not native compilation running beside it.
@@ -139,6 +142,11 @@ def _run(mode: str, elc: Path, work: Path) -> dict[str, Any]:
                 raise RuntimeError(f"{mode}: emacs did not start:\n{_screen(sock)}")
             time.sleep(0.05)
         keys = _Keys(sock, "bench")
+        perf_out = os.environ.get("BENCH_TTY_PERF")  # a `perf record' of Emacs, for a closer look
+        perf = (subprocess.Popen(["perf", "record", "-F", "999", "-g", "-o", f"{perf_out}-{mode}",
+                                  "-p", ready.read_text().strip()],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if perf_out else None)
         deadline = time.time() + 180
         while not out.exists() or not out.stat().st_size:
             if time.time() > deadline:
@@ -146,6 +154,9 @@ def _run(mode: str, elc: Path, work: Path) -> dict[str, Any]:
                 raise RuntimeError(f"{mode}: the stream did not end:\n{_screen(sock)}")
             time.sleep(0.1)
         sent = keys.stop()
+        if perf:
+            perf.send_signal(2)
+            perf.wait()
         time.sleep(0.2)  # the driver writes, then exits
         report: dict[str, Any] = json.loads(out.read_text())
         if "error" in report:
@@ -172,7 +183,8 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
             "p99": _percentile(lat, 0.99),
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
-            "chunks": r["chunks"], "gc_seconds": r["gc_seconds"]}
+            "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"],
+            "allocated_mb": sum(r["consed"]) / 1e6, "system_seconds": r["stime_ticks"] / CLK_TCK}
 
 
 def main() -> int:
@@ -180,6 +192,7 @@ def main() -> int:
     if not (shutil.which("tmux") and shutil.which("emacs")):
         print("bench_stream_tty: tmux or emacs missing, skipped", file=sys.stderr)
         return 0
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-tty-") as tmp:
         elc, work = Path(tmp, "elc"), Path(tmp, "work")
         elc.mkdir()
@@ -196,22 +209,32 @@ def main() -> int:
     def med(mode: str, key: str) -> float:
         return statistics.median(f[key] for f in runs[mode])
 
-    load = os.getloadavg()[0]
+    # The load average over the runs (1-minute, at their start and end).
+    load = round((load_start + os.getloadavg()[0]) / 2, 2)
     every = {m: [{k: round(v, 2) for k, v in f.items()} for f in fs] for m, fs in runs.items()}
-    names = (("tandem", "view_stream_tty"), ("tandem-builtin", "view_stream_tty_builtin"))
+    names = (("tandem", "view_stream_tty"),
+             ("tandem-markdown-mode", "view_stream_tty_markdown_mode"))
     for mode, name in names:
+        if mode not in runs or "anchor" not in runs:
+            continue
+        extra = {"load_average": load, "gcs": med(mode, "gcs"),
+                 "allocated_mb": round(med(mode, "allocated_mb"), 1),
+                 "anchor_gcs": med("anchor", "gcs")}
+        if "idle" in runs:  # what Emacs costs with nothing streaming (keys, timer)
+            extra["idle_floor_cpu"] = round(med("idle", "cpu"), 2)
         _emit(f"{name}_cpu", med(mode, "cpu"), "% of a core", "markdown_mode_append_cpu",
-              med("anchor", "cpu"), 15, load_average=load)
+              med("anchor", "cpu"), 15, **extra)
         # The same stream's CPU seconds: a starved anchor stretches its stream,
         # which lowers its percentage but not the work it did.
         _emit(f"{name}_cpu_ratio", med(mode, "cpu_seconds") / med("anchor", "cpu_seconds"), "x",
               "markdown_mode_append_cpu_seconds", med("anchor", "cpu_seconds"), 0.25,
-              cpu_seconds=med(mode, "cpu_seconds"))
+              cpu_seconds=med(mode, "cpu_seconds"), load_average=load)
         _emit(f"{name}_input_latency_p99", med(mode, "p99"), "ms",
               "markdown_mode_append_input_latency_p99", med("anchor", "p99"), 16,
-              idle_p99=med(mode, "idle_p99"), anchor_idle_p99=med("anchor", "idle_p99"))
+              idle_p99=med(mode, "idle_p99"), anchor_idle_p99=med("anchor", "idle_p99"),
+              load_average=load)
         _emit(f"{name}_longest_stall", med(mode, "stall"), "ms",
-              "markdown_mode_append_longest_stall", med("anchor", "stall"), 100)
+              "markdown_mode_append_longest_stall", med("anchor", "stall"), 100, load_average=load)
     print(json.dumps({"runs": every}), file=sys.stderr)
     return 0
 

@@ -10,7 +10,8 @@
 ;;   tandem  the session buffer, through the real path: a real backend,
 ;;           the fake OpenAI server streaming the answer in CHUNK-character
 ;;           deltas at RATE a second, the client's dispatch, the view;
-;;   tandem-builtin  the same with the built-in Markdown fontifier;
+;;   tandem-markdown-mode  the same with `markdown-mode' as the fontifier;
+;;   idle    nothing streams, for as long: the floor (keys, timer, redisplay);
 ;;   anchor  a `markdown-mode' buffer (code blocks fontified natively) the
 ;;           same chunks are appended to at the same rate, point at its end.
 ;;
@@ -41,7 +42,7 @@
 (defvar bench-tty-keys nil "When each <f5> was handled, newest first.")
 (defvar bench-tty-ticks nil "Timer firings (float-time), newest first.")
 (defvar bench-tty-first nil
-  "When the first chunk arrived: (TIME CPU-TICKS GCS-DONE GC-ELAPSED).")
+  "When the first chunk arrived: (TIME CPU-TICKS GCS-DONE GC-ELAPSED CONSED STIME).")
 (defvar bench-tty-last nil "When the last chunk arrived (or the turn ended).")
 (defvar bench-tty-chunks 0 "Chunks (events) applied.")
 (defvar bench-tty-extra nil "More to report: a plist.")
@@ -52,14 +53,21 @@
   (interactive)
   (push (float-time) bench-tty-keys))
 
-(defun bench-tty-cpu ()
-  "Return this Emacs's CPU time so far in clock ticks (utime + stime)."
+(defun bench-tty-cpu (&optional system-only)
+  "Return this Emacs's CPU time so far in clock ticks (utime + stime).
+With SYSTEM-ONLY, stime alone (time in the kernel)."
   (with-temp-buffer
     (insert-file-contents "/proc/self/stat")
     (goto-char (point-max))
     (let ((fields (split-string (buffer-substring (1+ (search-backward ")")) (point-max)))))
       ;; Fields after the command name start at field 3; utime is 14, stime 15.
-      (+ (string-to-number (nth 11 fields)) (string-to-number (nth 12 fields))))))
+      (+ (if system-only 0 (string-to-number (nth 11 fields)))
+         (string-to-number (nth 12 fields))))))
+
+(defun bench-tty-consed ()
+  "Return what Emacs allocated so far, in bytes, by kind (what GC counts)."
+  (list (* 16 cons-cells-consed) string-chars-consed (* 8 vector-cells-consed)
+        (* 56 intervals-consed) (* 8 floats-consed)))
 
 (defun bench-tty-profile ()
   "Return the file name stem for a profile of this run, or nil for none."
@@ -78,9 +86,10 @@
   (when (and (not bench-tty-first) (bench-tty-profile))
     (require 'profiler)
     (advice-add 'tandem-request :around #'bench-tty--time-request)
-    (profiler-start 'cpu))
+    (profiler-start (intern (or (getenv "BENCH_TTY_PROFILER") "cpu"))))
   (unless bench-tty-first
-    (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed)))
+    (setq bench-tty-first (list (float-time) (bench-tty-cpu) gcs-done gc-elapsed
+                                (bench-tty-consed) (bench-tty-cpu t))))
   (cl-incf bench-tty-chunks))
 
 (defun bench-tty-finish ()
@@ -107,7 +116,10 @@
           (append bench-tty-extra
                   (list :events_log_chars (if log (buffer-size log) 0)
                         :gcs (- gcs-done (nth 2 bench-tty-first))
-                        :gc_seconds (- gc-elapsed (nth 3 bench-tty-first)))))
+                        :gc_seconds (- gc-elapsed (nth 3 bench-tty-first))
+                        :stime_ticks (- (bench-tty-cpu t) (nth 5 bench-tty-first))
+                        :consed (vconcat (cl-mapcar #'- (bench-tty-consed)
+                                                    (nth 4 bench-tty-first))))))
          (end (+ bench-tty-last bench-tty-tail))
          (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first))))
     (with-temp-file (getenv "BENCH_TTY_OUT")
@@ -178,19 +190,37 @@
                    (cancel-timer timer)
                    (bench-tty-after-last)))))))))
 
+;;;; Nothing streamed (the harness's own floor)
+
+(defun bench-tty-idle (text)
+  "Stream nothing for as long as TEXT would take: the harness's own floor.
+Emacs still handles the keys and the 10 ms timer, and redisplays."
+  (switch-to-buffer (get-buffer-create "*idle*"))
+  (delete-other-windows)
+  (insert (substring text 0 8000))
+  (lambda ()
+    (bench-tty-chunk-arrived)
+    (setq bench-tty-chunks (/ (length text) bench-tty-chunk))
+    (run-at-time (/ (length text) bench-tty-chunk 1.0 bench-tty-rate) nil #'bench-tty-after-last)))
+
 (defun bench-tty-main ()
   "Set up the mode's buffer, signal readiness, idle a while, then stream."
   (let* ((text (tandem-view-test-markdown-answer bench-tty-size))
          (go (pcase bench-tty-mode
                ("tandem" (bench-tty-tandem text))
-               ("tandem-builtin" (setq tandem-view-markdown-engine 'builtin)
+               ("tandem-markdown-mode" (setq tandem-view-markdown-engine 'markdown-mode)
                 (bench-tty-tandem text))
+               ("idle" (bench-tty-idle text))
                (_ (bench-tty-anchor text)))))
     (global-set-key [f5] #'bench-tty-key)
     (run-at-time 0.01 0.01 (lambda () (push (float-time) bench-tty-ticks)))
     (garbage-collect)
-    (with-temp-file (getenv "BENCH_TTY_READY") (insert "ready"))
+    (with-temp-file (getenv "BENCH_TTY_READY") (insert (number-to-string (emacs-pid))))
     (run-at-time bench-tty-idle nil (lambda () (setq bench-tty-go (float-time)) (funcall go)))))
+
+(let ((form (getenv "BENCH_TTY_EVAL")))
+  ;; An experiment: a form evaluated once the package is loaded.
+  (when (and form (not (string-empty-p form))) (eval (car (read-from-string form)) t)))
 
 (run-at-time 0.2 nil #'bench-tty-main)
 

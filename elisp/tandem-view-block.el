@@ -41,16 +41,18 @@
                (setf (tandem-view-rope-parts rope) (list whole))
                whole)))))
 
-(defun tandem-view-rope-since (rope from)
-  "Return ROPE's text from character FROM on, at the cost of that text only."
+(defun tandem-view-rope-insert-since (rope from)
+  "Insert ROPE's text from character FROM on at point, piece by piece.
+That costs the new text only, and no string of it is made."
   (let ((want (- (tandem-view-rope-length rope) from)) (got 0) (pieces nil)
         (parts (tandem-view-rope-parts rope)))
     (while (and parts (< got want))
       (push (car parts) pieces)
       (cl-incf got (length (car parts)))
       (setq parts (cdr parts)))
-    (let ((joined (apply #'concat pieces)))
-      (if (> got want) (substring joined (- got want)) joined))))
+    (when (> got want)
+      (setcar pieces (substring (car pieces) (- got want))))
+    (dolist (piece pieces) (insert piece))))
 
 (defun tandem-view-rope-clear (rope)
   "Empty ROPE."
@@ -71,6 +73,9 @@
   (text-shown 0 :documentation "Characters of the streamed text already in the buffer.")
   (text-fontified 0 :documentation "When the growing end of the streamed text was last marked.")
   (text-scan nil :documentation "Markdown segment scan of the streamed text (a `tandem-view-scan').")
+  (settling nil :documentation "Text of the assistant entry that completes the streamed text.")
+  (body-text nil :documentation "A settled streamed body: (TOKEN . TEXT).
+Its `tandem-body' property is TOKEN (its scan); TEXT is its entry's text.")
   (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
   (reasoning-shown 0 :documentation "Characters of the streamed reasoning already in the buffer.")
   (interactions nil :documentation "Interaction plists announced by events, newest first.")

@@ -23,6 +23,7 @@
 (require 'tandem-view-render)
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
+(require 'tandem-view-stream)
 
 ;; A compaction asks the next frame for a full rendering (tandem-view-live.el,
 ;; above this file).
@@ -68,7 +69,7 @@ Positions in the composer need nothing: BODY never edits it."
                                     (tandem-view--anchor (window-start w))))
                             (get-buffer-window-list (current-buffer) nil t))))
        (prog1 (tandem-composer-outside-draft
-                (save-excursion (let ((inhibit-read-only t)) ,@body)))
+               (save-excursion (let ((inhibit-read-only t)) ,@body)))
          ;; Rendering is not an edit of the user's: keep the modified flag.
          (restore-buffer-modified-p ,modified)
          (when ,pt (goto-char (tandem-view--resolve ,pt)))
@@ -172,33 +173,16 @@ clock; the progress row then says so until `g'."
                             (error-message-string err))))))
       (tandem-view-flush))))
 
-(defun tandem-view--append-live (block)
-  "Append BLOCK's streamed text that is not in the buffer yet at its markers.
-Only the new text is copied (`tandem-view-rope-since'), and only the
-assistant text's new lines are cut into Markdown segments: a frame costs
-what arrived since the last one, not the answer so far."
-  (cl-flet ((append-at (marker rope shown face)
-              (when (and marker (marker-buffer marker) (> (tandem-view-rope-length rope) shown))
-                (goto-char marker)
-                (let ((start (point)))
-                  (insert (propertize (tandem-view-rope-since rope shown)
-                                      'read-only t 'tandem-block block 'font-lock-face face
-                                      'keymap tandem-view-transcript-map
-                                      'line-prefix tandem-view-render-indent
-                                      'wrap-prefix tandem-view-render-indent))
-                  start))))
-    (let ((rope (tandem-view-block-reasoning-rope block)))
-      (when (append-at (tandem-view-block-reasoning-marker block) rope
-                       (tandem-view-block-reasoning-shown block) 'tandem-view-reasoning)
-        (setf (tandem-view-block-reasoning-shown block) (tandem-view-rope-length rope))))
-    (let* ((rope (tandem-view-block-text-rope block))
-           (shown (tandem-view-block-text-shown block))
-           (start (append-at (tandem-view-block-text-marker block) rope shown nil)))
-      (when start
-        (let ((end (marker-position (tandem-view-block-text-marker block))))
-          (when (tandem-view-block-text-scan block)
-            (tandem-view-render-live-mark block (- start shown) end t)))
-        (setf (tandem-view-block-text-shown block) (tandem-view-rope-length rope))))))
+(defun tandem-view--append-streamed (blocks)
+  "Append the streamed text of BLOCKS, the only change of this frame.
+Nothing is deleted, so point and the windows' points and starts, all
+markers, stay on their text: no anchoring, and no `set-window-start',
+which would make redisplay lay the whole window out again instead of
+scrolling it."
+  (let ((modified (buffer-modified-p)))
+    (tandem-composer-outside-draft
+     (save-excursion (let ((inhibit-read-only t)) (mapc #'tandem-view--append-live blocks))))
+    (restore-buffer-modified-p modified)))
 
 (defun tandem-view-flush ()
   "Apply every pending change to the buffer now, as one batch."
@@ -219,24 +203,28 @@ what arrived since the last one, not the answer so far."
               (tandem-view-state-doomed st) nil
               (tandem-view-state-progress-dirty st) nil
               (tandem-view-state-composer-dirty st) nil)
-        (tandem-view--keeping-place
-          (dolist (b doomed)
-            (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-              (delete-region (tandem-view-block-start b)
-                             (next-single-property-change (tandem-view-block-start b) 'tandem-block
-                                                          nil (marker-position tail))))
-            (tandem-view--release b))
-          (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks st)))
-                                             dirty)
-                           (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
-            (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
-                (tandem-view--rerender b)
-              (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
-          (dolist (b live)
-            (unless (memq b dirty) (tandem-view--append-live b)))
-          (when progress (tandem-view--redraw-progress)))
+        (if (not (or dirty doomed progress))
+            (tandem-view--append-streamed live)
+          (tandem-view--keeping-place
+           (dolist (b doomed)
+             (when (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+               (delete-region (tandem-view-block-start b)
+                              (next-single-property-change (tandem-view-block-start b) 'tandem-block
+                                                           nil (marker-position tail))))
+             (tandem-view--release b))
+           (dolist (b (sort (cl-remove-if-not (lambda (b) (memq b (tandem-view-state-blocks st)))
+                                              dirty)
+                            (lambda (a b) (< (tandem-view-block-key a) (tandem-view-block-key b)))))
+             (if (and (tandem-view-block-start b) (marker-position (tandem-view-block-start b)))
+                 (tandem-view-settle-rerender b)
+               (tandem-view--insert-before tail (lambda () (tandem-view--insert-block b)))))
+           (dolist (b live)
+             (unless (memq b dirty) (tandem-view--append-live b)))
+           (when progress (tandem-view--redraw-progress))))
         (when composer (tandem-composer-refresh))
-        (force-mode-line-update)))))
+        ;; The header line says what the blocks and the turn state say;
+        ;; streamed text alone changes neither (and redrawing it costs).
+        (when (or dirty doomed progress composer) (force-mode-line-update))))))
 
 (provide 'tandem-view-frame)
 ;;; tandem-view-frame.el ends here

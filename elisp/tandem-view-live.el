@@ -26,6 +26,7 @@
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
+(require 'tandem-view-gc)
 
 ;;;; Full rendering
 
@@ -306,6 +307,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-running turn)
          (tandem-view--mark b)))
       ("delta"
+       (tandem-view-gc-hold)
        (let* ((b (tandem-view--block-for-turn turn))
               (reasoning (equal (plist-get event :stream) "reasoning"))
               (text (or (plist-get event :text) "")))
@@ -329,6 +331,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-waiting turn (or (plist-get event :title) "a question"))
          (tandem-view--mark b)))
       ("turn-ended"
+       (tandem-view-gc-release)
        (let ((b (gethash turn (tandem-view-state-by-turn st))))
          (when b
            (setf (tandem-view-block-files-changed b) (plist-get event :files-changed))
@@ -402,7 +405,11 @@ belongs to entries already in the buffer."
           (tandem-view--append-block b))
         (push entry (tandem-view-block-entries b))
         (pcase type
-          ("assistant" (tandem-view-rope-clear (tandem-view-block-text-rope b)))
+          ("assistant"
+           ;; The next frame settles the shown text in place (tandem-view-frame.el).
+           (when (tandem-view-block-text-marker b)
+             (setf (tandem-view-block-settling b) (plist-get entry :text)))
+           (tandem-view-rope-clear (tandem-view-block-text-rope b)))
           ("reasoning" (tandem-view-rope-clear (tandem-view-block-reasoning-rope b)))
           ("user" (unless (or (tandem-view-block-directive b)
                               (equal (plist-get entry :text) (car tandem-composer-history)))

@@ -6,11 +6,12 @@
 ;;; Commentary:
 
 ;; Turns a Markdown message into a string with `font-lock-face'
-;; properties, ready to insert into the session buffer.  With
-;; `markdown-mode' installed its own fontification is used (code blocks
-;; fontified natively in their language's mode); otherwise a small
-;; built-in fontifier handles headings, emphasis, inline code and fenced
-;; code blocks (those too in their language's mode).
+;; properties, ready to insert into the session buffer.  By default a
+;; small built-in fontifier handles headings, emphasis, inline code and
+;; fenced code blocks (those in their language's mode); `markdown-mode'
+;; can be chosen instead (`tandem-view-markdown-engine'; code blocks
+;; fontified natively).  In session buffers segments are fontified in
+;; place when displayed (tandem-view-fontify.el).
 ;;
 ;; `face' properties are turned into `font-lock-face' so that font-lock in
 ;; the view buffer never strips them.  Results are cached by text, so a
@@ -22,10 +23,14 @@
 (require 'subr-x)
 (require 'tandem-core)
 
-(defcustom tandem-view-markdown-engine 'auto
+(defcustom tandem-view-markdown-engine 'builtin
   "How message bodies are fontified as Markdown.
-`auto' uses `markdown-mode' when it can be loaded, else the built-in
-fontifier; `markdown-mode' and `builtin' force one of them."
+`builtin' (the default) is the small built-in fontifier: in a session
+buffer it works in place and leaves a streaming code block plain until
+its fence closes, so a streamed answer costs little.  `markdown-mode'
+uses that package (richer, and several times the cost: about 7 us a
+character); `auto' uses `markdown-mode' when it can be loaded, else the
+built-in fontifier."
   :type '(choice (const auto) (const markdown-mode) (const builtin))
   :group 'tandem-view)
 
@@ -117,6 +122,31 @@ look for it there too."
                    (and (not (string-empty-p name)) (intern (concat name "-mode"))))))
     (and mode (fboundp mode) mode)))
 
+(defcustom tandem-view-code-decoration 2
+  "Font-lock level of code blocks, fontified in their language's mode.
+The value given to `font-lock-maximum-decoration' there: 2 shows
+keywords, builtins, strings and comments at half the cost of the
+maximum (t), which also marks assignments and more."
+  :type '(choice (const :tag "Maximum" t) (integer :tag "Level"))
+  :group 'tandem-view)
+
+(defvar tandem-view-markdown--code-buffers nil
+  "Work buffers where code is fontified, by major mode: (MODE . BUFFER).")
+
+(defun tandem-view-markdown--code-buffer (mode)
+  "Return the work buffer where code of major MODE is fontified."
+  (let ((known (cdr (assq mode tandem-view-markdown--code-buffers))))
+    (if (buffer-live-p known) known
+      (let ((buffer (tandem-view-markdown--work-buffer
+                     (format " *tandem-code-%s*" mode)
+                     (lambda ()
+                       (delay-mode-hooks (funcall mode))
+                       ;; Read when font-lock first sets itself up, below.
+                       (setq-local font-lock-maximum-decoration
+                                   tandem-view-code-decoration)))))
+        (setf (alist-get mode tandem-view-markdown--code-buffers) buffer)
+        buffer))))
+
 (defun tandem-view-markdown-fontify-code (code lang)
   "Return CODE fontified in the major mode of language LANG.
 Without a mode for LANG, CODE comes back with `font-lock-constant-face'
@@ -124,10 +154,7 @@ only.  Errors of the language's mode never reach the caller."
   (let ((mode (tandem-view-markdown--language-mode lang)))
     (or (and mode
              (condition-case nil
-                 (with-current-buffer
-                     (tandem-view-markdown--work-buffer
-                      (format " *tandem-code-%s*" mode)
-                      (lambda () (delay-mode-hooks (funcall mode))))
+                 (with-current-buffer (tandem-view-markdown--code-buffer mode)
                    (erase-buffer)
                    (insert code)
                    (font-lock-ensure)
@@ -142,6 +169,10 @@ only.  Errors of the language's mode never reach the caller."
     ("\\(?:^\\|[^*]\\)\\*\\([^*\n]+\\)\\*" . italic))
   "Inline rules of the built-in fontifier: (REGEXP . FACE of group 1).")
 
+(defconst tandem-view-markdown--fence-open-re
+  "^\\([ \t]*\\)\\(```\\|~~~\\)[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n"
+  "A fence's opening line: group 2 the fence, group 3 the language.")
+
 (defun tandem-view-markdown--builtin (text)
   "Fontify TEXT with the small built-in Markdown fontifier."
   (with-temp-buffer
@@ -149,8 +180,7 @@ only.  Errors of the language's mode never reach the caller."
     (goto-char (point-min))
     ;; Fenced code blocks first: nothing inside them is Markdown.
     (let ((code-spans nil))
-      (while (re-search-forward
-              "^\\([ \t]*\\)\\(```\\|~~~\\)[ \t]*\\([[:alnum:]+#_-]*\\)[^\n]*\n" nil t)
+      (while (re-search-forward tandem-view-markdown--fence-open-re nil t)
         (let* ((open-beg (match-beginning 0)) (body-beg (match-end 0))
                (lang (match-string 3))
                (close (and (re-search-forward (concat "^[ \t]*" (match-string 2) "[ \t]*$") nil t)
@@ -208,47 +238,6 @@ is still growing would only fill it)."
           (clrhash tandem-view-markdown--cache))
         (puthash key hit tandem-view-markdown--cache)))
     (if no-cache hit (copy-sequence hit))))
-
-(defun tandem-view-markdown--apply (start stop segment)
-  "Fontify START..STOP, a segment marked SEGMENT (see tandem-view-segments.el).
-SEGMENT is [PREFIX SUFFIX OPEN]: the text is fontified between PREFIX and
-SUFFIX (the fence lines that give a piece of code its context), and not
-cached when OPEN (it is still growing).  A value that is not a vector
-stands for a whole body."
-  (let* ((prefix (if (vectorp segment) (aref segment 0) ""))
-         (suffix (if (vectorp segment) (aref segment 1) ""))
-         (open (and (vectorp segment) (aref segment 2)))
-         (text (concat prefix (buffer-substring-no-properties start stop) suffix))
-         (styled (tandem-view-markdown-fontify text open))
-         (i (length prefix)) (len (- (length text) (length suffix))))
-    (with-silent-modifications
-      (remove-list-of-text-properties start stop '(tandem-markdown font-lock-face))
-      (while (< i len)
-        (let ((next (next-single-property-change i 'font-lock-face styled len))
-              (face (get-text-property i 'font-lock-face styled)))
-          (when face
-            (put-text-property (+ start (- i (length prefix))) (+ start (- next (length prefix)))
-                               'font-lock-face face))
-          (setq i next))))))
-
-(defun tandem-view-fontify-region (beg end)
-  "Fontify the Markdown segments that overlap BEG..END and are still plain.
-Run by jit-lock when text is displayed, so only what is shown is
-fontified, one segment at a time (tandem-view-segments.el); call it
-with the buffer's bounds to fontify everything at once (batch use)."
-  (let ((pos (if (get-text-property beg 'tandem-markdown) beg
-               (next-single-property-change beg 'tandem-markdown nil end)))
-        (inhibit-read-only t))
-    (while (and pos (< pos end))
-      (let* ((segment (get-text-property pos 'tandem-markdown))
-             (start (if (and (> pos (point-min))
-                             (eq segment (get-text-property (1- pos) 'tandem-markdown)))
-                        (previous-single-property-change pos 'tandem-markdown nil (point-min))
-                      pos))
-             (stop (next-single-property-change pos 'tandem-markdown nil (point-max))))
-        (tandem-view-markdown--apply start stop segment)
-        (setq pos (if (get-text-property stop 'tandem-markdown) stop
-                    (next-single-property-change stop 'tandem-markdown nil end)))))))
 
 (provide 'tandem-view-markdown)
 ;;; tandem-view-markdown.el ends here

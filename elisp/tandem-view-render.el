@@ -25,6 +25,7 @@
 (require 'tandem-view-markdown)
 (require 'tandem-view-segments)
 (require 'tandem-view-lazy)
+(require 'tandem-view-fontify)
 (require 'tandem-usage)
 (require 'tandem-view-block)
 
@@ -209,6 +210,22 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
       (add-text-properties start (point) (list 'line-prefix tandem-view-render-indent
                                                'wrap-prefix tandem-view-render-indent)))))
 
+(defvar tandem-view-render--kept nil
+  "A body text left where it is shown: its rendering inserts nothing.
+Bound by a re-rendering around that body (tandem-view-settle.el); the
+text is compared with `eq', so it is the entry's own string.")
+
+(defvar tandem-view-render--kept-at nil
+  "Position of the body `tandem-view-render--kept' in the rendering.")
+
+(defun tandem-view-render--kept-place (text)
+  "Note the place of the kept TEXT; insert only what follows it in a body.
+That is the newline ending a body that does not end a line."
+  (setq tandem-view-render--kept-at (point))
+  (unless (string-suffix-p "\n" text)
+    (insert (propertize "\n" 'line-prefix tandem-view-render-indent
+                        'wrap-prefix tandem-view-render-indent))))
+
 (defun tandem-view-render--arrow (folded)
   "Return the fold arrow for FOLDED."
   (if folded "▸ " "▾ "))
@@ -374,7 +391,13 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
        (tandem-view-render--line (concat tandem-view-render-indent
                                          (propertize "Assistant" 'font-lock-face 'tandem-view-role))
                                  nil)
-       (tandem-view-render--body (plist-get entry :text)))
+       (let ((text (plist-get entry :text)) (start (point)))
+         (if (and tandem-view-render--kept (eq text tandem-view-render--kept))
+             (tandem-view-render--kept-place text)
+           (tandem-view-render--body text)
+           ;; Where the body is, for a re-rendering to leave it there.
+           (when (and tandem-view-render-lazy (not tandem-view-render-plain))
+             (put-text-property start (+ start (length text)) 'tandem-body text)))))
       ("reasoning"
        (let ((folded (funcall folded-p (list 'reasoning seq))))
          (tandem-view-render--line
@@ -466,6 +489,10 @@ Outside a session buffer (eager rendering) it is fontified now."
 FOLDED-P tells whether a part key is folded."
   (let ((reasoning (tandem-view-block-live-reasoning block))
         (text (tandem-view-block-live-text block)))
+    ;; Markers left in the buffer slow every edit until collected.
+    (dolist (m (list (tandem-view-block-reasoning-marker block)
+                     (tandem-view-block-text-marker block)))
+      (when (markerp m) (set-marker m nil)))
     (setf (tandem-view-block-reasoning-marker block) nil
           (tandem-view-block-text-marker block) nil)
     (unless (string-empty-p reasoning)
@@ -487,10 +514,10 @@ FOLDED-P tells whether a part key is folded."
       (tandem-view-render--line (concat tandem-view-render-indent
                                         (propertize "Assistant" 'font-lock-face 'tandem-view-role))
                                 nil)
-      (let ((start (point)))
-        (insert text)
+      (let ((start (point)) (scan (tandem-view-scan-create)))
+        (insert (propertize text 'tandem-body scan))
         (let ((end (point)))
-          (setf (tandem-view-block-text-scan block) (tandem-view-scan-create))
+          (setf (tandem-view-block-text-scan block) scan)
           (tandem-view-render-live-mark block start end)
           (insert "\n")
           (setf (tandem-view-block-text-marker block) (copy-marker end t)))

@@ -20,8 +20,8 @@
 ;; rendered at once are cut identically, so they are fontified alike.
 ;;
 ;; Each segment is marked with a `tandem-markdown' property whose value is
-;; a fresh [PREFIX SUFFIX OPEN] vector (one per segment, so neighbours stay
-;; apart) and `fontified' nil; jit-lock then fontifies the segments that
+;; a fresh [PREFIX SUFFIX OPEN PENDING] vector (one per segment, so
+;; neighbours stay apart) and `fontified' nil; jit-lock then fontifies the segments that
 ;; are displayed (`tandem-view-fontify-region').
 
 ;;; Code:
@@ -46,7 +46,9 @@
   (start 0 :documentation "Offset of the open segment's first character.")
   (pos 0 :documentation "Offset of the first line not scanned yet.")
   (prefix "" :documentation "Fence line the open segment starts inside of, with its newline.")
-  (fence nil :documentation "The open fence, as (FENCE . OPENING-LINE), or nil."))
+  (fence nil :documentation "The open fence, as (FENCE . OPENING-LINE), or nil.")
+  (fence-start 0 :documentation "Offset of the open fence's opening line.")
+  (closed-fences nil :documentation "Code blocks closed by the last scan: (FROM . TO) offsets."))
 
 (defun tandem-view-segments--closer (fence)
   "Return the line that closes FENCE, a (FENCE . OPENING-LINE) pair."
@@ -59,12 +61,23 @@
        (eq (aref (match-string 1) 0) (aref (car fence) 0))
        (>= (length (match-string 1)) (length (car fence)))))
 
+(defun tandem-view-segments--close (scan beg at suffix prefix closed)
+  "End SCAN's open segment at AT with SUFFIX, opening the next inside PREFIX.
+BEG is where the body starts.  Return CLOSED with the segment, as
+\(FROM TO PREFIX SUFFIX), pushed on it, or CLOSED when it is empty."
+  (let ((start (+ beg (tandem-view-scan-start scan))))
+    (if (<= at start) closed
+      (prog1 (cons (list start at (tandem-view-scan-prefix scan) suffix) closed)
+        (setf (tandem-view-scan-start scan) (- at beg)
+              (tandem-view-scan-prefix scan) prefix)))))
+
 (defun tandem-view-segments-scan (beg end scan)
   "Scan the complete lines of the body starting at BEG, up to END.
 SCAN is the body's `tandem-view-scan', updated in place.  Return the
 segments that closed, oldest first, as (FROM TO PREFIX SUFFIX) in buffer
 positions."
   (let ((closed nil))
+    (setf (tandem-view-scan-closed-fences scan) nil)
     (save-excursion
       (save-match-data
         (goto-char (+ beg (tandem-view-scan-pos scan)))
@@ -73,28 +86,26 @@ positions."
                  (line (progn (forward-line -1) (point)))
                  (start (+ beg (tandem-view-scan-start scan)))
                  (fence (tandem-view-scan-fence scan)))
-            (cl-flet ((close (at suffix prefix)
-                        (when (> at start)
-                          (push (list start at (tandem-view-scan-prefix scan) suffix) closed)
-                          (setf (tandem-view-scan-start scan) (- at beg)
-                                (tandem-view-scan-prefix scan) prefix)
-                          (setq start at))))
-              (cond
-               ((and fence (tandem-view-segments--closes-p fence))
-                (setf (tandem-view-scan-fence scan) nil)
-                (close next "" ""))
-               (fence
-                (when (>= (- next start) tandem-view-segments-max)
-                  (close next (tandem-view-segments--closer fence)
-                         (concat (cdr fence) "\n"))))
-               ((looking-at tandem-view-segments--fence-re)
-                (close line "" "")
-                (setf (tandem-view-scan-fence scan)
-                      (cons (match-string-no-properties 1)
-                            (buffer-substring-no-properties line (1- next)))))
-               ((or (and (looking-at "[ \t]*$") (>= (- next start) tandem-view-segments-min))
-                    (>= (- next start) tandem-view-segments-max))
-                (close next "" ""))))
+            (cond
+             ((and fence (tandem-view-segments--closes-p fence))
+              (setf (tandem-view-scan-fence scan) nil)
+              (push (cons (tandem-view-scan-fence-start scan) (- next beg))
+                    (tandem-view-scan-closed-fences scan))
+              (setq closed (tandem-view-segments--close scan beg next "" "" closed)))
+             (fence
+              (when (>= (- next start) tandem-view-segments-max)
+                (setq closed (tandem-view-segments--close
+                              scan beg next (tandem-view-segments--closer fence)
+                              (concat (cdr fence) "\n") closed))))
+             ((looking-at tandem-view-segments--fence-re)
+              (setq closed (tandem-view-segments--close scan beg line "" "" closed))
+              (setf (tandem-view-scan-fence-start scan) (- line beg)
+                    (tandem-view-scan-fence scan)
+                    (cons (match-string-no-properties 1)
+                          (buffer-substring-no-properties line (1- next)))))
+             ((or (and (looking-at "[ \t]*$") (>= (- next start) tandem-view-segments-min))
+                  (>= (- next start) tandem-view-segments-max))
+              (setq closed (tandem-view-segments--close scan beg next "" "" closed))))
             (goto-char next)
             (setf (tandem-view-scan-pos scan) (- next beg))))))
     (nreverse closed)))
@@ -107,25 +118,48 @@ TEXT-ENDS-IN-NEWLINE tells whether the body's text ends a line."
         (concat (if text-ends-in-newline "" "\n") (tandem-view-segments--closer fence))
       "")))
 
+(defun tandem-view-segments--settle-pending (from to)
+  "Make the pending segments between FROM and TO fontify their code now.
+Their fence closed (or the body ended): they are marked again, plain."
+  (let ((pos from))
+    (while (< pos to)
+      (let ((segment (get-text-property pos 'tandem-markdown))
+            (next (next-single-property-change pos 'tandem-markdown nil to)))
+        (when (vectorp segment) (aset segment 3 nil))
+        (setq pos next))))
+  (put-text-property from to 'fontified nil))
+
 (defun tandem-view-segments-mark (beg end scan &optional open skip-open)
   "Cut the body from BEG to END into segments and mark them for fontification.
 SCAN is the body's `tandem-view-scan' (updated); only lines after its
 point are read.  The segment still open at END is marked too, with OPEN
 non-nil when more text will come (it is then not cached), unless
-SKIP-OPEN.  Return the first position marked."
+SKIP-OPEN.  While more text will come, the segments of a code block not
+closed yet are pending (their code shows plain); the segments of a
+block that closes are marked again.  Return the first position marked."
   (let* ((closed (tandem-view-segments-scan beg end scan))
          (open-start (+ beg (tandem-view-scan-start scan)))
+         (fence-from (and (tandem-view-scan-fence scan) (+ beg (tandem-view-scan-fence-start scan))))
+         (pending-from (and open fence-from))
+         (settled (mapcar (lambda (f) (cons (+ beg (car f)) (+ beg (cdr f))))
+                          (tandem-view-scan-closed-fences scan)))
          (from (if closed (car (car closed)) open-start)))
+    ;; The body is complete: a fence it leaves open is closed by its end.
+    (when (and fence-from (not open)) (push (cons fence-from end) settled))
     (with-silent-modifications
+      (dolist (range settled)
+        (tandem-view-segments--settle-pending (car range) (min (cdr range) from))
+        (setq from (min from (car range))))
       (dolist (seg closed)
         (put-text-property (nth 0 seg) (nth 1 seg) 'tandem-markdown
-                           (vector (nth 2 seg) (nth 3 seg) nil)))
+                           (vector (nth 2 seg) (nth 3 seg) nil
+                                   (and pending-from (>= (nth 0 seg) pending-from)))))
       (when (and (< open-start end) (not skip-open))
         (put-text-property open-start end 'tandem-markdown
                            (vector (tandem-view-scan-prefix scan)
                                    (tandem-view-segments-open-suffix
                                     scan (eq (char-before end) ?\n))
-                                   open)))
+                                   open (and pending-from t))))
       (let ((to (if skip-open open-start end)))
         (when (< from to) (put-text-property from to 'fontified nil))))
     from))

@@ -83,6 +83,7 @@ In the composer:
   ;; unscanned scanned next (depths -60, -50): then fontified as usual.
   (add-hook 'jit-lock-functions #'tandem-view--finish-region -60 t)
   (add-hook 'jit-lock-functions #'tandem-view-lazy-scan -50 t)
+  (tandem-view-fontify-warm)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)

@@ -8,7 +8,9 @@ service they need; domain code never sees the `App`.
 
 The services above the engine are built, and their modules imported, on
 first use: ``tandem ask`` runs one chat turn and needs
-none of them (issue 16: start-up), and a backend builds each once.
+none of them (issue 16: start-up), and a backend builds each once. So is the
+remote side (`remote`, `remote_checkpoints`): a turn of a session without a
+target file never imports `tandem.remote`'s client, mirror or models.
 """
 
 from __future__ import annotations
@@ -17,16 +19,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import SecretStr
-
 from tandem.checkpoints.service import CheckpointService
 from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
+from tandem.once import Once
 from tandem.paths import tandem_home
-from tandem.protocol.remote import RemoteTarget
-from tandem.remote.agent_llm import host_entry
-from tandem.remote.checkpoints import CheckpointsBySession, RemoteCheckpoints
-from tandem.remote.service import RemoteService
+from tandem.remote.by_session import CheckpointsBySession
+from tandem.remote.target_file import has_target
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store.journal import Journal
@@ -34,10 +33,15 @@ from tandem.store.layout import rewind_intent_path
 from tandem.turns.service import GitCheckpoints, TurnService, retention_from
 
 if TYPE_CHECKING:
+    from pydantic import SecretStr
+
     from tandem.directives.service import WorkspaceService
     from tandem.history.compaction import CompactionService
     from tandem.history.rewind import RewindService
     from tandem.overview.facts import FactsCache
+    from tandem.protocol.remote import RemoteTarget
+    from tandem.remote.checkpoints import RemoteCheckpoints
+    from tandem.remote.service import RemoteService
     from tandem.review.revert import Reverter
 
 
@@ -54,23 +58,14 @@ class App:
         """Who holds each session (a turn, a rewind, a compaction)."""
         self.checkpoints = CheckpointService(self.home)
         self.sessions = SessionService(self.home)
-        self.remote = RemoteService(self.home)
-        """Remote agent-server targets (every turn asks whether its session has one)."""
         # After each turn the store is packed and pruned with the root's retention.
         local = GitCheckpoints(
             self.checkpoints, lambda root: retention_from(self.sessions.resolved(root).settings))
-        # A session with a remote target checkpoints its mirror (default retention: a
-        # mirror's settings files come from the server, not from the user).
-        self.remote_checkpoints = RemoteCheckpoints(
-            GitCheckpoints(self.checkpoints), self.remote, self.home, self.checkpoints)
-        """Checkpoints and mirrors of remote workspaces (`tandem.remote.checkpoints`)."""
-        self.remote_checkpoints.settled = self._rewind_settled
-        checkpoints = CheckpointsBySession(local, self.remote_checkpoints)
+        self._remote_checkpoints = Once(self._build_remote_checkpoints)
+        checkpoints = CheckpointsBySession(local, self._remote_checkpoints,
+                                           lambda session: has_target(self.home, session))
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
-        self.turns.remote_target = self.remote.target  # an attached session runs remotely
-        # Checkpoints and Rewind of a remote session reach its server with the key of
-        # the user's host entry (Emacs pushes it), as its turns do.
-        self.remote.key_lookup = self._remote_key
+        self.turns.remote_target = self._remote_target  # an attached session runs remotely
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
         self.sessions.manager.on_open.append(self._recover_on_open)
 
@@ -83,6 +78,36 @@ class App:
         """True when SESSION has no rewind intent left; opening its journal settles one."""
         journal = self.sessions.journal(session)
         return not rewind_intent_path(journal.path).exists()
+
+    @cached_property
+    def remote(self) -> RemoteService:
+        """Remote agent-server targets (every turn asks whether its session has one)."""
+        from tandem.remote.service import RemoteService
+
+        remote = RemoteService(self.home)
+        # Checkpoints and Rewind of a remote session reach its server with the key of
+        # the user's host entry (Emacs pushes it), as its turns do.
+        remote.key_lookup = self._remote_key
+        return remote
+
+    @property
+    def remote_checkpoints(self) -> RemoteCheckpoints:
+        """Checkpoints and mirrors of remote workspaces (`tandem.remote.checkpoints`)."""
+        return self._remote_checkpoints.get()
+
+    def _build_remote_checkpoints(self) -> RemoteCheckpoints:
+        from tandem.remote.checkpoints import RemoteCheckpoints
+
+        # A session with a remote target checkpoints its mirror (default retention: a
+        # mirror's settings files come from the server, not from the user).
+        built = RemoteCheckpoints(GitCheckpoints(self.checkpoints), self.remote, self.home,
+                                  self.checkpoints)
+        built.settled = self._rewind_settled
+        return built
+
+    def _remote_target(self, session: str) -> RemoteTarget | None:
+        """SESSION's remote target; no remote code loads for a session without its file."""
+        return self.remote.target(session) if has_target(self.home, session) else None
 
     @cached_property
     def workspaces(self) -> WorkspaceService:
@@ -123,6 +148,8 @@ class App:
 
     def _remote_key(self, target: RemoteTarget) -> SecretStr | None:
         """The session API key of the user's entry for TARGET's host, if any."""
+        from tandem.remote.agent_llm import host_entry
+
         entry = host_entry(target, self.turns.config.remote_hosts)
         return entry.api_key if entry is not None else None
 

@@ -4,6 +4,9 @@ The answer streams to stdout; with ``--json`` one JSON line ends the output
 (``session``, ``turn``, ``outcome``, ``files_changed``). Exit 0 on success, 1 on
 failure, 130 on interrupt. In ``ask`` mode a permission question is put to
 the terminal; with no terminal it is rejected, and stderr says so.
+
+Its arguments are declared in `tandem.cli`, which imports this module only
+when ``ask`` runs.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ import io
 import json
 import os
 import sys
-from typing import Any
 
+from tandem.app import App
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.protocol.errors import shell_text
 from tandem.protocol.events import AnyEvent, Event
 from tandem.providers.base import PermissionAnswer, PermissionRequest
+from tandem.turns.engine import TurnSpec
 
 EXIT_INTERRUPT = 130
 
@@ -78,9 +82,6 @@ async def ask_on_terminal(request: PermissionRequest, interaction: str) -> Permi
 
 
 async def _ask(args: argparse.Namespace) -> int:
-    from tandem.app import App
-    from tandem.turns.engine import TurnSpec
-
     app = App(home=tandem_home(), events=StdoutSink(show=True))
     sessions, engine = app.sessions, app.turns.engine
     cwd = os.path.abspath(args.cwd or os.getcwd())
@@ -123,15 +124,3 @@ def run_ask(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return EXIT_INTERRUPT
-
-
-def register(sub: Any) -> None:
-    """Add ``tandem ask`` to the command line."""
-    p = sub.add_parser("ask", help="run one chat turn without Emacs")
-    p.add_argument("prompt", help="what to ask")
-    p.add_argument("--cwd", help="project directory of a new session (default: here)")
-    p.add_argument("--session", help="continue this session (id or unique prefix)")
-    p.add_argument("--provider", help="openai:MODEL, anthropic:MODEL or acp:AGENT")
-    p.add_argument("--permission-mode", choices=["ask", "auto-edit", "read-only"])
-    p.add_argument("--json", action="store_true", help="end with one JSON line")
-    p.set_defaults(func=run_ask)

@@ -17,10 +17,12 @@ from pathlib import Path
 # Light (the standard library and the state folder's helpers): every real
 # process needs them before its command runs.
 from tandem import __version__, reaper, secrets
+from tandem.lazy_command import lazy
 from tandem.store.home import prepare_home, secure_home
 
-# Domains that add sub-commands: each module has ``register(subparsers)``.
-DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.ask", "tandem.config.cli")
+# Domains that add sub-commands: each module has ``register(subparsers)`` and
+# imports its handlers only when one runs (`tandem.lazy_command`).
+DOMAIN_CLIS = ("tandem.sessions.cli", "tandem.config.cli")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -51,6 +53,14 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="say what tandem found and what is missing")
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
     doctor.set_defaults(func=_doctor)
+    ask = sub.add_parser("ask", help="run one chat turn without Emacs")
+    ask.add_argument("prompt", help="what to ask")
+    ask.add_argument("--cwd", help="project directory of a new session (default: here)")
+    ask.add_argument("--session", help="continue this session (id or unique prefix)")
+    ask.add_argument("--provider", help="openai:MODEL, anthropic:MODEL or acp:AGENT")
+    ask.add_argument("--permission-mode", choices=["ask", "auto-edit", "read-only"])
+    ask.add_argument("--json", action="store_true", help="end with one JSON line")
+    ask.set_defaults(func=lazy("tandem.ask", "run_ask"))
     for name in DOMAIN_CLIS if domains else ():
         try:
             module = importlib.import_module(name)

@@ -117,41 +117,165 @@ each frame is followed by what jit-lock would run.  Both engines."
               (should-not (search-forward "Intro **bold** start" nil t)))))))))
 
 (ert-deftest tandem-view-stream-fontifies-new-and-visible-text-only ()
-  "A 200 KB answer: each frame fontifies what is new; the settle what is shown.
+  "A 200 KB answer: each frame fontifies what is new; the settle reuses it.
 The fontifier is watched: no call sees more than a segment and a line,
-whatever the answer's length, and settling leaves the unseen body plain."
-  (tandem-view-test-with-session '(:steps [])
-    (let* ((text (tandem-view-test-markdown-answer 200000))
-           (pieces (tandem-view-stream-test--pieces text 700 nil))
-           (calls nil) (window 3000)
-           (bound (+ (* 2 tandem-view-segments-max) 200))
-           (watch (lambda (s &rest _) (push (length s) calls))))
-      (tandem-view-stream-test--start)
-      (advice-add 'tandem-view-markdown-fontify :before watch '((name . stream-test)))
-      (unwind-protect
-          (let ((b nil))
-            (while pieces
-              (tandem-view-stream-test--send
-               (list (list :kind "delta" :turn 1 :stream "text" :text (pop pieces))))
-              (tandem-view-flush)
-              (setq b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
-              ;; jit-lock: the window shows the newest WINDOW characters.
-              (let ((end (marker-position (tandem-view-block-text-marker b))))
-                (tandem-view-fontify-region (max (point-min) (- end window)) end)))
-            (should (= (tandem-view-rope-length (tandem-view-block-text-rope b)) (length text)))
-            (should (> (length calls) 250))
-            (should (<= (apply #'max calls) bound))
-            (setq calls nil)
+whatever the answer's length.  Settling neither cuts the answer into
+segments again nor fontifies it again: the streamed text, its segments
+and faces become the settled body; only the segment still open is redone."
+  (dolist (engine '(builtin markdown-mode))
+    (let ((tandem-view-markdown-engine engine))
+      (tandem-view-test-with-session '(:steps [])
+        (let* ((text (tandem-view-test-markdown-answer 200000))
+               (pieces (tandem-view-stream-test--pieces text 700 nil))
+               (calls nil) (scanned nil) (window 3000)
+               (bound (+ (* 2 tandem-view-segments-max) 200))
+               (watch (lambda (start stop &rest _) (push (- stop start) calls)))
+               (watch-scan (lambda (beg end scan)
+                             (push (- end beg (tandem-view-scan-pos scan)) scanned))))
+          (tandem-view-stream-test--start)
+          (advice-add 'tandem-view-markdown--apply :before watch '((name . stream-test)))
+          (advice-add 'tandem-view-segments-scan :before watch-scan '((name . stream-test)))
+          (unwind-protect
+              (let ((b nil))
+                (while pieces
+                  (tandem-view-stream-test--send
+                   (list (list :kind "delta" :turn 1 :stream "text" :text (pop pieces))))
+                  (tandem-view-flush)
+                  (setq b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
+                  ;; jit-lock: the window shows the newest WINDOW characters.
+                  (let ((end (marker-position (tandem-view-block-text-marker b))))
+                    (tandem-view-fontify-region (max (point-min) (- end window)) end)))
+                (should (= (tandem-view-rope-length (tandem-view-block-text-rope b)) (length text)))
+                (should (> (length calls) 250))
+                (should (<= (apply #'max calls) bound))
+                (should (<= (apply #'max scanned) bound))
+                (setq calls nil scanned nil)
+                (let* ((bounds (tandem-view-stream-test--body text))
+                       (streamed (tandem-view-stream-test--faces
+                                  (cons (car bounds) (+ (car bounds) 2000)))))
+                  (should (get-text-property (+ (car bounds) 8) 'font-lock-face)) ; **bold**
+                  (tandem-view-stream-test--send
+                   (list (tandem-view-stream-test--entry "assistant" :text text)))
+                  (tandem-view-flush)
+                  ;; The turn's end re-renders the block again: the body is reused again.
+                  (tandem-view-stream-test--send
+                   (list (tandem-view-stream-test--entry "turn_end" :outcome "completed")))
+                  (tandem-view-flush)
+                  (should (tandem-view-block-end-entry
+                           (gethash 1 (tandem-view-state-by-turn tandem-view--state))))
+                  (let ((bounds (tandem-view-stream-test--body text)))
+                    (tandem-view-fontify-region (- (cdr bounds) window) (cdr bounds))
+                    (tandem-view-fontify-region (car bounds) (+ (car bounds) window))
+                    ;; The last line and the open segment, not the 200 KB.
+                    (should (<= (apply #'+ scanned) bound))
+                    (should (<= (apply #'+ calls) bound))
+                    ;; The beginning kept the faces it got while streaming (a
+                    ;; code block that closed once out of sight is code now).
+                    (should (cl-every (lambda (was now) (or (null was) (equal was now)))
+                                      streamed
+                                      (tandem-view-stream-test--faces
+                                       (cons (car bounds) (+ (car bounds) 2000)))))
+                    (should (string-empty-p (tandem-view-block-live-text
+                                             (gethash 1 (tandem-view-state-by-turn
+                                                         tandem-view--state))))))))
+            (advice-remove 'tandem-view-markdown--apply 'stream-test)
+            (advice-remove 'tandem-view-segments-scan 'stream-test)))))))
+
+(defun tandem-view-stream-test--stream (text pieces)
+  "Stream PIECES of TEXT as deltas of turn 1, a frame and a full jit-lock pass each.
+Return the bounds of the body once all of it is in."
+  (dolist (p pieces)
+    (tandem-view-stream-test--send (list (list :kind "delta" :turn 1 :stream "text" :text p)))
+    (tandem-view-flush)
+    (tandem-view-fontify-region (point-min) (point-max)))
+  (tandem-view-stream-test--body text))
+
+(defun tandem-view-stream-test--fresh-faces (text)
+  "Return the faces of TEXT's body after rendering turn 1 afresh (not in place)."
+  (let ((b (gethash 1 (tandem-view-state-by-turn tandem-view--state)))
+        (inhibit-read-only t))
+    (setf (tandem-view-block-body-text b) nil)
+    (remove-text-properties (point-min) (point-max) '(tandem-body nil))
+    (tandem-view--rerender b)
+    (tandem-view-fontify-region (point-min) (point-max))
+    (tandem-view-stream-test--faces (tandem-view-stream-test--body text))))
+
+(ert-deftest tandem-view-stream-code-block-closed-across-deltas ()
+  "A streaming code block shows plain until its fence closes, then as code.
+The block is longer than a segment, its closing fence comes in two
+deltas; the segments shown plain before are fontified once it closes.
+Settled, the faces are those of a fresh rendering; a block the answer
+never closes is code once the answer settles."
+  (let ((tandem-view-markdown-engine 'builtin) (tandem-view-live-fontify-interval 0))
+    (tandem-view-test-with-session '(:steps [])
+      (let* ((code (mapconcat (lambda (i) (format "def f_%d(x):\n    return x + %d\n" i i))
+                              (number-sequence 1 60) ""))
+             (text (concat "Intro **bold**.\n\n```python\n" code "`"))
+             (rest "``\n\nAfter the code, *prose*.\n"))
+        (tandem-view-stream-test--start)
+        (let ((bounds (tandem-view-stream-test--stream
+                       text (tandem-view-stream-test--pieces text 50 nil))))
+          ;; Shown while the fence is open: plain code, Markdown prose.
+          (should-not (memq 'font-lock-keyword-face
+                            (tandem-view-stream-test--face-at bounds "def f_1(")))
+          (should-not (memq 'font-lock-keyword-face
+                            (tandem-view-stream-test--face-at bounds "def f_59(")))
+          (should (memq 'bold (tandem-view-stream-test--face-at bounds "bold"))))
+        (let* ((whole (concat text rest))
+               (bounds (tandem-view-stream-test--stream whole (list (substring rest 0 3)
+                                                                   (substring rest 3)))))
+          (should (memq 'font-lock-keyword-face
+                        (tandem-view-stream-test--face-at bounds "def f_1(")))
+          (should (memq 'font-lock-keyword-face
+                        (tandem-view-stream-test--face-at bounds "def f_59(")))
+          (should (memq 'italic (tandem-view-stream-test--face-at bounds "prose")))
+          (let ((live (tandem-view-stream-test--faces bounds)))
             (tandem-view-stream-test--send
-             (list (tandem-view-stream-test--entry "assistant" :text text)))
+             (list (tandem-view-stream-test--entry "assistant" :text whole)))
             (tandem-view-flush)
-            (let ((bounds (tandem-view-stream-test--body text)))
-              (tandem-view-fontify-region (- (cdr bounds) window) (cdr bounds))
-              (should (<= (apply #'+ calls) (+ window (* 2 bound))))
-              ;; The beginning, not shown, is still waiting for jit-lock.
-              (should (get-text-property (car bounds) 'tandem-markdown))
-              (should-not (get-text-property (car bounds) 'font-lock-face))))
-        (advice-remove 'tandem-view-markdown-fontify 'stream-test)))))
+            (tandem-view-fontify-region (point-min) (point-max))
+            (should (equal (tandem-view-stream-test--faces (tandem-view-stream-test--body whole))
+                           live))
+            (should (equal (tandem-view-stream-test--fresh-faces whole) live))))))
+    ;; A fence left open by the whole answer: code once settled, as a fresh rendering.
+    (tandem-view-test-with-session '(:steps [])
+      (let ((text "Look:\n\n```python\ndef g(x):\n    return x\n"))
+        (tandem-view-stream-test--start)
+        (let ((bounds (tandem-view-stream-test--stream
+                       text (tandem-view-stream-test--pieces text 9 nil))))
+          (should-not (memq 'font-lock-keyword-face
+                            (tandem-view-stream-test--face-at bounds "def g("))))
+        (tandem-view-stream-test--send
+         (list (tandem-view-stream-test--entry "assistant" :text text)))
+        (tandem-view-flush)
+        (tandem-view-fontify-region (point-min) (point-max))
+        (let* ((bounds (tandem-view-stream-test--body text))
+               (settled (tandem-view-stream-test--faces bounds)))
+          (should (memq 'font-lock-keyword-face
+                        (tandem-view-stream-test--face-at bounds "def g(")))
+          (should (equal (tandem-view-stream-test--fresh-faces text) settled)))))))
+
+(ert-deftest tandem-view-stream-in-place-builtin-equals-the-string-one ()
+  "The built-in engine in place (session buffers) gives the faces of its string form.
+Headings, emphasis, inline code, fence lines, code in its language's
+mode, a language without a mode, and a tilde fence."
+  (let ((tandem-view-markdown-engine 'builtin)
+        (text (concat "# Title\n\nSome **bold**, *it*, `code`.\n\n"
+                      "```python\ndef f():\n    return 1  # c\n```\n\n"
+                      "~~~nosuchlang\nplain *not italic*\n~~~\n\nAfter **more**.\n")))
+    (let ((string (tandem-view-markdown-fontify text)))
+      (with-temp-buffer
+        (insert text)
+        (tandem-view-segments-mark (point-min) (point-max) (tandem-view-scan-create))
+        (tandem-view-fontify-region (point-min) (point-max))
+        (should (equal (cl-loop for pos from (point-min) below (point-max)
+                                collect (get-text-property pos 'font-lock-face))
+                       (cl-loop for i from 0 below (length string)
+                                collect (get-text-property i 'font-lock-face string))))
+        (goto-char (point-min))
+        (search-forward "def")
+        (should (memq 'font-lock-keyword-face
+                      (ensure-list (get-text-property (match-beginning 0) 'font-lock-face))))))))
 
 (ert-deftest tandem-view-stream-events-log-costs-nothing-unread ()
   "The events log keeps messages unprinted until read; then every one is shown.
@@ -178,6 +302,47 @@ Only the last `tandem-events-buffer-lines' are kept."
       ;; A long string is kept cut short, so the ring holds no large text.
       (tandem-request "debug/echo" (list :value (make-string 100000 ?z)))
       (should (< (length (format "%S" (ring-elements tandem--log-ring))) 2000)))))
+
+(ert-deftest tandem-view-stream-holds-collections-off-and-gives-them-back ()
+  "While text streams `gc-cons-threshold' is raised; the user's value comes back.
+At the turn's end, or after a quiet second; a larger user value is
+never lowered, and one the user set while held is kept."
+  (tandem-view-test-with-session '(:steps [])
+    (let ((gc-cons-threshold 800000)
+          (tandem-view-stream-gc-cons-threshold (* 32 1024 1024)))
+      (unwind-protect
+          (cl-flet ((delta (text) (tandem-view-stream-test--send
+                                   (list (list :kind "delta" :turn 1 :stream "text" :text text)))))
+            (tandem-view-stream-test--start)
+            (should (= gc-cons-threshold 800000))
+            (delta "Hello")
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (delta " world")
+            (tandem-view-stream-test--send (list (list :kind "turn-ended" :turn 1 :status "succeeded")))
+            (should (= gc-cons-threshold 800000))
+            (should-not tandem-view-gc--timer)
+            ;; No turn end (the backend went away): a quiet second releases it.
+            (delta "more")
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (setq tandem-view-gc--last (- (float-time) 2))
+            (tandem-view-gc--check)
+            (should (= gc-cons-threshold 800000))
+            ;; Set by the user while held: kept at the release.
+            (delta "more")
+            (setq gc-cons-threshold (* 5 1024 1024))
+            (tandem-view-gc-release)
+            (should (= gc-cons-threshold (* 5 1024 1024)))
+            ;; Already larger: never lowered, nothing to give back.
+            (setq gc-cons-threshold (* 100 1024 1024))
+            (delta "more")
+            (should (= gc-cons-threshold (* 100 1024 1024)))
+            (should-not tandem-view-gc--saved)
+            ;; Off: left alone.
+            (setq gc-cons-threshold 800000)
+            (let ((tandem-view-stream-gc-cons-threshold nil))
+              (delta "more")
+              (should (= gc-cons-threshold 800000))))
+        (tandem-view-gc-release)))))
 
 (provide 'tandem-view-stream-tests)
 ;;; tandem-view-stream-tests.el ends here

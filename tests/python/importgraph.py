@@ -64,6 +64,11 @@ _ABOVE_ENGINE = ("start-up of `tandem ask` and `tandem serve` (issue 16): the se
                  "the engine load with their first use; `ask` uses none of them")
 _MCP_SDK = ("start-up of `tandem ask` and `tandem serve`'s port line: the MCP SDK takes ~0.5 s "
             "to import; it loads with the first MCP server that starts")
+_REMOTE = ("start-up of `tandem ask` and `tandem serve` (issue 16): the remote side (its "
+           "client, mirror, engine and models) loads with the first session that has a target "
+           "file, or the first remote method")
+_ONE_FAMILY = ("start-up of `tandem ask` (issue 16): a turn imports the wire format of its "
+               "provider's family only")
 
 FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.cli", "tandem.server.main"): _SUBCOMMAND,
@@ -73,8 +78,6 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "command fails"),
     ("tandem.config.cli", "tandem.config.grants"): _SUBCOMMAND + " (the settings layers)",
     ("tandem.config.cli", "tandem.config.trust"): _SUBCOMMAND,
-    ("tandem.ask", "tandem.app"): _SUBCOMMAND + " (every service: ~0.4 s)",
-    ("tandem.ask", "tandem.turns.engine"): _SUBCOMMAND,
     ("tandem.doctor", "tandem.config.grants"): _DOCTOR,
     ("tandem.doctor", "tandem.config.layers"): _DOCTOR,
     ("tandem.server.main", "tandem.app"): _PORT_LINE,
@@ -90,9 +93,13 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.app", "tandem.directives.service"): _ABOVE_ENGINE,
     ("tandem.mcp.service", "tandem.mcp.adapter"): _MCP_SDK,
     ("tandem.mcp.service", "tandem.mcp.connection"): _MCP_SDK,
-    ("tandem.turns.service", "tandem.remote.engine"): (
-        "start-up of `tandem ask` and `tandem serve`: the remote engine and its websocket "
-        "client load with the first turn of a session attached to an agent-server"),
+    ("tandem.turns.service", "tandem.remote.engine"): _REMOTE,
+    ("tandem.turns.service", "tandem.remote.agent_llm"): _REMOTE,
+    ("tandem.app", "tandem.remote.service"): _REMOTE,
+    ("tandem.app", "tandem.remote.checkpoints"): _REMOTE,
+    ("tandem.app", "tandem.remote.agent_llm"): _REMOTE,
+    ("tandem.providers.registry", "tandem.providers.openai"): _ONE_FAMILY,
+    ("tandem.providers.registry", "tandem.providers.anthropic"): _ONE_FAMILY,
     ("tandem.providers.registry", "tandem.providers.acp"): (
         "start-up of `tandem serve` and `tandem ask`: the acp SDK takes ~1.5 s to import; "
         "it loads with the first ACP provider"),

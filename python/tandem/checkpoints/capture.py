@@ -19,6 +19,7 @@ repository's files are captured as files.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -29,8 +30,13 @@ from tandem.checkpoints import bulk
 from tandem.checkpoints.git import Git, GitError
 from tandem.checkpoints.layout import Layout
 from tandem.protocol.checkpoints import Gap
+from tandem.store import fsutil
 
 _UNREADABLE_DIR = re.compile(r"could not open directory '(.*)': ")
+
+ONE_LISTING_INDEX_BYTES = 256 * 1024
+"""Below this private index size (~2,500 files) one ``ls-files`` lists changed and new
+files together; above it two processes list them at once, on two cores."""
 
 
 @dataclass
@@ -56,16 +62,34 @@ class IgnoreWatch:
     rules only to untracked files; so when the rules may have grown, the
     region's tracked files are listed against them (``ls-files -c -i``) and
     the newly ignored ones leave the capture. That costs a pass over the
-    index, so it runs only when needed: on a region's first capture by this
-    process, when a ``.gitignore`` changed, or when an excludes file outside
-    the tree (``core.excludesFile``, the repository's ``info/exclude``)
-    changed.
+    index (and a git process), so it runs only when needed: on a region's
+    first capture into this store, when a ``.gitignore`` changed, or when an
+    excludes file outside the tree (``core.excludesFile``, the repository's
+    ``info/exclude``) changed. What the last check saw is kept in STATE (a
+    file of the store) so that a new process — each ``tandem ask`` — does
+    not check again; a missing or unreadable STATE means "check".
     """
 
     files: list[Path]
+    state: Path | None = None
     seen: dict[str, tuple[tuple[int, int, int], ...]] = field(default_factory=dict)
     trees: dict[str, tuple[tuple[int, int, int] | None, str]] = field(default_factory=dict)
     """Per region: the index file's (inode, size, mtime) and the tree written from it."""
+
+    def checked(self, region: str) -> tuple[tuple[int, int, int], ...] | None:
+        """The fingerprint REGION's tracked files were last checked with, if known."""
+        if region not in self.seen and self.state is not None:
+            self.seen.update(_read_state(self.state))
+        return self.seen.get(region)
+
+    def mark(self, region: str, fingerprint: tuple[tuple[int, int, int], ...]) -> None:
+        """REGION's capture succeeded with FINGERPRINT (kept in STATE when it changed)."""
+        if self.seen.get(region) == fingerprint:
+            return
+        self.seen[region] = fingerprint
+        if self.state is not None:
+            data = {k: [list(t) for t in v] for k, v in self.seen.items()}
+            fsutil.atomic_write(self.state, json.dumps(data).encode())
 
     def fingerprint(self) -> tuple[tuple[int, int, int], ...]:
         """(inode, size, mtime) of each excludes file; zeros when absent."""
@@ -111,8 +135,11 @@ def _capture_region(
     work = layout.root / region if region else layout.root
     prefix = f"{region}/" if region else ""
     index = layout.index_for(region)
-    # Changed tracked files and new files, listed by two processes at once.
-    calls = [["ls-files", "-z", "-m"], ["ls-files", "-z", "-o", *rules]]
+    # Changed tracked files and new files (the exclude rules filter only the
+    # new ones): one process for a small tree, two at once for a large one.
+    small = _size(index) < ONE_LISTING_INDEX_BYTES
+    calls = ([["ls-files", "-z", "-m", "-o", *rules]] if small
+             else [["ls-files", "-z", "-m"], ["ls-files", "-z", "-o", *rules]])
     try:
         listings = git.run_parallel(calls, work_tree=work, index=index)
     except GitError:
@@ -121,11 +148,11 @@ def _capture_region(
             raise
         index.unlink()
         listings = git.run_parallel(calls, work_tree=work, index=index)
-    stdout = listings[0].stdout + b"\0" + listings[1].stdout
-    stderr = listings[1].stderr.decode("utf-8", "surrogateescape")
+    stdout = b"\0".join(listing.stdout for listing in listings)
+    stderr = listings[-1].stderr.decode("utf-8", "surrogateescape")
 
     fingerprint = watch.fingerprint()
-    changed_rules = watch.seen.get(region) != fingerprint or any(
+    changed_rules = watch.checked(region) != fingerprint or any(
         raw == b".gitignore" or raw.endswith(b"/.gitignore") for raw in stdout.split(b"\0")
     )
     drop: list[str] = []
@@ -185,7 +212,7 @@ def _capture_region(
         if many:
             bulk.pack_trees(git, work, index)
     tree = _write_tree(git, work, index, region, watch)
-    watch.seen[region] = fingerprint  # only once the capture succeeded
+    watch.mark(region, fingerprint)  # only once the capture succeeded
     return _Region(tree, gaps, nested)
 
 
@@ -202,6 +229,24 @@ def _write_tree(git: Git, work: Path, index: Path, region: str, watch: IgnoreWat
     # After write-tree: it may have rewritten the index to store its cache.
     watch.trees[region] = (_stamp(index), tree)
     return tree
+
+
+def _read_state(path: Path) -> dict[str, tuple[tuple[int, int, int], ...]]:
+    """The fingerprints kept in PATH; empty when it is missing or not what we wrote."""
+    try:
+        data = json.loads(path.read_bytes())
+        return {str(region): tuple((int(a), int(b), int(c)) for a, b, c in fp)
+                for region, fp in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def _size(path: Path) -> int:
+    """PATH's size in bytes; a missing index (a first capture) counts as large."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return ONE_LISTING_INDEX_BYTES
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

@@ -84,7 +84,8 @@ class Checkpointer:
         excludes_file = user_excludes_file()
         self.git = Git(self.layout.git_dir, excludes_file)
         self._watch = IgnoreWatch(
-            [_global_excludes(excludes_file), root_path / ".git/info/exclude"]
+            [_global_excludes(excludes_file), root_path / ".git/info/exclude"],
+            self.layout.ignore_state,
         )
         # Never capture (nor restore!) tandem's own state when it lives inside
         # the root, e.g. a root of ~ with TANDEM_HOME in ~/.local/state.

@@ -64,6 +64,8 @@ class Layout:
         self.pending = self.dir / "restore.json"
         self.lock_file = self.dir / "lock"
         self.maintained = self.dir / "maintained"
+        self.ignore_state = self.dir / "ignore-checked.json"
+        """What the ignore rules were when the tracked files were last checked (`IgnoreWatch`)."""
 
     def index_for(self, region: str) -> Path:
         """The private index of REGION (``""`` is the root)."""

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from tandem.paths import tandem_home
-from tandem.protocol.base import TandemError
+
+# The error class without pydantic: building the parser must stay light.
+from tandem.protocol.errors import TandemError
 
 
 def _home() -> Path:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, with_config
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 # pydantic reads a TypedDict's schema only from typing_extensions' before Python 3.12.
 from typing_extensions import TypedDict
@@ -29,7 +29,9 @@ from typing_extensions import TypedDict
 class Event(BaseModel):
     """Base of every event's payload; ``kind`` is the name Emacs dispatches on."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    # The attribute docstrings are read for docs/protocol.md only (`fields`): pydantic's
+    # ``use_attribute_docstrings`` parses each class's source when it is built, at import.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: ClassVar[str]
     """The event's ``:kind``."""
@@ -52,7 +54,6 @@ class TurnStarted(Event):
     """The directive the turn works on (nil for a chat turn)."""
 
 
-@with_config(ConfigDict(use_attribute_docstrings=True))
 class Delta(TypedDict):
     """Streamed text of the running turn. Consecutive deltas of one turn and stream are
     merged by the server (up to 256 Ki characters; a longer text is cut in several)."""
@@ -149,7 +150,29 @@ def payload(event: AnyEvent) -> dict[str, Any]:
 
 
 def fields(kind: str) -> dict[str, dict[str, Any]]:
-    """The JSON schema of each field of KIND's events (for docs/protocol.md)."""
-    schema = TypeAdapter(EVENTS[kind]).json_schema()
+    """The JSON schema of each field of KIND's events, with its docstring (docs/protocol.md)."""
+    model = EVENTS[kind]
+    schema = TypeAdapter(model).json_schema()
     props: dict[str, dict[str, Any]] = schema.get("properties", {})
-    return {name: prop for name, prop in props.items() if name != "kind"}
+    docs = attribute_docstrings(model)
+    return {name: {**prop, **({"description": docs[name]} if name in docs else {})}
+            for name, prop in props.items() if name != "kind"}
+
+
+def attribute_docstrings(cls: type[Any]) -> dict[str, str]:
+    """``name -> docstring`` of the annotated attributes of CLS (and its bases) in their source."""
+    import ast
+    import inspect
+
+    found: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass.__module__ != __name__:
+            continue
+        body = ast.parse(inspect.cleandoc("\n" + inspect.getsource(klass))).body[0]
+        assert isinstance(body, ast.ClassDef)
+        for node, after in zip(body.body, body.body[1:], strict=False):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)):
+                found[node.target.id] = inspect.cleandoc(after.value.value)
+    return found

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tandem.config.model import AnthropicSettings, SettingsModel, validate
 from tandem.protocol.base import TandemError
-from tandem.providers.anthropic import AnthropicWire
 from tandem.providers.base import Provider, ToolSource
 from tandem.providers.credentials import bound_credentials
 from tandem.providers.native import LoopLimits, NativeProvider
-from tandem.providers.openai import OpenAIWire
 from tandem.tools.permissions import SessionGrants
+
+if TYPE_CHECKING:
+    from tandem.providers.anthropic import AnthropicWire
+    from tandem.providers.openai import OpenAIWire
 
 Family = Literal["openai", "anthropic", "acp"]
 FAMILIES: tuple[Family, ...] = ("openai", "anthropic", "acp")
@@ -134,9 +136,14 @@ def build_provider(
     creds = bound_credentials(spec.family, given, section.base_url if section else None,
                               env=env, origin=origin)
     limits = loop_limits(typed)
+    # Only the chosen family's wire format is imported (start-up: issue 16).
     if spec.family == "openai":
+        from tandem.providers.openai import OpenAIWire
+
         wire: OpenAIWire | AnthropicWire = OpenAIWire(creds)
     else:
+        from tandem.providers.anthropic import AnthropicWire
+
         anthropic = typed.anthropic or AnthropicSettings()
         wire = AnthropicWire(creds, thinking_budget=anthropic.thinking_budget,
                              prompt_cache=anthropic.prompt_cache)

@@ -6,7 +6,7 @@ from the server and snapshots it with the one `CheckpointService`; after the
 turn it syncs again, snapshots and diffs, so the turn's patch, View changes
 and the Rewind plan are the same records as for a local turn. The summary
 carries a ``remote`` part naming the host, the working dir and the mirror's
-gaps (what the archive leaves out). `CheckpointsBySession` chooses per
+gaps (what the archive leaves out). `tandem.remote.by_session` chooses per
 session: a remote target → `RemoteCheckpoints`, else the local one.
 """
 
@@ -118,35 +118,3 @@ class RemoteCheckpoints(Checkpoints):
                 "mirror": str(mirror.root),
                 "gaps": [g.model_dump() for g in synced.gaps]}
         return summary, completeness
-
-
-class CheckpointsBySession(Checkpoints):
-    """The engine's `Checkpoints`: REMOTE for a session with a remote target, else LOCAL."""
-
-    def __init__(self, local: Checkpoints, remote: RemoteCheckpoints) -> None:
-        self.local = local
-        self.remote = remote
-        self._by_checkpoint: dict[str, Checkpoints] = {}
-
-    async def background_done(self) -> None:
-        """Wait for both sides' work off the turn's path."""
-        await self.local.background_done()
-        await self.remote.background_done()
-
-    def for_session(self, session: str) -> Checkpoints:
-        """Which checkpoints SESSION's turns take."""
-        return self.remote if self.remote.remote.target(session) is not None else self.local
-
-    async def before(self, root: Path, session: str, turn: int) -> str | None:
-        """Take SESSION's pre-turn checkpoint where its files are."""
-        chosen = self.for_session(session)
-        checkpoint = await chosen.before(root, session, turn)
-        if checkpoint is not None:
-            self._by_checkpoint[checkpoint] = chosen
-        return checkpoint
-
-    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
-                    ) -> tuple[dict[str, Any] | None, str | None]:
-        """The patch since CHECKPOINT, from the side that took it."""
-        chosen = self._by_checkpoint.pop(checkpoint, self.local) if checkpoint else self.local
-        return await chosen.after(root, checkpoint, result)

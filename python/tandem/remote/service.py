@@ -23,7 +23,8 @@ from tandem.remote.errors import RemoteError, naming_host
 from tandem.remote.home_cache import HomeCache
 from tandem.remote.paths import build_upload_path, upload_name
 from tandem.remote.resolver import WorkingDirResolver
-from tandem.remote.targets import load_target, remove_target, save_target, targets_dir
+from tandem.remote.target_file import targets_dir
+from tandem.remote.targets import load_target, remove_target, save_target
 
 Key = SecretStr | str | None
 """A session API key as it comes: wrapped, plain, or absent."""

@@ -7,7 +7,6 @@ rename). A target records host name, URL and working dir, never a key.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -15,20 +14,8 @@ from pydantic import ValidationError
 
 from tandem.protocol.base import TandemError
 from tandem.protocol.remote import RemoteTarget
+from tandem.remote.target_file import target_file as _file
 from tandem.store import fsutil
-
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def targets_dir(home: Path) -> Path:
-    """Folder of the target files under the state root HOME."""
-    return home / "remote" / "targets"
-
-
-def _file(home: Path, session: str) -> Path:
-    if not isinstance(session, str) or not _SESSION_ID.match(session) or ".." in session:
-        raise TandemError("invalid", f"not a session id: {session!r}")
-    return targets_dir(home) / f"{session}.json"
 
 
 def save_target(home: Path, target: RemoteTarget) -> Path:

@@ -11,22 +11,46 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib.util
 import logging
 import os
 import signal
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tandem import reaper, secrets
 from tandem.paths import logs_dir, tandem_home
 from tandem.server.limits import Limits
 from tandem.store import fsutil
 
+if TYPE_CHECKING:
+    from tandem.app import App
+    from tandem.protocol.base import MethodSpec
+    from tandem.server.connection import Connection
+    from tandem.server.pusher import EventPusher
+
 log = logging.getLogger("tandem.server")
 
 HANDOVER_TIMEOUT = 30.0
 """Seconds ``tandem serve`` waits for the token line on stdin."""
+
+NEEDED_TO_SERVE = ("pydantic", "pydantic_core", "typing_extensions", "anyio", "httpx",
+                   "httpx_sse", "msgspec")
+"""Packages the services import at start, looked for (not imported) before the port line."""
+
+
+def check_installed(names: tuple[str, ...] = NEEDED_TO_SERVE) -> None:
+    """Raise ``ModuleNotFoundError`` (Python's own message) for the first of NAMES not installed.
+
+    The services are imported after the port line; a Python without the backend's
+    dependencies must still fail before it, as Emacs offers an install on that error.
+    """
+    for name in names:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
 def setup_logging(home: Path) -> Path:
@@ -58,7 +82,85 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
 
 
 async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True) -> None:
-    """Run the server until stdin closes or a signal arrives."""
+    """Run the server until stdin closes or a signal arrives.
+
+    The port is bound and printed first; then the services are built and the
+    method table imported (most of the start-up). A client that connects in
+    between is accepted and waits for them: its first message is read only
+    once everything a request needs is ready (issue 16: start-up).
+    """
+    check_installed()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    connections: set[Connection] = set()
+    limits = Limits.from_env()
+    ready: asyncio.Future[_Parts] = loop.create_future()
+    early = 0
+    """Clients accepted before the parts were ready (none of them has said hello)."""
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal early
+        waiting = early + sum(1 for c in connections if not c.authed)
+        if waiting >= limits.max_unauthenticated:
+            # Refused at once, so idle sockets cannot use up our descriptors.
+            log.warning("%d connections await hello: refusing another", waiting)
+            writer.transport.abort()
+            return
+        early += 1
+        try:
+            parts = await asyncio.shield(ready)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+            raise
+        finally:
+            early -= 1
+        conn = parts.connection(reader, writer, parts.methods, parts.app, token,
+                                parts.pusher.attach, limits)
+        connections.add(conn)
+        try:
+            await conn.serve()
+        finally:
+            connections.discard(conn)
+
+    server = await asyncio.start_server(on_client, "127.0.0.1", port, limit=2**20)
+    bound = server.sockets[0].getsockname()[1]
+    sys.stdout.write(f"{bound}\n")
+    sys.stdout.flush()
+    if watch_stdin:
+        threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
+    async with server:
+        try:
+            parts = await _build(home)
+        except BaseException:
+            ready.cancel()  # the clients waiting are closed; the error ends the process
+            raise
+        ready.set_result(parts)
+        log.info("serving on 127.0.0.1:%d with %d methods", bound, len(parts.methods))
+        await stop.wait()
+        log.info("stopping")
+        for conn in list(connections):
+            await conn.close()
+        try:
+            await parts.app.aclose()
+        except Exception:
+            log.exception("closing the services failed")
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What a connection needs: the services, the method table, the event pusher."""
+
+    app: App
+    methods: dict[str, MethodSpec]
+    pusher: EventPusher
+    connection: type[Connection]
+    """The `Connection` class (imported with the rest, after the port line)."""
+
+
+async def _build(home: Path) -> _Parts:
+    """Import and build the services and the method table; settle interrupted rewinds."""
     from tandem.app import App
     from tandem.server.connection import Connection
     from tandem.server.editor import EmacsEditor
@@ -79,43 +181,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     # of the cyclic collector's scans, which large replies set off often.
     gc.collect()
     gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    connections: set[Connection] = set()
-    limits = Limits.from_env()
-
-    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        waiting = sum(1 for c in connections if not c.authed)
-        if waiting >= limits.max_unauthenticated:
-            # Refused at once, so idle sockets cannot use up our descriptors.
-            log.warning("%d connections await hello: refusing another", waiting)
-            writer.transport.abort()
-            return
-        conn = Connection(reader, writer, methods, app, token, pusher.attach, limits)
-        connections.add(conn)
-        try:
-            await conn.serve()
-        finally:
-            connections.discard(conn)
-
-    server = await asyncio.start_server(on_client, "127.0.0.1", port, limit=2**20)
-    bound = server.sockets[0].getsockname()[1]
-    sys.stdout.write(f"{bound}\n")
-    sys.stdout.flush()
-    log.info("serving on 127.0.0.1:%d with %d methods", bound, len(methods))
-    if watch_stdin:
-        threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
-    async with server:
-        await stop.wait()
-        log.info("stopping")
-        for conn in list(connections):
-            await conn.close()
-        try:
-            await app.aclose()
-        except Exception:
-            log.exception("closing the services failed")
+    return _Parts(app, methods, pusher, Connection)
 
 
 def main(port: int = 0, watch_stdin: bool = True) -> int:

@@ -26,7 +26,6 @@ from tandem.mcp.service import McpService
 from tandem.protocol.checkpoints import Checkpoint
 from tandem.providers.base import Provider, TurnResult
 from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
-from tandem.remote.agent_llm import choose_agent, host_entry
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store import layout
@@ -199,6 +198,9 @@ class TurnService:
     def _remote_provider(self, spec: TurnSpec, journal: Journal,
                          target: RemoteTarget) -> Provider:
         """The remote engine for SPEC on TARGET; refuses when no key may go and no profile."""
+        from tandem.remote.agent_llm import choose_agent, host_entry
+        from tandem.remote.engine import RemoteProvider  # websockets: with the first remote turn
+
         resolved = self.sessions.resolved(self.sessions.root_of(journal))
 
         def settings_url(family: str) -> str | None:
@@ -208,8 +210,6 @@ class TurnService:
         agent = choose_agent(spec.provider, target, self._config.remote_hosts,
                              self._config.credentials, settings_url, resolved.origin)
         entry = host_entry(target, self._config.remote_hosts)
-        from tandem.remote.engine import RemoteProvider  # websockets: with the first remote turn
-
         return RemoteProvider(spec.provider, target, agent,
                               entry.api_key if entry is not None else None,
                               grants=self._grants,

@@ -34,7 +34,7 @@ from .helpers import journal_path, tree, use
 from .test_rewind import SCRIPT, _three_turns
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from server.epc_peer import start_backend  # noqa: E402
+from server.epc_peer import Peer, start_backend  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -191,9 +191,14 @@ async def test_backend_start_recovers_before_it_serves(
     before = tree(project)
     _crash(app.home, sid, 1, "mid-restore")
     assert _temp_files(project) != [] and tree(project) != before
-    proc = start_backend(app.home)
+    proc = start_backend(app.home, "t")
     try:
-        # The port line comes after recovery: the files are back already.
+        # The port line may come first; the first request is answered only after
+        # recovery: once hello returns, the files are back already.
+        peer = Peer(proc.port)  # type: ignore[attr-defined]
+        peer.call("hello", {"token": "t"})
+        assert peer.recv()[0] == "return"
+        peer.close()
         assert tree(project) == before
         assert _temp_files(project) == []
         [recovered] = _of_type(journal, "rewind_recovery")

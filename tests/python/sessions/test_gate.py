@@ -9,7 +9,7 @@ import pytest
 
 from tandem.app import App
 from tandem.protocol.base import TandemError
-from tandem.remote.checkpoints import CheckpointsBySession
+from tandem.remote.by_session import CheckpointsBySession
 from tandem.sessions.gate import SessionGate
 from tandem.turns.service import GitCheckpoints
 
