@@ -307,6 +307,8 @@ Only the last `tandem-events-buffer-lines' are kept."
   "While text streams `gc-cons-threshold' is raised; the user's value comes back.
 At the turn's end, or after a quiet second; a larger user value is
 never lowered, and one the user set while held is kept."
+  ;; A hold left by an earlier test's stream (no turn end) is given back first.
+  (tandem-view-gc-release)
   (tandem-view-test-with-session '(:steps [])
     (let ((gc-cons-threshold 800000)
           (tandem-view-stream-gc-cons-threshold (* 32 1024 1024)))

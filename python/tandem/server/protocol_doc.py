@@ -47,11 +47,12 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
   `(:tandem-paged HANDLE :chars N :pages K)`; the client calls `page` for
   each page and reads the joined text. No frame exceeds a few MiB.
 * Events: the backend calls `tandem--events` in Emacs with a list of event
-  plists (deltas merged for up to 50 ms; any other event at once) and one batch in flight per connection, at
-  most 4 MiB a batch (a larger single event goes alone); each event carries
-  `:session`, `:seq` (1, 2, … per session and connection) and `:kind`. An
-  event that could not be delivered keeps its seq, so the client sees a
-  jump (and refetches); a `resync` event follows to show it.
+  plists (deltas merged for up to 50 ms; any other event at once), one
+  batch in flight per connection, at most 4 MiB a batch (a larger single
+  event goes alone); each event carries `:session`, `:seq` (1, 2, … per
+  session and connection) and `:kind`. An event that could not be
+  delivered keeps its seq, so the client sees a jump (and refetches); a
+  `resync` event follows to show it.
 
 """
 
