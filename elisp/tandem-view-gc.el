@@ -22,6 +22,7 @@
 
 ;;; Code:
 
+(require 'cl-lib)
 (require 'tandem-core)
 
 (defcustom tandem-view-stream-gc-cons-threshold (* 32 1024 1024)
@@ -65,6 +66,12 @@ larger than the current `gc-cons-threshold'."
             tandem-view-gc--timer (run-at-time tandem-view-gc--quiet tandem-view-gc--quiet
                                                #'tandem-view-gc--check)))))
 
+(defvar tandem-view-gc--tries 0
+  "Releases tried while `gc-cons-threshold' was not the value set here.")
+
+(defconst tandem-view-gc--max-tries 10
+  "Quiet checks after which a value set by someone else is left for good.")
+
 (defun tandem-view-gc--check ()
   "Release the hold when no streamed text has arrived for a while."
   (when (>= (- (float-time) tandem-view-gc--last) tandem-view-gc--quiet)
@@ -72,15 +79,25 @@ larger than the current `gc-cons-threshold'."
 
 (defun tandem-view-gc-release ()
   "Give `gc-cons-threshold' its own value back, if this package set it.
-A value changed by someone else while held is left as it is."
-  (when tandem-view-gc--timer
-    (cancel-timer tandem-view-gc--timer)
-    (setq tandem-view-gc--timer nil))
+When the value is not the one set here, someone else set it: a binding
+of theirs around this call (once it ends the value set here is back,
+and the next quiet check gives the user's value back), or a value they
+chose, which is left as it is after `tandem-view-gc--max-tries' checks."
   (when tandem-view-gc--saved
-    (when (eql gc-cons-threshold tandem-view-gc--held)
-      (setq gc-cons-threshold tandem-view-gc--saved))
-    (setq tandem-view-gc--saved nil
-          tandem-view-gc--held nil)))
+    (cond ((eql gc-cons-threshold tandem-view-gc--held)
+           (setq gc-cons-threshold tandem-view-gc--saved)
+           (tandem-view-gc--drop))
+          ((>= (cl-incf tandem-view-gc--tries) tandem-view-gc--max-tries)
+           (tandem-view-gc--drop)))))
+
+(defun tandem-view-gc--drop ()
+  "Forget the hold: nothing to give back any more."
+  (when tandem-view-gc--timer
+    (cancel-timer tandem-view-gc--timer))
+  (setq tandem-view-gc--timer nil
+        tandem-view-gc--saved nil
+        tandem-view-gc--held nil
+        tandem-view-gc--tries 0))
 
 (provide 'tandem-view-gc)
 ;;; tandem-view-gc.el ends here

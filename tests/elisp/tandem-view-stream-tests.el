@@ -307,8 +307,9 @@ Only the last `tandem-events-buffer-lines' are kept."
   "While text streams `gc-cons-threshold' is raised; the user's value comes back.
 At the turn's end, or after a quiet second; a larger user value is
 never lowered, and one the user set while held is kept."
-  ;; A hold left by an earlier test's stream (no turn end) is given back first.
+  ;; A hold left by an earlier test's stream (no turn end) is forgotten first.
   (tandem-view-gc-release)
+  (tandem-view-gc--drop)
   (tandem-view-test-with-session '(:steps [])
     (let ((gc-cons-threshold 800000)
           (tandem-view-stream-gc-cons-threshold (* 32 1024 1024)))
@@ -329,11 +330,24 @@ never lowered, and one the user set while held is kept."
             (setq tandem-view-gc--last (- (float-time) 2))
             (tandem-view-gc--check)
             (should (= gc-cons-threshold 800000))
-            ;; Set by the user while held: kept at the release.
+            ;; A binding around the turn's end (a whole-history load, say):
+            ;; the hold outlives it and the next quiet check gives it back.
+            (delta "more")
+            (let ((gc-cons-threshold (* 512 1024 1024)))
+              (tandem-view-stream-test--send
+               (list (list :kind "turn-ended" :turn 1 :status "succeeded"))))
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (setq tandem-view-gc--last (- (float-time) 2))
+            (tandem-view-gc--check)
+            (should (= gc-cons-threshold 800000))
+            (should-not tandem-view-gc--timer)
+            ;; Set by the user while held: kept, and the hold given up.
             (delta "more")
             (setq gc-cons-threshold (* 5 1024 1024))
-            (tandem-view-gc-release)
+            (dotimes (_ tandem-view-gc--max-tries) (tandem-view-gc-release))
             (should (= gc-cons-threshold (* 5 1024 1024)))
+            (should-not tandem-view-gc--saved)
+            (should-not tandem-view-gc--timer)
             ;; Already larger: never lowered, nothing to give back.
             (setq gc-cons-threshold (* 100 1024 1024))
             (delta "more")
@@ -344,7 +358,7 @@ never lowered, and one the user set while held is kept."
             (let ((tandem-view-stream-gc-cons-threshold nil))
               (delta "more")
               (should (= gc-cons-threshold 800000))))
-        (tandem-view-gc-release)))))
+        (tandem-view-gc--drop)))))
 
 (provide 'tandem-view-stream-tests)
 ;;; tandem-view-stream-tests.el ends here
