@@ -18,7 +18,8 @@
 ;; `tandem-view-stream-gc-cons-threshold'; the user's own value comes
 ;; back when the turn ends, or when no text has arrived for a second,
 ;; and the next allocation then collects once.  A user value that is
-;; already larger is never lowered, and one set while held is kept.
+;; already larger is never lowered, and one the user sets while held is
+;; kept.
 
 ;;; Code:
 
@@ -42,7 +43,8 @@ most this value.  nil leaves `gc-cons-threshold' alone."
 
 (defvar tandem-view-gc--held nil
   "The `gc-cons-threshold' this package set while held.
-Compared at release: a value that differs was set by someone else, and stays.")
+Compared at release: a value that differs was set by someone else
+\(see `tandem-view-gc-release').")
 
 (defvar tandem-view-gc--last 0.0
   "The `float-time' of the last streamed text, while held.")
