@@ -41,7 +41,7 @@ from fakes.openai_server import FakeOpenAI  # noqa: E402
 from fakes.script import Reply, Script  # noqa: E402
 
 from benchlib import emit  # noqa: E402
-from tandem.server import sexp  # noqa: E402
+from tandem.protocol import sexp  # noqa: E402
 
 CPU: dict[str, list[float]] = {}
 """CPU milliseconds (user + system, the process and what it waited for) per command."""

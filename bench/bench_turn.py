@@ -60,7 +60,7 @@ from fakes.script import Reply, Script  # noqa: E402
 from bench_checkpoints import change_ten, generate  # noqa: E402
 from bench_projection import turn_entries  # noqa: E402
 from tandem.checkpoints import Checkpointer  # noqa: E402
-from tandem.server.sexp import Symbol  # noqa: E402
+from tandem.protocol.sexp import Symbol  # noqa: E402
 from tandem.store.journal import Journal  # noqa: E402
 
 TOKEN = "bench-turn-token"

@@ -15,7 +15,7 @@ from tandem import lru
 from tandem.checkpoints.service import CheckpointService
 from tandem.config import layers
 from tandem.directives import log as wlog
-from tandem.server import sexp
+from tandem.protocol import sexp
 from tandem.store.entry_cache import EntryCache
 
 

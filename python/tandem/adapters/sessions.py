@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tandem.history.turn_patch import turn_patch as patch_of
 from tandem.overview.rows import overview as overview_of
+from tandem.protocol import sexp
 from tandem.protocol.base import MethodSpec, Vector
 from tandem.protocol.sessions import (
     CloseParams,
@@ -45,7 +46,6 @@ from tandem.protocol.sessions import (
     UndoResult,
     UsageParams,
 )
-from tandem.server import sexp
 from tandem.sessions import requests
 from tandem.sessions.history import HistoryRows, Row
 from tandem.sessions.manager import Active

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from tandem.protocol import sexp
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.peer import CURRENT
-from tandem.server import framing, sexp
+from tandem.server import framing
 from tandem.server.limits import Limits
 from tandem.server.paging import PageStore
 

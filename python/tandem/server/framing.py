@@ -6,7 +6,7 @@ import asyncio
 import re
 from typing import Any
 
-from tandem.server import sexp
+from tandem.protocol import sexp
 
 HEADER = 6
 MAX_WIRE = 0xFFFFFF

@@ -16,7 +16,8 @@ import logging
 from collections import defaultdict, deque
 from typing import Any
 
-from tandem.server import framing, sexp
+from tandem.protocol import sexp
+from tandem.server import framing
 
 log = logging.getLogger("tandem.events")
 

@@ -17,8 +17,8 @@ import asyncio
 import logging
 from typing import Any
 
+from tandem.protocol import sexp
 from tandem.protocol.events import AnyEvent, Delta, Event
-from tandem.server import sexp
 from tandem.server.outbox import Outbox
 
 log = logging.getLogger("tandem.events")

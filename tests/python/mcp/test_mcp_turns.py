@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 from epc_peer import Peer, start_backend  # noqa: E402
 from native_helpers import make_provider, request  # noqa: E402
 
-from tandem.server.sexp import Symbol  # noqa: E402
+from tandem.protocol.sexp import Symbol  # noqa: E402
 
 TOKEN = "mcp-token"
 

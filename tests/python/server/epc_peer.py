@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tandem.server import sexp
+from tandem.protocol import sexp
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -11,10 +11,10 @@ import time
 from typing import Any
 
 from tandem.protocol.events import AnyEvent
+from tandem.protocol.sexp import Symbol
 from tandem.server import framing
 from tandem.server.connection import Connection
 from tandem.server.pusher import EventPusher
-from tandem.server.sexp import Symbol
 
 
 async def deliver(publish: list[AnyEvent], until: str) -> tuple[list[list[dict[str, Any]]], float]:

@@ -20,9 +20,9 @@ import pytest
 from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec, Params, TandemError
 from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS, ErrorCode
+from tandem.protocol.sexp import Symbol
 from tandem.server import framing
 from tandem.server.connection import Connection
-from tandem.server.sexp import Symbol
 from tandem.store.journal import Journal
 
 ROOT = Path(__file__).resolve().parents[3]

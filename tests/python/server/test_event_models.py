@@ -13,6 +13,7 @@ import ast
 import re
 from pathlib import Path
 
+from tandem.protocol import sexp
 from tandem.protocol.events import (
     EVENTS,
     AnyEvent,
@@ -27,7 +28,6 @@ from tandem.protocol.events import (
     kind_of,
     payload,
 )
-from tandem.server import sexp
 from tandem.server.pusher import EventPusher
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from tandem.protocol.events import EntryEvent, TurnEndedEvent
-from tandem.server.sexp import Symbol
+from tandem.protocol.sexp import Symbol
 
 from .conftest import TOKEN
 from .epc_peer import Peer

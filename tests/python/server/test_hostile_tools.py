@@ -21,7 +21,7 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
-from tandem.server.sexp import Symbol
+from tandem.protocol.sexp import Symbol
 
 from .epc_peer import Peer, start_backend
 

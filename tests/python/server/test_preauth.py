@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tandem.server.sexp import Symbol
+from tandem.protocol.sexp import Symbol
 
 from .epc_peer import Peer, start_backend
 

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from tandem.protocol import sexp
 from tandem.protocol.base import MethodSpec, Params, TandemError
 from tandem.protocol.peer import CURRENT
-from tandem.server import framing, sexp
+from tandem.protocol.sexp import Symbol
+from tandem.server import framing
 from tandem.server.connection import Connection
-from tandem.server.sexp import Symbol
 
 from .conftest import TOKEN
 from .epc_peer import Peer

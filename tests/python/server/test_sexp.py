@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from pydantic import BaseModel
 
-from tandem.server import sexp
-from tandem.server.sexp import Symbol
+from tandem.protocol import sexp
+from tandem.protocol.sexp import Symbol
 
 
 def test_plists_become_dicts_with_snake_case_keys() -> None:

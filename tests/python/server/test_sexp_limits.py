@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tandem.server import sexp
-from tandem.server.sexp import Symbol
+from tandem.protocol import sexp
+from tandem.protocol.sexp import Symbol
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_escapes_in_atoms_and_strings() -> None:
 
 _PROBE = """
 import resource, sys
-from tandem.server import sexp
+from tandem.protocol import sexp
 text = sys.argv[1] * int(sys.argv[2])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:

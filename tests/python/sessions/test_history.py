@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from tandem.adapters import sessions as api
 from tandem.app import App
+from tandem.protocol import sexp
 from tandem.protocol.base import Printed
-from tandem.server import sexp
 from tandem.sessions import requests
 from tandem.sessions.history import ROW_FIELDS, HistoryRows
 
