@@ -14,6 +14,7 @@ the deltas queued before it: only deltas gain by waiting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -76,6 +77,8 @@ class EventPusher:
         self._wake = asyncio.Event()
         self._urgent = False
         """A non-delta event is queued: distribute without waiting for more deltas."""
+        self._flush = asyncio.Event()
+        """Set with `_urgent`: ends a wait for more deltas already begun."""
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -97,6 +100,7 @@ class EventPusher:
             self._queue.append(_Pending(session, event.kind, vars(event)))
             self._urgent = True  # only deltas gain by waiting
             self._wake.set()
+            self._flush.set()
             return
         text = event["text"]
         last = self._queue[-1] if self._queue else None
@@ -122,7 +126,11 @@ class EventPusher:
             await self._wake.wait()
             self._wake.clear()
             if not self._urgent:
-                await asyncio.sleep(INTERVAL)
+                # Wait for more deltas, but not past a non-delta event: a turn's
+                # end must not trail the reply that says the turn is over.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._flush.wait(), INTERVAL)
+            self._flush.clear()
             self._urgent = False
             queue, self._queue = self._queue, []
             self.outboxes = [o for o in self.outboxes if not o.closed]

@@ -17,8 +17,12 @@ from tandem.server.connection import Connection
 from tandem.server.pusher import EventPusher
 
 
-async def deliver(publish: list[AnyEvent], until: str) -> tuple[list[list[dict[str, Any]]], float]:
-    """Publish PUBLISH; read batches until an event of kind UNTIL: (batches, seconds)."""
+async def deliver(publish: list[AnyEvent], until: str, later: list[AnyEvent] | None = None,
+                  ) -> tuple[list[list[dict[str, Any]]], float]:
+    """Publish PUBLISH (then LATER, 0.1 s on); read batches until an event of kind UNTIL.
+
+    Return (batches, seconds).
+    """
     pusher = EventPusher()
     conns: list[Connection] = []
 
@@ -37,6 +41,10 @@ async def deliver(publish: list[AnyEvent], until: str) -> tuple[list[list[dict[s
     started = time.monotonic()
     for event in publish:
         pusher.publish("s", event)
+    if later:
+        await asyncio.sleep(0.1)  # the distributor is waiting for more deltas now
+        for event in later:
+            pusher.publish("s", event)
     batches: list[list[dict[str, Any]]] = []
     while not any(e["kind"] == until for b in batches for e in b):
         msg = await asyncio.wait_for(framing.read_frame(reader), 30)

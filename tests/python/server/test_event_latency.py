@@ -32,6 +32,17 @@ def test_turn_ended_is_not_held_back_by_the_delta_interval(
     assert events[0]["text"] == "abc"
 
 
+def test_turn_ended_during_the_wait_for_more_deltas_ends_the_wait(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wait had begun when the turn ended: the turn's end must not trail
+    # the reply that says it is over (tandem-wait-turn, then its events).
+    monkeypatch.setattr(pusher_module, "INTERVAL", 5.0)
+    ended = TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
+    batches, elapsed = asyncio.run(deliver([delta(1, "text", "a")], "turn-ended", [ended]))
+    assert elapsed < 2.5, f"turn-ended took {elapsed:.2f} s: it waited for the interval"
+    assert [e["kind"] for b in batches for e in b] == ["delta", "turn-ended"]
+
+
 def test_deltas_alone_still_wait_to_merge(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pusher_module, "INTERVAL", 0.5)
     deltas: list[AnyEvent] = [delta(1, "text", t) for t in ("a", "b")]
