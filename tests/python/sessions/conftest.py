@@ -10,11 +10,14 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tandem.app import App
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPT_END = "[Y/n] "
@@ -166,3 +169,12 @@ def project(tmp_path: Path):
         return d.resolve()
 
     return make
+
+
+@pytest.fixture
+def app(home: Path, config: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+    """An `App` on the test's home, the user settings under CONFIG."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    a = App(home=home)
+    yield a
+    a.sessions.manager.close()

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from tandem.adapters import sessions as api
 from tandem.app import App
 from tandem.protocol import sexp
 from tandem.protocol.base import Printed
 from tandem.sessions import requests
 from tandem.sessions.history import ROW_FIELDS, HistoryRows
 
-
-def call(app: App, name: str, **params: Any) -> Any:
-    spec = next(m for m in api.METHODS if m.name == name)
-    return asyncio.run(spec.handler(app, spec.params(**params)))
-
-
-@pytest.fixture
-def app(home: Path, config: Path, monkeypatch) -> App:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    a = App(home=home)
-    yield a
-    a.sessions.manager.close()
+from .adapter_app import call
 
 
 def wire(app: App, **params: Any) -> Any:

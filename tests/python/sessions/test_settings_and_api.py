@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from tandem.adapters import sessions as api
 from tandem.app import App
 from tandem.protocol.base import TandemError
 from tandem.sessions.settings import Settings, merge, user_settings_path
 from tandem.store.journal import Journal
+
+from .adapter_app import call
 
 
 def test_user_settings_path_respects_xdg(monkeypatch, tmp_path: Path) -> None:
@@ -62,17 +61,6 @@ def test_set_validates_and_flush_writes_atomically(config: Path, project) -> Non
     assert not s.dirty
 
 
-def call(app: App, name: str, **params: Any) -> Any:
-    spec = next(m for m in api.METHODS if m.name == name)
-    return asyncio.run(spec.handler(app, spec.params(**params)))
-
-
-@pytest.fixture
-def app(home: Path, config: Path, monkeypatch) -> App:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    a = App(home=home)
-    yield a
-    a.sessions.manager.close()
 
 
 def test_methods_are_in_the_server_table() -> None:
