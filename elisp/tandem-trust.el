@@ -77,6 +77,9 @@ follows whole, as the backend read it for the digest trust is given to."
                   (or (plist-get file :text) "")))))
     (goto-char (point-min))
     (special-mode)
+    ;; Characters in logical order: a bidi override in the file cannot
+    ;; make one text display as another.
+    (setq-local bidi-display-reordering nil)
     (display-buffer (current-buffer))))
 
 ;;;###autoload

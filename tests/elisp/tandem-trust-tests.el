@@ -93,7 +93,9 @@
             (should (< (string-search "permission_mode" text) content))
             ;; The whole file, its last line included, follows.
             (should (string-search json text))
-            (should (string-suffix-p "\"tail-env\"}}}}" text))))))))
+            (should (string-suffix-p "\"tail-env\"}}}}" text))
+            ;; Shown in logical order: a bidi override cannot disguise it.
+            (should-not bidi-display-reordering)))))))
 
 (ert-deftest tandem-trust-hostile-project-through-the-backend ()
   "Untrusted project keys are ignored and reported; the key goes to the user's server."
