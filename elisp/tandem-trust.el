@@ -11,7 +11,8 @@
 ;; servers) or a looser permission mode than yours.  Trust is given to one
 ;; content of the file: when the file changes it must be trusted again.
 ;;
-;;   M-x tandem-trust-project     show the file and what trust grants, ask
+;;   M-x tandem-trust-project     show what trust grants, the values it
+;;                                would let apply, the file whole; ask
 ;;   M-x tandem-untrust-project   revoke
 ;;
 ;; `tandem-trust-header-string' gives the session buffer's header its
@@ -37,11 +38,22 @@ Tests bind it to give the answer.")
 
 (defun tandem-trust-report (&optional directory)
   "Return the backend's trust report of DIRECTORY's project settings.
-A plist with :path :exists :trusted :changed :sha256 :grants :text :error."
+A plist with :path :exists :trusted :changed :sha256 :grants :restricted
+:files :error.  Each of :files (the files trust covers, read once) has
+:rel :path :exists :size :sha256 :text :error; each of :restricted (a key
+only trust allows, or only tighter than yours) has :key :file :value
+\(its parsed value as JSON) :needs-trust."
   (tandem-request "settings/report" (list :cwd (tandem-trust--root directory))))
 
+(defun tandem-trust--indent (text)
+  "Return TEXT with every line indented by four spaces."
+  (replace-regexp-in-string "^" "    " text))
+
 (defun tandem-trust--show (report)
-  "Display REPORT's file and the keys trust grants in a help buffer."
+  "Display REPORT in a help buffer: what trust grants, the values, each file whole.
+The parsed values of the restricted keys come first, so what would run or
+where a key would go is read without reading the files; each file
+follows whole, as the backend read it for the digest trust is given to."
   (with-current-buffer (get-buffer-create "*tandem-trust*")
     (let ((inhibit-read-only t))
       (erase-buffer)
@@ -50,9 +62,24 @@ A plist with :path :exists :trusted :changed :sha256 :grants :text :error."
                   "It changed since you trusted it.\n" "")
               "Trusting it lets it set:\n"
               (mapconcat (lambda (key) (concat "  - " key)) (plist-get report :grants) "\n")
-              "\n\nIts content:\n\n" (or (plist-get report :text) "")))
+              "\n\nWhat it sets that needs trust, or may only tighten yours:\n")
+      (dolist (item (plist-get report :restricted))
+        (insert (format "  %s (%s, in %s):\n%s\n"
+                        (plist-get item :key)
+                        (if (plist-get item :needs-trust) "needs trust" "applies anyway")
+                        (plist-get item :file)
+                        (tandem-trust--indent (plist-get item :value)))))
+      (insert "\nIts content:\n")
+      (dolist (file (plist-get report :files))
+        (when (plist-get file :exists)
+          (insert (format "\n--- %s (%d bytes) ---\n"
+                          (plist-get file :rel) (or (plist-get file :size) 0))
+                  (or (plist-get file :text) "")))))
     (goto-char (point-min))
     (special-mode)
+    ;; Characters in logical order: a bidi override in the file cannot
+    ;; make one text display as another.
+    (setq-local bidi-display-reordering nil)
     (display-buffer (current-buffer))))
 
 ;;;###autoload
