@@ -73,7 +73,8 @@ written in the background unless WAIT is non-nil; then return the reply
 plist (:seq :first-kept-turn :tokens-before :tokens-after :acp-session-id)."
   (interactive
    (list nil (and current-prefix-arg
-                  (read-string "Summarise with provider (e.g. openai:gpt-4o-mini): "))
+                  (read-string (format-prompt "Summarise with provider (e.g. openai:gpt-4o-mini)"
+                                              "the session's own")))
          nil))
   (tandem-configure)
   (let* ((session (tandem-compact--session session))

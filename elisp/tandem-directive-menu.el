@@ -63,13 +63,23 @@ A prefix argument asks which system directive to use."
   (tandem-directive--in-menu
     (tandem-directive-run tandem-directive--menu-id action current-prefix-arg
                           (and (eq action 'discuss-result)
-                               (let ((seqs (mapcar (lambda (a) (number-to-string
-                                                                (plist-get a :seq)))
-                                                   (plist-get tandem-directive--menu-record
-                                                              :attempts))))
-                                 (string-to-number
-                                  (completing-read "Attempt: " seqs nil t nil nil
-                                                   (car (last seqs)))))))))
+                               (tandem-directive--menu-read-attempt)))))
+
+(defun tandem-directive--menu-read-attempt ()
+  "Read which attempt of the menu's directive to discuss (one: taken as is)."
+  (let ((attempts (plist-get tandem-directive--menu-record :attempts)))
+    (string-to-number
+     (tandem-read-choice "Attempt"
+                         (mapcar (lambda (a)
+                                   (cons (number-to-string (plist-get a :seq))
+                                         (format "turn %s%s" (plist-get a :turn)
+                                                 (if (plist-get a :outcome)
+                                                     (format " · %s" (plist-get a :outcome))
+                                                   ""))))
+                                 attempts)
+                         :default (and attempts (number-to-string
+                                                 (plist-get (car (last attempts)) :seq)))
+                         :require-match t :what "attempt"))))
 
 (defmacro tandem-directive--define-action (action)
   "Define the menu command for ACTION."
@@ -88,9 +98,10 @@ A prefix argument asks which system directive to use."
 
 (transient-define-suffix tandem-directive-menu-preview (action)
   "Show the exact prompt ACTION would send now."
-  (interactive (list (intern (completing-read
-                              "Preview action: "
-                              (plist-get tandem-directive--menu-record :actions) nil t))))
+  (interactive (list (intern (let ((actions (plist-get tandem-directive--menu-record :actions)))
+                               (tandem-read-choice "Preview action" actions
+                                                   :default (car actions) :require-match t
+                                                   :what "action")))))
   (let ((prompt (tandem-directive--in-menu
                   (tandem-directive-preview tandem-directive--menu-id action
                                             (if (eq action 'request-changes) "(your feedback)"
@@ -125,15 +136,15 @@ A prefix argument asks which system directive to use."
   (interactive)
   (tandem-directive--in-menu
     (tandem-directive-edit tandem-directive--menu-id
-                           (read-string "Request: "
-                                        (plist-get tandem-directive--menu-record :request)))))
+                           (tandem-read-text "Request" :initial (plist-get tandem-directive--menu-record
+                                                                           :request)))))
 
 (transient-define-suffix tandem-directive-menu-rebind ()
   "Move future activity to another session (warned)."
   (interactive)
   (tandem-directive--in-menu
     (tandem-directive-rebind tandem-directive--menu-id
-                             (read-string "Rebind to session id: "))))
+                             (tandem-directive-read-session tandem-directive--menu-id))))
 
 (transient-define-suffix tandem-directive-menu-archive ()
   "Archive (or unarchive) the directive."
