@@ -153,6 +153,17 @@ A prefix argument asks which system directive to use."
     (tandem-directive-archive tandem-directive--menu-id
                               (plist-get tandem-directive--menu-record :archived))))
 
+;; The suffixes act on the open menu's directive: M-x does not offer them
+;; (with `read-extended-command-predicate' `command-completion-default-include-p').
+(dolist (command '(tandem-directive-menu-discuss tandem-directive-menu-implement
+                   tandem-directive-menu-implement-this tandem-directive-menu-discuss-result
+                   tandem-directive-menu-request-changes tandem-directive-menu-retry
+                   tandem-directive-menu-preview tandem-directive-menu-inspect
+                   tandem-directive-menu-changes tandem-directive-menu-rewind
+                   tandem-directive-menu-edit tandem-directive-menu-rebind
+                   tandem-directive-menu-archive))
+  (function-put command 'completion-predicate #'ignore))
+
 (defun tandem-directive--no-attempt-p ()
   "Return non-nil when the menu's directive has no surviving attempt."
   (null (plist-get tandem-directive--menu-record :attempts)))
@@ -217,6 +228,9 @@ A prefix argument asks which system directive to use."
   (add-hook 'tabulated-list-revert-hook #'tandem-directives--fill nil t)
   (tabulated-list-init-header))
 
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-directives-mode 'completion-predicate #'ignore)
+
 (defun tandem-directives--fill ()
   "Fill the list from the backend (marking lost sources first)."
   (let* ((tandem-directive-root tandem-directives--root)
@@ -266,7 +280,7 @@ A prefix argument asks which system directive to use."
 
 (defun tandem-directives-visit ()
   "Visit the anchor of the directive at point."
-  (interactive)
+  (interactive nil tandem-directives-mode)
   (let* ((id (or (tabulated-list-get-id) (user-error "No directive on this line")))
          (record (tandem-directive-record id tandem-directives--root))
          (anchor (plist-get record :anchor))
@@ -278,14 +292,14 @@ A prefix argument asks which system directive to use."
 
 (defun tandem-directives-inspect ()
   "Inspect the directive at point."
-  (interactive)
+  (interactive nil tandem-directives-mode)
   (require 'tandem-inspector)
   (tandem-inspect-directive (or (tabulated-list-get-id) (user-error "No directive here"))
                             tandem-directives--root))
 
 (defun tandem-directives-toggle-archived ()
   "Show or hide archived directives."
-  (interactive)
+  (interactive nil tandem-directives-mode)
   (setq tandem-directives--show-archived (not tandem-directives--show-archived))
   (revert-buffer))
 

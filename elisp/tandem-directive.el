@@ -522,7 +522,8 @@ The default is the directive of this file nearest point, else the newest."
          (line (line-number-at-pos))
          (distance (lambda (r) (abs (- (or (plist-get r :start-line) 0) line))))
          (here (cl-remove-if-not (lambda (r) (equal (plist-get r :path) rel)) rows))
-         (near (car (sort here (lambda (a b) (< (funcall distance a) (funcall distance b)))))))
+         (near (car (sort (copy-sequence here)
+                          (lambda (a b) (< (funcall distance a) (funcall distance b)))))))
     (unless rows
       (user-error "This project has no directives yet (M-x tandem-directive makes one)"))
     (tandem-read-choice "Directive"

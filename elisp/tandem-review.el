@@ -68,6 +68,9 @@ the file with its version before the turn, \\[tandem-review-reload] reloads."
   (setq tandem-review--keys
         (and tandem-review-mode (list (cons 'tandem-review-mode tandem-review-mode-map)))))
 
+;; Review buffers turn it on: M-x does not offer it.
+(function-put 'tandem-review-mode 'completion-predicate #'ignore)
+
 (defun tandem-review--buffer-name (session turn)
   "The review buffer's name for TURN of SESSION."
   (format "*tandem-review: %s turn %s*" (substring session 0 (min 8 (length session))) turn))
