@@ -520,10 +520,10 @@ The default is the directive of this file nearest point, else the newest."
          (rel (and buffer-file-name
                    (file-relative-name buffer-file-name (tandem-directive--root))))
          (line (line-number-at-pos))
-         (distance (lambda (r) (abs (- (or (plist-get r :start-line) 0) line))))
+         (lines-away (lambda (r) (abs (- (or (plist-get r :start-line) 0) line))))
          (here (cl-remove-if-not (lambda (r) (equal (plist-get r :path) rel)) rows))
          (near (car (sort (copy-sequence here)
-                          (lambda (a b) (< (funcall distance a) (funcall distance b)))))))
+                          (lambda (a b) (< (funcall lines-away a) (funcall lines-away b)))))))
     (unless rows
       (user-error "This project has no directives yet (M-x tandem-directive makes one)"))
     (tandem-read-choice "Directive"

@@ -113,7 +113,7 @@ naming WHAT (default: PROMPT)."
          (tandem-view-block-turn block))))
 
 (defun tandem-read--turn-note (row)
-  "The note beside turn ROW (a `sessions/turns' row) in a prompt."
+  "Return the note shown beside turn ROW in a prompt."
   (let ((files (plist-get row :files)))
     (concat (pcase (plist-get row :outcome)
               ("succeeded" "✔") ("failed" "✘") ("aborted" "⊘") (_ "▶"))
@@ -123,7 +123,7 @@ naming WHAT (default: PROMPT)."
             " · " (plist-get row :request))))
 
 (defun tandem-read-turn-default (rows &optional at-point)
-  "The turn a turn prompt proposes among ROWS: AT-POINT when it is one of them.
+  "Return the turn a prompt proposes among ROWS: AT-POINT when it is one.
 Else the latest turn that changed files, else the latest turn."
   (let ((numbers (mapcar (lambda (r) (plist-get r :turn)) rows)))
     (or (and at-point (memq at-point numbers) at-point)

@@ -106,7 +106,6 @@ diff.  Both the review buffer and Rewind's turn patch show a turn so."
        (when (plist-get f :binary)
          (insert (format "# binary: %s (revert it whole with K)\n" (plist-get f :path))))))))
 
-;;;###autoload
 (defun tandem-review--read-args ()
   "Return (SESSION TURN) for `tandem-review-turn' from where it is called.
 SESSION is this review's or this buffer's (else the project's); TURN is
@@ -115,6 +114,7 @@ read with the turn at point as default, else the latest turn that changed files.
     (list session (tandem-read-turn session "Review turn"
                                     :at-point (or tandem-review--turn (tandem-read-turn-at-point))))))
 
+;;;###autoload
 ;;;###autoload
 (defun tandem-review-turn (session turn &optional no-select)
   "Review the patch of TURN of SESSION: revert hunks or files, compare them.
@@ -267,8 +267,8 @@ history (M-x tandem-rewind-undo brings it back)" tandem-review--turn)
                          'face 'warning))))
 
 (defun tandem-review-rewound (session turns)
-  "Mark the open review buffers of SESSION's TURNS as discarded, or no longer.
-TURNS is a list of (TURN . REWOUND); called after a rewind and its undo."
+  "Mark the open reviews of SESSION: discarded by a rewind, or no longer.
+TURNS holds (TURN . REWOUND) pairs.  A rewind and its undo call this."
   (dolist (buffer (buffer-list))
     (with-current-buffer buffer
       (when (and tandem-review-mode (equal tandem-review--session session))

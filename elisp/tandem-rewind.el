@@ -227,13 +227,14 @@ asked about again."
   (let ((block (get-text-property pos 'tandem-block)))
     (and block (tandem-view-block-p block) (tandem-view-block-turn block))))
 
-(defun tandem-rewind--at-point (prompt &optional visible-only)
+(defun tandem-rewind--at-point (&optional prompt visible-only)
   "Return (SESSION TURN) for the turn at point, else read TURN with PROMPT.
 The turn read offers the session's turns (with VISIBLE-ONLY, those no
 rewind hid), the latest that changed files as default."
   (let ((session (or (tandem-rewind--session-here) (tandem-project-session)))
         (turn (tandem-rewind--turn-at (point))))
-    (list session (or turn (tandem-read-turn session prompt :visible-only visible-only)))))
+    (list session (or turn (tandem-read-turn session (or prompt "Turn")
+                                             :visible-only visible-only)))))
 
 (defun tandem-rewind-before-turn-at-point ()
   "Rewind this buffer's session before the turn at point (after confirmation)."
