@@ -14,11 +14,15 @@
 ;;   e  ediff the file at point against its version before the turn
 ;;   g  reload
 ;;
+;; The review buffer is selected when it opens, so its keys are at hand.
 ;; Reverts go through the backend against the files as they are now: one
 ;; refused when the file changed since the turn says why and changes
-;; nothing; one done is journaled (a `revert' entry) and checkpointed.
-;; The patch shown is the turn's and does not change; reverted hunks are
-;; dimmed.
+;; nothing; one done is journaled (a `revert' entry) and checkpointed,
+;; and the review reloads.  The patch shown is the turn's and does not
+;; change; the parts reverted so far (the backend lists them with the
+;; patch) are dimmed and marked "↶ reverted".  A rewind that discards
+;; the turn says so in the header line of its open reviews
+;; (`tandem-review-rewound'), and its undo takes that back.
 
 ;;; Code:
 

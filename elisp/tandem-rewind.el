@@ -224,8 +224,7 @@ asked about again."
 
 (defun tandem-rewind--turn-at (pos)
   "Return the turn number of the turn block at POS in a session buffer, or nil."
-  (let ((block (get-text-property pos 'tandem-block)))
-    (and block (tandem-view-block-p block) (tandem-view-block-turn block))))
+  (save-excursion (goto-char pos) (tandem-read-turn-at-point)))
 
 (defun tandem-rewind--at-point (&optional prompt visible-only)
   "Return (SESSION TURN) for the turn at point, else read TURN with PROMPT.

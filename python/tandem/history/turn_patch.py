@@ -51,12 +51,16 @@ async def turn_patch(sessions: SessionService, engine: TurnEngine, checkpoints: 
         raise
     if not running and isinstance(patch, dict):
         result = _as_recorded(result, patch)
-    reverted = [RevertedPart(path=str(e.get("path")),
-                             hunk=e.get("hunk") if isinstance(e.get("hunk"), int) else None)
+    reverted = [RevertedPart(path=str(e.get("path")), hunk=_hunk(e.get("hunk")))
                 for e in sessions.entries(journal)
                 if e.get("type") == "revert" and e.get("of_turn") == turn]
     return TurnPatch(session=journal.id, turn=turn, root=str(cp.root), running=running,
                      rewound=turn in index.hidden, patch=result, reverted=reverted)
+
+
+def _hunk(value: object) -> int | None:
+    """A revert entry's hunk index, None for a whole file (or a value no index is)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:
