@@ -172,7 +172,7 @@ the Markdown.  Fence lines stay, dimmed: they show where code begins."
   :group 'tandem-view)
 
 (defun tandem-view-markdown-hide (beg end)
-  "Hide BEG..END, markup, when `tandem-view-markdown-hide-markup' says so."
+  "Hide the markup BEG..END when `tandem-view-markdown-hide-markup' is on."
   (when (and tandem-view-markdown-hide-markup (< beg end))
     (put-text-property beg end 'invisible 'tandem-markup)))
 
