@@ -75,6 +75,9 @@ directory is gone), \\[tandem-sessions-list-switch] switches to it,
   (add-hook 'tabulated-list-revert-hook #'tandem-overview--fetch nil t)
   (tabulated-list-init-header))
 
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-sessions-list-mode 'completion-predicate #'ignore)
+
 (defun tandem-overview--state (row)
   "The State cell of ROW."
   (pcase (plist-get row :state)
@@ -181,12 +184,12 @@ With prefix argument PROJECT-ONLY, only this project's.  Return the buffer."
 
 (defun tandem-sessions-list-open ()
   "Open the session at point directly, without moving it."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (tandem-open-session-file (plist-get (tandem-sessions--row-at-point) :path)))
 
 (defun tandem-sessions-list-close ()
   "Close the live session at point: stop its agent processes, release its journal."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (let ((row (tandem-sessions--row-at-point)))
     (unless (member (plist-get row :state) '("idle" "waiting" "running"))
       (user-error "Session %s is not open" (substring (plist-get row :id) 0 13)))
@@ -196,19 +199,19 @@ With prefix argument PROJECT-ONLY, only this project's.  Return the buffer."
 
 (defun tandem-sessions-list-filter (regexp)
   "Show only the rows matching REGEXP (in any column); empty: every row."
-  (interactive (list (read-regexp "Filter sessions (regexp, empty: all)")))
+  (interactive (list (read-regexp "Filter sessions (regexp, empty: all)")) tandem-sessions-list-mode)
   (setq tandem-overview--filter (and regexp (not (string-empty-p regexp)) regexp))
   (tandem-overview--show tandem-overview--rows))
 
 (defun tandem-sessions-list-resume ()
   "Resume the session at point by id.
 When its directory is gone, ask whether to re-root it here."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (tandem-sessions-resume-id (plist-get (tandem-sessions--row-at-point) :id)))
 
 (defun tandem-sessions-list-switch ()
   "Switch the running session to the one at point."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (tandem-switch-session (plist-get (tandem-sessions--row-at-point) :path)))
 
 (provide 'tandem-overview)

@@ -26,6 +26,7 @@
 (require 'subr-x)
 (require 'url-parse)
 (require 'tandem-client)
+(require 'tandem-read)
 (require 'tandem-settings)
 (require 'tandem-turns)
 (require 'tandem-view-state)
@@ -36,10 +37,12 @@
 CHOICES is a list of strings (nil: free text).  Returns a string.")
 
 (defun tandem-setup--read (prompt choices &optional default)
-  "Ask PROMPT with `completing-read' among CHOICES (or free text), DEFAULT first."
-  (if choices
-      (completing-read prompt choices nil nil nil nil default)
-    (read-string prompt nil nil default)))
+  "Ask PROMPT among CHOICES (or free text) with DEFAULT shown and taken on RET.
+The choices are listed as the prompt opens (`tandem-read-choice')."
+  (let ((prompt (replace-regexp-in-string "[:?] *\\'" "" prompt)))
+    (if choices
+        (tandem-read-choice prompt choices :default default)
+      (tandem-read-text prompt :default default))))
 
 (defun tandem-setup--ask (prompt choices &optional default)
   "Ask PROMPT (CHOICES, DEFAULT) through `tandem-setup-read-function'."
@@ -187,8 +190,9 @@ auto-edit, read-only): " '("ask" "auto-edit" "read-only") "ask")))
 SESSION defaults to this buffer's.  The switch is a journal entry: the
 session's next turns use PROVIDER, and its header says so."
   (interactive
-   (list (tandem-setup--ask "Provider for this session's next turns: "
-                            (tandem-setup--provider-choices))))
+   (let ((choices (tandem-setup--provider-choices)))
+     (list (tandem-setup--ask "Provider for this session's next turns: " choices
+                              (car choices)))))
   (let* ((session (or session (tandem-project-session)))
          (entry (tandem-request "turns/set-provider"
                                 (list :session session :provider provider)))

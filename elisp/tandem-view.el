@@ -98,6 +98,9 @@ In the composer:
   (setq-local tandem-remote-session-function #'tandem-view-session-here)
   (add-hook 'kill-buffer-hook #'tandem-view--forget nil t))
 
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-view-mode 'completion-predicate #'ignore)
+
 (defface tandem-view-remote '((t :inherit font-lock-constant-face))
   "Face of the remote execution target in the header line."
   :group 'tandem-view)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tandem.history.turn_patch import turn_patch as patch_of
+from tandem.history.turn_patch import turn_rows
 from tandem.overview.rows import overview as overview_of
 from tandem.protocol import sexp
 from tandem.protocol.base import MethodSpec, Vector
@@ -40,6 +41,8 @@ from tandem.protocol.sessions import (
     SwitchParams,
     TurnPatch,
     TurnPatchParams,
+    Turns,
+    TurnsParams,
     UndoParams,
     UndoPlan,
     UndoPlanParams,
@@ -177,6 +180,11 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
                           p.session, p.turn)
 
 
+async def turns(app: App, p: TurnsParams) -> Turns:
+    """The turns of a session, for a prompt to offer."""
+    return turn_rows(app.sessions, p.session)
+
+
 async def overview(app: App, p: OverviewParams) -> Overview:
     """Every session with its live state."""
     attached = app.remote.attached()
@@ -230,6 +238,9 @@ METHODS: list[MethodSpec] = [
                UndoResult),
     MethodSpec("sessions/turn-patch", TurnPatchParams, turn_patch,
                "One turn's patch with its unified diff.", TurnPatch),
+    MethodSpec("sessions/turns", TurnsParams, turns,
+               "A session's turns, oldest first: request, outcome, files changed, rewound.",
+               Turns),
     MethodSpec("sessions/overview", OverviewParams, overview,
                "Every session with its live state (waiting for you first).", Overview),
     MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
