@@ -95,16 +95,38 @@ asks for one first."
 (defvar Info-directory-list)
 (declare-function info-initialize "info" ())
 
-(defun tandem--add-manual ()
-  "Let \\[info] find the manual of a clone on the `load-path' (after `make info').
-package.el and package-vc add their package directory themselves."
+(defun tandem--manual-directory ()
+  "Return the doc/ folder of a clone this tandem was loaded from, or nil.
+package.el and package-vc install the manual in the package's own folder."
   (let ((doc (expand-file-name "../doc/" (file-name-directory
                                           (or load-file-name buffer-file-name
                                               default-directory)))))
-    (when (file-exists-p (expand-file-name "dir" doc))
-      (require 'info)
-      (info-initialize)
-      (add-to-list 'Info-directory-list doc t))))
+    (and (file-exists-p (expand-file-name "tandem.texi" doc)) doc)))
+
+(defconst tandem--manual-directory (tandem--manual-directory)
+  "The doc/ folder of the clone tandem was loaded from, or nil.")
+
+(defun tandem--add-manual ()
+  "Let \[info] find the manual of a clone on the `load-path'.
+The folder is added even before `make info' has built the manual, so
+that a running Emacs finds it right after."
+  (when tandem--manual-directory
+    (require 'info)
+    (info-initialize)
+    (add-to-list 'Info-directory-list tandem--manual-directory t)))
+
+;;;###autoload
+(defun tandem-manual ()
+  "Read the tandem manual in Info."
+  (interactive)
+  (let ((file (and tandem--manual-directory
+                   (expand-file-name "tandem.info" tandem--manual-directory))))
+    (cond ((and file (file-exists-p file)) (info file))
+          (file (user-error "The manual is not built yet: run `make info' in %s"
+                            (abbreviate-file-name
+                             (file-name-directory
+                              (directory-file-name tandem--manual-directory)))))
+          (t (info "tandem")))))
 
 (tandem--add-manual)
 
