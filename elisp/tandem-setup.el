@@ -188,14 +188,14 @@ commands, auto-edit, read-only)" "ask") '("ask" "auto-edit" "read-only") "ask"))
   :type 'string
   :group 'tandem)
 
-(defun tandem-setup-save-settings (changes)
-  "Save CHANGES in the user's settings file, which `tandem ask' reads too.
-CHANGES is an alist as `json-encode' writes objects: nested alists merge
-into the file key by key, a value of `:null' removes the key.
-Return the file's name."
+(defun tandem-setup-save-settings (settings)
+  "Write SETTINGS to the user's settings file (`tandem ask' and Emacs share it).
+SETTINGS is an alist shaped as `json-encode' writes objects: nested
+alists merge into the file key by key, a value of `:null' removes the
+key.  Return the file's name."
   (let ((json-null :null))
     (plist-get (tandem-request "settings/save-user"
-                               (list :settings-json (json-encode changes)))
+                               (list :settings-json (json-encode settings)))
                :path)))
 
 (defun tandem-setup--provider-choices ()

@@ -93,7 +93,6 @@ asks for one first."
 (define-key tandem-view-transcript-map "=" #'tandem-review-turn-at-point)
 
 (defvar Info-directory-list)
-(declare-function info-initialize "info" ())
 
 (defun tandem--manual-directory ()
   "Return the doc/ folder of a clone this tandem was loaded from, or nil.
@@ -106,14 +105,19 @@ package.el and package-vc install the manual in the package's own folder."
 (defconst tandem--manual-directory (tandem--manual-directory)
   "The doc/ folder of the clone tandem was loaded from, or nil.")
 
-(defun tandem--add-manual ()
-  "Let \[info] find the manual of a clone on the `load-path'.
-The folder is added even before `make info' has built the manual, so
-that a running Emacs finds it right after."
-  (when tandem--manual-directory
-    (require 'info)
-    (info-initialize)
-    (add-to-list 'Info-directory-list tandem--manual-directory t)))
+;; Let \[info] find the manual of a clone on the `load-path', built or
+;; not yet (a running Emacs finds it right after `make info').  An
+;; autoload form, so that loading only tandem-autoloads.el does it too;
+;; package.el and package-vc add their package directory themselves.
+;;;###autoload
+(let ((doc (and load-file-name
+                (expand-file-name "../doc/" (file-name-directory load-file-name)))))
+  (when (and doc (file-exists-p (expand-file-name "tandem.texi" doc)))
+    ;; The defaults `info-initialize' starts from, and the list itself
+    ;; when Info is already initialized.
+    (add-to-list 'Info-default-directory-list doc t)
+    (when (bound-and-true-p Info-directory-list)
+      (add-to-list 'Info-directory-list doc t))))
 
 ;;;###autoload
 (defun tandem-manual ()
@@ -128,7 +132,6 @@ that a running Emacs finds it right after."
                               (directory-file-name tandem--manual-directory)))))
           (t (info "tandem")))))
 
-(tandem--add-manual)
 
 (provide 'tandem)
 ;;; tandem.el ends here

@@ -23,6 +23,7 @@
 `make test' builds the manual before ERT: the Info directory then lists
 tandem (\\[info] m tandem) and `tandem-manual' opens its Top node."
   (require 'info)
+  (info-initialize)                     ; what \\[info] does first
   (should tandem--manual-directory)
   (should (member tandem--manual-directory Info-directory-list))
   (should (file-exists-p (expand-file-name "tandem.info" tandem--manual-directory)))
