@@ -87,7 +87,10 @@ In the composer:
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
-  (setq-local header-line-format '(:eval (tandem-view--header-line)))
+  ;; An :eval result is a mode-line construct: its % signs must be doubled
+  ;; or "12% of 128k" shows as "12of 128k".
+  (setq-local header-line-format
+              '(:eval (string-replace "%" "%%" (tandem-view--header-line))))
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
