@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -173,6 +174,18 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
     screen = pane.wait_for(r"chat ❯", timeout=60)
     assert "Provider" not in screen.splitlines()[-1]
     assert "Hello, what is this?" in screen or "and from the shell?" in screen, screen
+
+    # The overview: the session's title (its first request) and the header's counts.
+    counts = re.search(r"(\d\S* in · \d\S* out)", screen)
+    assert counts, screen
+    pane.keys("M-x")
+    pane.text("tandem-sessions-list")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"Hello, what is this\?", timeout=30)
+    row = next(line for line in screen.splitlines() if "Hello, what is this?" in line)
+    assert counts.group(1) in row, (counts.group(1), screen)
+    assert "(untitled)" not in row
+    pane.keys("q")
 
     # The manual, where Emacs looks for it.
     pane.keys("C-h", "i")
