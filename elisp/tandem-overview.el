@@ -25,6 +25,7 @@
 (require 'tabulated-list)
 (require 'tandem-client)
 (require 'tandem-sessions)
+(require 'tandem-usage)
 
 (defconst tandem-overview--buffer-name "*tandem sessions*"
   "Name of the overview buffer.")
@@ -68,8 +69,11 @@
 directory is gone), \\[tandem-sessions-list-switch] switches to it,
 \\[revert-buffer] refreshes.  The list follows the backend's events."
   (setq tabulated-list-format
-        [("Id" 14 t) ("State" 22 t) ("Title" 24 t) ("Engine" 24 t)
-         ("Last activity" 17 t) ("Turns" 5 t :right-align t) ("Tokens" 9 t :right-align t)
+        ;; Fits 120 columns.  The id's first 13 characters: UUIDv7s of
+        ;; sessions made within a minute share their first 8.
+        [("Id" 13 t) ("State" 16 t) ("Title" 24 t) ("Engine" 20 t)
+         ("Last activity" 16 t) ("Turns" 5 t :right-align t)
+         ("Tokens" 15 tandem-overview--fewer-tokens-p :right-align t)
          ("Project" 0 t)])
   (setq tabulated-list-sort-key nil)
   (add-hook 'tabulated-list-revert-hook #'tandem-overview--fetch nil t)
@@ -92,9 +96,16 @@ directory is gone), \\[tandem-sessions-list-switch] switches to it,
     (state state)))
 
 (defun tandem-overview--tokens (row)
-  "The Tokens cell of ROW: input plus output tokens."
-  (let ((n (+ (or (plist-get row :input-tokens) 0) (or (plist-get row :output-tokens) 0))))
-    (if (>= n 10000) (format "%dk" (/ n 1000)) (number-to-string n))))
+  "The Tokens cell of ROW, as the session's header writes them: \"80 in · 40 out\"."
+  (or (tandem-usage-format (list :input-tokens (plist-get row :input-tokens)
+                                 :output-tokens (plist-get row :output-tokens)))
+      "0"))
+
+(defun tandem-overview--fewer-tokens-p (a b)
+  "Return non-nil when entry A's session used fewer tokens than entry B's."
+  (cl-flet ((sum (entry) (+ (or (plist-get (car entry) :input-tokens) 0)
+                            (or (plist-get (car entry) :output-tokens) 0))))
+    (< (sum a) (sum b))))
 
 (defun tandem-overview--entry (row)
   "The `tabulated-list-entries' element of ROW."

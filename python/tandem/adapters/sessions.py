@@ -30,6 +30,8 @@ from tandem.protocol.sessions import (
     OverviewParams,
     PlanParams,
     RelocateParams,
+    RenameParams,
+    RenameReply,
     ResumeParams,
     RewindParams,
     RewindPlan,
@@ -53,6 +55,7 @@ from tandem.sessions import requests
 from tandem.sessions.history import HistoryRows, Row
 from tandem.sessions.manager import Active
 from tandem.sessions.requests import absolute_dir, info
+from tandem.sessions.titles import user_title
 from tandem.turns.usage import usage_report
 
 if TYPE_CHECKING:
@@ -197,8 +200,17 @@ async def overview(app: App, p: OverviewParams) -> Overview:
 
 
 async def usage(app: App, p: UsageParams) -> dict[str, Any]:
-    """SESSION's token totals, overall and per provider."""
-    return usage_report(app.sessions, p.session)
+    """SESSION's token totals, overall and per provider, and its title."""
+    report = usage_report(app.sessions, p.session)
+    report["title"] = app.sessions.journal(p.session).header.title
+    return report
+
+
+async def rename(app: App, p: RenameParams) -> RenameReply:
+    """Give SESSION a title of the user's; the overview and the pickers show it."""
+    journal = app.sessions.journal(p.session)
+    header = journal.update_header(title=user_title(p.title))
+    return RenameReply(session=journal.id, title=header.title)
 
 
 METHODS: list[MethodSpec] = [
@@ -244,4 +256,5 @@ METHODS: list[MethodSpec] = [
     MethodSpec("sessions/overview", OverviewParams, overview,
                "Every session with its live state (waiting for you first).", Overview),
     MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
+    MethodSpec("sessions/rename", RenameParams, rename, "Give a session a title.", RenameReply),
 ]

@@ -487,3 +487,17 @@ class UndoResult(RestoreDone):
 
     rewind_seq: int
     files_only: bool = False
+
+
+class RenameParams(Params):
+    """Give ``session`` the title ``title`` (one line; control characters are dropped)."""
+
+    session: str = SessionId
+    title: str = Field(max_length=2000)
+
+
+class RenameReply(Reply):
+    """The title as stored (cleaned)."""
+
+    session: str
+    title: str

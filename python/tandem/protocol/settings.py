@@ -79,3 +79,19 @@ class TrustReport(Reply):
     """The files the grant covers, each shown whole."""
     error: str | None = None
     """Why trust is refused (invalid settings, a file too large to show)."""
+
+
+class SaveUserParams(Params):
+    """Keys to change in the user's settings file: a partial settings object as JSON.
+
+    Objects merge key by key into what the file holds; ``null`` removes a key.
+    """
+
+    settings_json: str = Field(min_length=2, max_length=1 << 20)
+
+
+class UserSettingsSaved(Reply):
+    """Where the user's settings were saved, and which keys changed."""
+
+    path: str
+    keys: list[str]
