@@ -93,7 +93,8 @@ checkdoc: emacs-deps
 
 # XDG_DATA_HOME: a backend the user installed (M-x tandem-install-backend)
 # must not stand in for this checkout's.
-ert: setup
+# info: a test opens the manual as a user would.
+ert: setup info
 	mkdir -p $(TEST_HOME)
 	TANDEM_TEST_HOME=$(TEST_HOME) XDG_DATA_HOME=$(TEST_HOME)/data $(EMACS) -Q --batch -L elisp -L tests/elisp \
 	  -l tests/elisp/run-tests.el

@@ -213,9 +213,10 @@
     tandem-directive tandem-directive-archive tandem-directive-edit tandem-directive-menu
     tandem-directive-reattach tandem-directive-rebind tandem-directive-rewind-before
     tandem-directive-view-changes tandem-directives tandem-doctor tandem-indicator-mode
-    tandem-inspect-directive tandem-install-backend tandem-mcp tandem-open-session-file
+    tandem-inspect-directive tandem-install-backend tandem-manual tandem-mcp
+    tandem-open-session-file
     tandem-remote-attach tandem-remote-detach tandem-remote-hosts-status
-    tandem-remote-upload tandem-restart tandem-resume tandem-review-turn tandem-rewind
+    tandem-remote-upload tandem-rename-session tandem-restart tandem-resume tandem-review-turn tandem-rewind
     tandem-rewind-undo tandem-session-menu tandem-sessions-list tandem-set-provider
     tandem-setup tandem-show-events tandem-start tandem-stop tandem-switch-session
     tandem-trust-project tandem-untrust-project tandem-view-turn-patch)
