@@ -22,6 +22,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from tandem import reaper, secrets
+from tandem.capped import cap
 from tandem.config.model import McpHttpServer, McpStdioServer
 from tandem.mcp.common import MAX_MESSAGE
 from tandem.providers.acp_process import AgentProcess
@@ -133,33 +134,6 @@ async def process_streams(process: AgentProcess,
             group.cancel_scope.cancel()
 
 
-class _BoundedBody(httpx.AsyncByteStream):
-    """A response body cut off past LIMIT bytes: the whole body, or each SSE event."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, events: bool, on_overflow: Overflow,
-                 limit: int) -> None:
-        self.inner, self.events, self.on_overflow, self.limit = inner, events, on_overflow, limit
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        size = 0
-        tail = b""
-        async for chunk in self.inner:
-            if self.events:  # bytes since the last blank line (the end of an event)
-                seen = tail + chunk
-                cut = max(seen.rfind(b"\n\n"), seen.rfind(b"\r\n\r\n"))
-                size = len(seen) - cut if cut >= 0 else size + len(chunk)
-                tail = seen[-3:]
-            else:
-                size += len(chunk)
-            if size > self.limit:
-                self.on_overflow()
-                raise MessageTooLarge(f"an MCP message over {self.limit} bytes")
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 def http_client(config: McpHttpServer, connect_timeout: float,
                 on_overflow: Overflow = lambda: None,
                 limit: int = MAX_MESSAGE) -> httpx.AsyncClient:
@@ -168,10 +142,12 @@ def http_client(config: McpHttpServer, connect_timeout: float,
     Every response body (each event of an event stream) is bounded by LIMIT
     while it is received; past it ON_OVERFLOW is told and the read fails.
     """
+    def over() -> BaseException:
+        on_overflow()
+        return MessageTooLarge(f"an MCP message over {limit} bytes")
+
     async def bound(response: httpx.Response) -> None:
-        events = response.headers.get("content-type", "").startswith("text/event-stream")
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = _BoundedBody(response.stream, events, on_overflow, limit)
+        cap(response, limit, over)
 
     return httpx.AsyncClient(
         headers=dict(config.headers),
