@@ -27,6 +27,7 @@ import anyio
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
+from tandem.capped import cap
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -439,6 +440,12 @@ class NativeProvider:
                 if "text/event-stream" not in ctype:
                     raw = (await resp.aread()).decode("utf-8", "replace")[:300]
                     raise ProviderError(f"expected an event stream, got {ctype!r}: {raw}")
+                # One event may carry a whole call's input (escaped once more): bound
+                # each event while it is received, not only what the parser keeps.
+                event_limit = 2 * self.limits.max_tool_input_bytes + (1 << 16)
+                cap(resp, event_limit, lambda: ProviderError(
+                    f"{self.name}: one stream event is over {event_limit:,} bytes (twice "
+                    "native.max_tool_input_bytes); the stream was dropped as it arrived"))
                 view: Any = _SinkView(watch)
                 return await self.wire.parse(EventSource(resp).aiter_sse(), view,
                                              self.limits.max_tool_input_bytes)

@@ -57,3 +57,18 @@ def test_a_dropped_call_gives_its_bytes_back() -> None:
 def test_the_setting_reaches_the_loop() -> None:
     assert loop_limits({"native": {"max_tool_input_bytes": 4096}}).max_tool_input_bytes == 4096
     assert loop_limits({}).max_tool_input_bytes == 16 << 20
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_one_huge_stream_event_is_dropped_as_it_arrives(family: str,
+                                                              workspace: Path) -> None:
+    # The whole argument in one delta: the event itself is past the bound.
+    script = [Reply(tool_calls=[_write(0, 1 << 20)], chunk_size=2 << 20), Reply(text="ok")]
+    with make_fake(family, script) as fake:
+        provider = make_provider(family, fake, max_tool_input_bytes=64 << 10)
+        sink = RecordingSink()
+        result = await provider.run(request(workspace, permission_mode="auto-edit"), sink)
+        await provider.close()
+    assert result.outcome == "failed"
+    assert result.error is not None and "one stream event is over 196,608 bytes" in result.error
+    assert not sink.of("tool_call") and not (workspace / "f0.txt").exists()

@@ -38,10 +38,10 @@ def _peak_rss_kb(pid: int) -> int:
     raise AssertionError("no VmHWM in /proc/PID/status")
 
 
-def _script() -> list[Reply]:
+def _script(chunk: int) -> list[Reply]:
     call = ToolCallSpec(id="big1", name="write_file", input={"path": "big.txt"},
                         filler=HOSTILE)
-    return [Reply(tool_calls=[call], chunk_size=64 * 1024), Reply(text="done")]
+    return [Reply(tool_calls=[call], chunk_size=chunk), Reply(text="done")]
 
 
 WIRES = {
@@ -55,7 +55,7 @@ def served(request: pytest.FixtureRequest,
            tmp_path: Path) -> Iterator[tuple[Client, Path, str, int]]:
     kind: str = request.param
     server_cls, suffix, env = WIRES[kind]
-    fake: FakeServer = server_cls(_script())
+    fake: FakeServer = server_cls(_script(64 * 1024))
     with fake:
         extra = {f"{env}_BASE_URL": fake.base_url + suffix, f"{env}_API_KEY": "sk-intake"}
         os.environ.update(extra)
