@@ -75,8 +75,9 @@ async def ask_on_terminal(request: PermissionRequest, interaction: str) -> Permi
         return "reject"
     reader, writer = tty
     with reader, writer:
-        writer.write(f"\nAllow {request.tool}: {request.title}? [y]es once / [a]lways this "
-                     "session / [N]o: ".encode())
+        always = "" if request.once_only else " / [a]lways this session"
+        writer.write(f"\nAllow {request.tool}: {request.title}? [y]es once{always} / [N]o: "
+                     .encode())
         line = await asyncio.to_thread(reader.readline)
     return _choice(line)
 
