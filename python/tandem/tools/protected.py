@@ -80,6 +80,17 @@ def hooks_dir(root: Path) -> Path | None:
     return Path(os.path.realpath(where))
 
 
+def _relative(root: Path, real_root: Path, path: str) -> str | None:
+    """PATH as written, relative to the root (the root's own components never count)."""
+    given = PurePath(path)
+    if not given.is_absolute():
+        return path
+    for base in (root, real_root):
+        if given.is_relative_to(base):
+            return str(given.relative_to(base))
+    return None
+
+
 def protected_reason(root: Path, path: str, real: Path,
                      entries: Sequence[str] = DEFAULT_PROTECTED_PATHS,
                      hooks: Path | None = None) -> str | None:
@@ -88,7 +99,7 @@ def protected_reason(root: Path, path: str, real: Path,
     HOOKS is the repository's hooks folder (`hooks_dir`), when there is one.
     """
     real_root = Path(os.path.realpath(root))
-    forms = [_parts(path)]
+    forms = [_parts(written)] if (written := _relative(root, real_root, path)) else []
     if inside(real_root, real):
         forms.append([p.casefold() for p in real.relative_to(real_root).parts])
     for entry in entries:
