@@ -16,7 +16,7 @@ from tandem.tools.files import READ_TOOLS
 from tandem.tools.paths import resolve_in_root
 from tandem.tools.permissions import GRANTS, SessionGrants, decide
 from tandem.tools.protected import check as protected_check
-from tandem.tools.protected import question
+from tandem.tools.protected import mentioned, question
 from tandem.tools.shell import SHELL_TOOLS
 from tandem.tools.types import PermissionRequest, ToolSink, ToolTurn
 
@@ -137,6 +137,9 @@ class ToolExecutor:
 
     async def _protected(self, tool: Tool, args: ToolArgs) -> tuple[str | None, list[Path]]:
         """Why the call writes a protected path (None: it does not), and those paths."""
+        command = getattr(args, "command", None)
+        if tool.kind == "execute" and isinstance(command, str):
+            return mentioned(command, self.request.protected_paths), []
         if tool.writes is None or tool.kind == "read":
             return None, []
         root, entries = self.ctx.root, self.request.protected_paths

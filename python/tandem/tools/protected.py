@@ -122,3 +122,39 @@ def check(root: Path, path: str, real: Path, entries: Sequence[str]) -> str | No
     if reason is not None:
         return reason
     return protected_reason(root, path, real, (), hooks_dir(root))
+
+
+def mentioned(command: str, entries: Sequence[str]) -> str | None:
+    """Why the shell COMMAND's text names a protected path (None: it names none).
+
+    A plain text search (``.claude/``, ``.envrc`` as words of the command, any
+    case): it makes the question say why and keeps a session grant from
+    skipping it. It is no sandbox: a command can reach the same files without
+    naming them.
+    """
+    words = command.casefold().replace("'", " ").replace('"', " ").split()
+    for entry in entries:
+        want = "/".join(_parts(entry))
+        if want and any(want in word.strip("/") for word in words):
+            return f"{entry} is a protected path and the command names it"
+    return None
+
+
+def remote_reason(path: str, working_dir: str, entries: Sequence[str]) -> str | None:
+    """Why a remote agent's edit of PATH (on its server, under WORKING_DIR) needs asking.
+
+    The server's file system cannot be resolved from here, so the path is
+    compared as written, relative to the working dir; one outside it is asked too.
+    """
+    given = PurePath(path)
+    if given.is_absolute():
+        if not given.is_relative_to(working_dir):
+            return "it is outside the working dir"
+        given = given.relative_to(working_dir)
+    parts = _parts(str(given))
+    if ".." in parts:
+        return "it leaves the working dir"
+    for entry in entries:
+        if matches(parts, entry):
+            return f"{entry} is a protected path"
+    return None

@@ -204,3 +204,29 @@ def test_bad_entries_are_refused_naming_the_key(tmp_path: Path, bad: list[Any]) 
 
     with pytest.raises(TandemError, match="protected_paths"):
         _settings(tmp_path, {"protected_paths": bad}, None)
+
+
+# -- the shell -----------------------------------------------------------------------
+
+
+async def test_a_session_grant_for_the_shell_does_not_cover_naming_a_protected_path(
+        root: Path) -> None:
+    grants = SessionGrants()
+    grants.grant("s", "shell")
+    executor, sink = _executor(root, "ask", grants=grants)
+    out = await executor.run("c1", "shell", {"command": "echo hi > notes.txt"})
+    assert out.status == "completed" and sink.asked == []
+    out = await executor.run("c2", "shell", {"command": "mkdir -p .Claude && echo '{}' > "
+                                                        "'.Claude/settings.json'"})
+    assert out.status == "refused", out
+    (asked,) = sink.asked
+    assert asked.once_only and "would change what runs" in asked.title
+    assert not (root / ".Claude").exists()
+
+
+async def test_auto_edit_still_asks_for_every_command(root: Path) -> None:
+    executor, sink = _executor(root, "auto-edit")
+    out = await executor.run("c1", "shell", {"command": "echo hi > notes.txt"})
+    assert out.status == "refused" and len(sink.asked) == 1 and not sink.asked[0].once_only
+    out = await executor.run("c2", "shell", {"command": "cp x .envrc"})
+    assert out.status == "refused" and sink.asked[1].once_only
