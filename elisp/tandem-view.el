@@ -57,6 +57,7 @@
 (require 'tandem-view-live)
 (require 'tandem-view-commands)
 (require 'tandem-view-kinds)
+(require 'tandem-view-queue)
 
 ;;;; Mode
 
@@ -89,6 +90,7 @@ In the composer:
   (setq-local word-wrap t)
   (setq-local header-line-format '(:eval (tandem-view--header-line)))
   (setq-local tandem-composer-send-function #'tandem-view--send)
+  (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
               (lambda () (and (tandem-view-state-running tandem-view--state) t)))
