@@ -141,7 +141,8 @@
 
 (defun tandem-view-queue-submit (text)
   "Queue TEXT, or save it as the queued message being edited; return the reply.
-The composer calls this for C-c C-c while a turn runs."
+The composer calls this for \\<tandem-composer-mode-map>\\[tandem-composer-send] \
+while a turn runs."
   ;; The backend sends the queue itself: it needs the provider settings a
   ;; send would give it (a restarted backend has none yet).
   (tandem-configure)
@@ -172,8 +173,9 @@ The composer calls this for C-c C-c while a turn runs."
       (user-error "No queued message on this row")))
 
 (defun tandem-queue-edit ()
-  "Put the queued message at point in the composer; C-c C-c saves it in its place.
-A draft already there is set aside and comes back once the edit is saved."
+  "Put the queued message at point in the composer, to edit it there.
+The composer's send key then saves it in its place.  A draft already
+there is set aside and comes back once the edit is saved."
   (interactive nil tandem-view-mode)
   (let* ((id (tandem-view-queue--at-point))
          (item (or (tandem-view-queue--item id) (user-error "Queued %s is gone" id)))
