@@ -66,6 +66,14 @@
     (should pos)
     (goto-char pos)))
 
+(defun tandem-queue-test--two-queued (one two)
+  "Send a turn that waits for an answer, then queue ONE and TWO while it waits."
+  (tandem-view-test-send "write notes")
+  (tandem-queue-test--wait-question)
+  (tandem-queue-test--queue one)
+  (tandem-queue-test--queue two)
+  (tandem-queue-test--wait-text "Queued q2"))
+
 (ert-deftest tandem-queue-during-a-permission-wait-goes-after-the-answer ()
   "C-c C-c while a turn waits for an answer queues; it never cancels the turn.
 Two queued messages go, in order, as the next turns once it ends well."
@@ -96,11 +104,7 @@ Two queued messages go, in order, as the next turns once it ends well."
 (ert-deftest tandem-queue-rows-edit-and-delete ()
   "`e' on a queued row puts it in the composer, C-c C-c saves it in place; `k' deletes."
   (tandem-view-test-with-session tandem-queue-test--write
-    (tandem-view-test-send "write notes")
-    (tandem-queue-test--wait-question)
-    (tandem-queue-test--queue "frist")
-    (tandem-queue-test--queue "drop me")
-    (tandem-queue-test--wait-text "Queued q2")
+    (tandem-queue-test--two-queued "frist" "drop me")
     (tandem-queue-test--row "q1")
     (should (string-match-p "RET/e: edit" (or (get-text-property (point) 'help-echo) "")))
     (execute-kbd-macro (kbd "e"))
@@ -145,11 +149,7 @@ Two queued messages go, in order, as the next turns once it ends well."
 (ert-deftest tandem-queue-survives-a-backend-restart ()
   "The queue is in the journal: a backend killed mid-turn finds it again, held."
   (tandem-view-test-with-session tandem-queue-test--write
-    (tandem-view-test-send "write notes")
-    (tandem-queue-test--wait-question)
-    (tandem-queue-test--queue "one")
-    (tandem-queue-test--queue "two")
-    (tandem-queue-test--wait-text "Queued q2")
+    (tandem-queue-test--two-queued "one" "two")
     (signal-process (tandem-backend-pid) 9)
     (tandem-queue-test--wait-text "backend stopped during turn 1" 10)
     (goto-char (point-min))

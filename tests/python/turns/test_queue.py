@@ -119,6 +119,15 @@ async def waiting(app: App, sid: str) -> str:
     raise AssertionError("the turn never asked")
 
 
+async def waiting_with(app: App, sid: str, *queued: str) -> str:
+    """Send a turn to SID that waits for an answer, queue QUEUED; the question's id."""
+    await turn_api.send(app, SendParams(session=sid, text="write a"))
+    question = await waiting(app, sid)
+    for text in queued:
+        await turn_api.queue(app, QueueParams(session=sid, text=text))
+    return question
+
+
 async def settle(app: App, sid: str) -> None:
     """Wait until no turn runs in SID and the queue sent what it sends."""
     for _ in range(1000):
@@ -167,10 +176,7 @@ def test_queued_during_a_permission_wait_goes_after_the_answer_in_order(
 def test_edit_and_remove_before_sending_and_unknown_ids(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def body(app: App, sid: str, fake: FakeOpenAI) -> None:
-        await turn_api.send(app, SendParams(session=sid, text="write a"))
-        question = await waiting(app, sid)
-        await turn_api.queue(app, QueueParams(session=sid, text="typo"))
-        await turn_api.queue(app, QueueParams(session=sid, text="drop me"))
+        question = await waiting_with(app, sid, "typo", "drop me")
         edited = await turn_api.queue_edit(app, QueueEditParams(session=sid, item="q1",
                                                                 text="fixed"))
         assert [m.text for m in edited.items] == ["fixed", "drop me"]
@@ -213,9 +219,7 @@ def test_a_thousand_messages_stop_at_the_limit_with_a_sentence(
 def test_a_cancelled_turn_holds_the_queue_until_it_is_sent_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def body(app: App, sid: str, fake: FakeOpenAI) -> None:
-        await turn_api.send(app, SendParams(session=sid, text="write a"))
-        await waiting(app, sid)
-        await turn_api.queue(app, QueueParams(session=sid, text="later"))
+        await waiting_with(app, sid, "later")
         await turn_api.cancel(app, SessionParams(session=sid))
         await settle(app, sid)
         held = await turn_api.queue_list(app, SessionParams(session=sid))
@@ -236,9 +240,7 @@ def test_a_cancelled_turn_holds_the_queue_until_it_is_sent_on(
 def test_a_failed_turn_holds_the_queue_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def body(app: App, sid: str, fake: FakeOpenAI) -> None:
-        await turn_api.send(app, SendParams(session=sid, text="write a"))
-        question = await waiting(app, sid)
-        await turn_api.queue(app, QueueParams(session=sid, text="later"))
+        question = await waiting_with(app, sid, "later")
         app.turns.engine.answer(sid, question, "allow_once")
         await settle(app, sid)
         held = await turn_api.queue_list(app, SessionParams(session=sid))
