@@ -27,6 +27,7 @@
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
 (require 'tandem-view-gc)
+(require 'tandem-view-queue)
 
 ;;;; Full rendering
 
@@ -87,6 +88,7 @@ during one (from a timer) is left to the running one."
                                     (tandem-error-message err)))))
         (setf (tandem-view-state-refreshing st) nil)
         (tandem-view-usage-update)
+        (tandem-view-queue-fetch)
         (let ((events (nreverse (tandem-view-state-queued st))))
           (setf (tandem-view-state-queued st) nil)
           ;; Never drawn (a failed first refresh): nothing to apply them to.
@@ -386,6 +388,8 @@ belongs to entries already in the buffer."
         (let ((b (tandem-view--new-block entry)))
           (push entry (tandem-view-block-entries b))
           (tandem-view--append-block b))))
+     ;; Not conversation: the rows under the running turn show the queue.
+     ((equal type "queue") (tandem-view-queue-fetch))
      ((null turn)
       (let ((b (tandem-view--new-block entry)))
         (push entry (tandem-view-block-entries b))

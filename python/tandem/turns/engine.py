@@ -148,6 +148,8 @@ class TurnEngine:
         self._repaired: set[str] = set()
         self._unrecorded: dict[tuple[str, int], str] = {}
         """Turns that ended failed without a durable ``turn_end``, with why."""
+        self.after_end: list[Callable[[TurnEnded], None]] = []
+        """Called with each ended turn once its session is free again (the queue's driver)."""
 
     # -- accepting ---------------------------------------------------------
 
@@ -245,11 +247,17 @@ class TurnEngine:
             result.outcome = "aborted"
             result.error = result.error or "Cancelled by the user."
         try:
-            return await self._finish(spec, turn, sink, result, checkpoint, root, provider)
+            ended = await self._finish(spec, turn, sink, result, checkpoint, root, provider)
         finally:
             done = self.running.pop(spec.session, None)
             if done is not None:
                 self.gate.release(done.hold)
+        for listener in self.after_end:
+            try:
+                listener(ended)
+            except Exception:  # a listener's bug must not change how the turn ended
+                log.exception("after-turn listener of %s/%s failed", spec.session, turn)
+        return ended
 
     async def _finish(self, spec: TurnSpec, turn: int, sink: JournalSink, result: TurnResult,
                       checkpoint: str | None, root: Path, provider: Provider) -> TurnEnded:
