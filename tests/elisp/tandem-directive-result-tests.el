@@ -58,6 +58,12 @@
           (should (eq (plist-get (nth 2 (transient-get-suffix 'tandem-directive-menu (nth 1 f)))
                                  :command)
                       (intern (format "tandem-directive-menu-%s" (car f))))))
+        ;; A click on the result line runs the same command (the line's own keymap).
+        (with-current-buffer source
+          (let* ((label (overlay-get (tandem-directive--overlay id) 'before-string))
+                 (map (get-text-property (string-match "↳" label) 'keymap label)))
+            (should (eq (lookup-key map [mouse-1]) #'tandem-directive-show-result-here))
+            (should (get-text-property (string-match "↳" label) 'cursor label))))
         ;; RET on the result line (point at the region's start) shows turn 1.
         (switch-to-buffer source)
         (goto-char (point-min))
