@@ -30,7 +30,12 @@
 (declare-function tandem-directive-list "tandem-directive" (&optional root archived))
 (declare-function tandem-directive-menu "tandem-directive-menu" (&optional id))
 (declare-function tandem-directive--region-lines "tandem-directive" (beg end))
-(declare-function tandem-directive-show-result "tandem-directive" (id &optional root))
+(declare-function tandem-directive-record "tandem-directive" (id &optional root))
+(declare-function tandem-directive--root "tandem-directive" (&optional root))
+(declare-function tandem-directive-id-at-point "tandem-directive" (&optional ask))
+(declare-function tandem-directive-session-buffer "tandem-directive"
+                  (session root &optional no-select))
+(declare-function tandem-view-goto-turn "tandem-view-commands" (turn))
 (defvar tandem-directive-id-functions)
 (defvar tandem-directive-changed-functions)
 
@@ -93,6 +98,23 @@ KEY is ACTION's key in `tandem-directive-menu'.")
   (cl-find-if (lambda (ov) (and (overlay-get ov 'tandem-result)
                                 (eql (overlay-start ov) pos)))
               (overlays-at pos)))
+
+(defun tandem-directive-show-result (id &optional root)
+  "Show directive ID's result: its latest exchange's turn in the session buffer.
+The session buffer is selected with that turn at the top of its window.
+ROOT is the project root (default: the current one).  Return the buffer."
+  (interactive (list (tandem-directive-id-at-point t)))
+  (let* ((root (tandem-directive--root root))
+         (result (plist-get (tandem-directive-record id root) :result)))
+    (unless (consp result)
+      (user-error "%s has no result yet (C-c C-d for its actions)" id))
+    (let ((buffer (tandem-directive-session-buffer (plist-get result :session) root)))
+      (when buffer
+        (with-current-buffer buffer
+          (unless (tandem-view-goto-turn (plist-get result :turn))
+            (message "Turn %s of the session is not shown (rewound?)"
+                     (plist-get result :turn)))))
+      buffer)))
 
 (defun tandem-directive-show-result-here (&optional event)
   "Show the result of the directive whose result line is at point.

@@ -43,7 +43,6 @@
 
 ;; The view is above this file (it renders directive turns).
 (declare-function tandem-view-show "tandem-view" (info &optional no-select))
-(declare-function tandem-view-goto-turn "tandem-view-commands" (turn))
 
 (defgroup tandem-directive nil
   "Directives: durable requests anchored in the source."
@@ -211,23 +210,6 @@ Unless NO-SELECT, the buffer is displayed."
         (tandem-view-buffer session)
         (tandem-view-show (tandem-request "sessions/lookup" (list :query session :cwd root))
                           no-select))))
-
-(defun tandem-directive-show-result (id &optional root)
-  "Show directive ID's result: its latest exchange's turn in the session buffer.
-The session buffer is selected with that turn at the top of its window.
-ROOT is the project root (default: the current one).  Return the buffer."
-  (interactive (list (tandem-directive-id-at-point t)))
-  (let* ((root (tandem-directive--root root))
-         (result (plist-get (tandem-directive-record id root) :result)))
-    (unless (consp result)
-      (user-error "%s has no result yet (C-c C-d for its actions)" id))
-    (let ((buffer (tandem-directive-session-buffer (plist-get result :session) root)))
-      (when buffer
-        (with-current-buffer buffer
-          (unless (tandem-view-goto-turn (plist-get result :turn))
-            (message "Turn %s of the session is not shown (rewound?)"
-                     (plist-get result :turn)))))
-      buffer)))
 
 (defvar-local tandem-directive--scope-attempt nil
   "In a session buffer: the attempt a discuss-result scope attaches, or nil.")

@@ -295,7 +295,8 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
       (_ (tandem-view-render--other block entry folded-p tandem-view-render-indent)))))
 
 (defun tandem-view-render--patch-files (end)
-  "Return the paths of the files changed by the turn that END (a `turn_end') closes."
+  "Return the paths of the files changed in the turn END closes.
+END is a `turn_end' entry; its patch names the files."
   (let ((patch (plist-get end :patch)))
     (and (consp patch)
          (delq nil (mapcar (lambda (f) (and (consp f) (plist-get f :path)))
