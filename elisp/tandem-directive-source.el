@@ -16,8 +16,8 @@
 ;; Once the directive has a result (the backend's one-line `:result' of its
 ;; latest exchange: the answer's first line, "N files changed", or the
 ;; failure), a second line shows it with the menu keys of its follow-ups.
-;; With point at the region's start the cursor sits on that line, and RET
-;; (or a click) there shows the exchange's turn in the session buffer.
+;; A click on that line, or RET with point at the region's start (just
+;; under it), shows the exchange's turn in the session buffer.
 
 ;;; Code:
 
@@ -76,6 +76,15 @@
 (defface tandem-directive-result-failed
   '((t :inherit error))
   "Face of the one-line result of a failed or aborted exchange."
+  :group 'tandem-directive)
+
+(defcustom tandem-directive-ret-shows-result t
+  "Non-nil: RET at the start of a directive's region shows its result.
+The start of the region is just under the result line (point can never
+be on the line itself: it is display text).  Elsewhere in the region RET
+is the buffer's own; with nil it is everywhere, and a click on the line
+or \`s' in `tandem-directive-menu' shows the result."
+  :type 'boolean
   :group 'tandem-directive)
 
 (defconst tandem-directive-followups
@@ -145,12 +154,13 @@ the session buffer."
 (defvar tandem-directive-overlay-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "C-c C-d") #'tandem-directive-menu)
-    ;; RET shows the result only where the cursor sits on the result line
-    ;; (the region's start); elsewhere in the region it is the usual RET.
+    ;; RET shows the result only at the region's start, under the result
+    ;; line; elsewhere in the region it is the buffer's own RET.
     (define-key map (kbd "RET")
                 `(menu-item "" tandem-directive-show-result-here
                             :filter ,(lambda (command)
-                                       (and (tandem-directive--result-overlay (point))
+                                       (and tandem-directive-ret-shows-result
+                                            (tandem-directive--result-overlay (point))
                                             command))))
     map)
   "Keys on a directive's region.")
@@ -198,7 +208,7 @@ the session buffer."
             (face (if (equal (plist-get result :outcome) "succeeded")
                       'tandem-directive-result 'tandem-directive-result-failed)))
         (concat
-         (propertize "  ↳ " 'face 'tandem-directive-label 'cursor t)
+         (propertize "  ↳ " 'face 'tandem-directive-label)
          (propertize (or (plist-get result :text) "") 'face face)
          (propertize (concat "  — RET: show"
                              (if (string-empty-p followups) ""

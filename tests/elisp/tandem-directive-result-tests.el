@@ -62,12 +62,17 @@
         (with-current-buffer source
           (let* ((label (overlay-get (tandem-directive--overlay id) 'before-string))
                  (map (get-text-property (string-match "↳" label) 'keymap label)))
-            (should (eq (lookup-key map [mouse-1]) #'tandem-directive-show-result-here))
-            (should (get-text-property (string-match "↳" label) 'cursor label))))
+            (should (eq (lookup-key map [mouse-1]) #'tandem-directive-show-result-here))))
         ;; RET on the result line (point at the region's start) shows turn 1.
         (switch-to-buffer source)
         (goto-char (point-min))
         (should (eq (key-binding (kbd "RET")) #'tandem-directive-show-result-here))
+        ;; Only there, and only while the option says so.
+        (let ((tandem-directive-ret-shows-result nil))
+          (should-not (eq (key-binding (kbd "RET")) #'tandem-directive-show-result-here)))
+        (forward-char 1)
+        (should-not (eq (key-binding (kbd "RET")) #'tandem-directive-show-result-here))
+        (goto-char (point-min))
         (with-current-buffer view (goto-char (point-max)))
         (execute-kbd-macro (kbd "RET"))
         (should (eq (window-buffer (selected-window)) view))
