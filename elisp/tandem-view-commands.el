@@ -69,6 +69,25 @@ The choice is remembered for this buffer and wins over the defaults."
                        (or (next-single-property-change next 'tandem-header nil tail)
                            next))))))))
 
+(declare-function tandem-view-load-older "tandem-view-live" (&optional all))
+
+(defun tandem-view-goto-turn (turn)
+  "Move point to the start of TURN, loading older history while it is not shown.
+Windows showing the buffer start there.  Return point, or nil when the
+session shows no such turn (a rewind hid it)."
+  (tandem-view-flush)
+  (let ((st tandem-view--state) (block nil))
+    (while (and (null (setq block (gethash turn (tandem-view-state-by-turn st))))
+                (let ((first (tandem-view-state-first-seq st))) (and first (> first 1)))
+                (condition-case nil (tandem-view-load-older) (user-error nil))))
+    (when (and block (markerp (tandem-view-block-start block))
+               (marker-position (tandem-view-block-start block)))
+      (goto-char (tandem-view-block-start block))
+      (dolist (w (get-buffer-window-list nil nil t))
+        (set-window-point w (point))
+        (set-window-start w (line-beginning-position)))
+      (point))))
+
 (defun tandem-view-previous-turn (&optional n)
   "Move to the header of the previous turn (N times)."
   (interactive "p" tandem-view-mode)

@@ -126,6 +126,11 @@ The buffer follows the connection it fetched from from now on."
           (tandem-view-state-newest st) nil
           (tandem-view-state-dirty st) nil
           (tandem-view-state-live-dirty st) nil)
+    ;; Blocks a rewind entry doomed before this refresh are gone with the
+    ;; old text: left for the next frame, their markers (collapsed to the
+    ;; buffer's start) would delete the first blocks of the new text.
+    (dolist (b (tandem-view-state-doomed st)) (tandem-view--release b))
+    (setf (tandem-view-state-doomed st) nil)
     (tandem-view--index)
     (when live
       (let ((b (gethash (tandem-view-block-turn live) (tandem-view-state-by-turn st))))
