@@ -27,6 +27,7 @@ from pydantic import SecretStr
 from tandem.protocol.base import TandemError
 from tandem.protocol.remote import ConversationCreated, LlmSettings, UploadResult, is_absolute
 from tandem.remote.errors import RemoteError, error_from_response, error_from_transport
+from tandem.store import fsutil
 
 KEY_HEADER = "X-Session-API-Key"
 Progress = Callable[[int, int], None]
@@ -339,7 +340,7 @@ class AgentServerClient:
                 if response.status_code >= 400:
                     await response.aread()
                     raise error_from_response(context, response)
-                with open(dest, "wb") as out:
+                with fsutil.create_private(dest) as out:
                     async for chunk in response.aiter_bytes():
                         size += len(chunk)
                         if size > max_bytes:
