@@ -30,6 +30,8 @@ from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import Params
 
+from .modes import loose
+
 pytestmark = pytest.mark.anyio
 
 SCRIPT = [
@@ -39,16 +41,6 @@ SCRIPT = [
     Reply(text="SUMMARY: alpha and bee."),
     Reply(text="after everything"),
 ]
-
-
-def loose(root: Path) -> list[str]:
-    """Every entry under ROOT (ROOT included) that group or others may use."""
-    out = []
-    for path in [root, *root.rglob("*")]:
-        st = path.lstat()
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
-            out.append(f"{stat.S_IMODE(st.st_mode):04o} {path.relative_to(root)}")
-    return out
 
 
 @pytest.fixture

@@ -16,17 +16,9 @@ from fakes.script import Reply, ToolCallSpec
 from tandem.store import fsutil
 from tandem.store.home import PRIVATE_MARKER
 
+from .modes import loose as _loose
+
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _loose(home: Path) -> list[str]:
-    """Every entry under HOME (HOME included) that group or others may use."""
-    out = []
-    for path in [home, *home.rglob("*")]:
-        st = path.lstat()
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
-            out.append(f"{oct(stat.S_IMODE(st.st_mode))} {path.relative_to(home)}")
-    return out
 
 
 def _project(tmp_path: Path) -> Path:
