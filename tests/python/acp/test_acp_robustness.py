@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp_helpers import RecordingSink, chat
@@ -24,13 +25,6 @@ from tandem.turns.engine import TurnSpec
 
 OFF_SCHEMA = {"sessionUpdate": "usage_update", "used": None, "size": 200000}
 """What the Claude adapter sends when it does not know the context size yet."""
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
 
 
 def test_an_update_off_the_schema_is_logged_once_and_skipped(
@@ -49,18 +43,23 @@ def test_an_update_off_the_schema_is_logged_once_and_skipped(
     assert "Traceback" not in caplog.text
 
 
-def test_tandem_ask_prints_no_traceback_for_an_update_off_the_schema(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    script, log = tmp_path / "agent.json", tmp_path / "agent-log.jsonl"
-    script.write_text(json.dumps({"prompts": [[
-        {"say": "a"}, {"raw_update": OFF_SCHEMA}, {"say": "b"}]]}))
+def _configure(tmp_path: Path, script: dict[str, Any]) -> Path:
+    """Make the fake agent with SCRIPT the user's ``acp:fake``; return its log file."""
+    script_path, log = tmp_path / "agent.json", tmp_path / "agent-log.jsonl"
+    script_path.write_text(json.dumps(script))
     settings = Path(os.environ["XDG_CONFIG_HOME"]) / "tandem" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"acp_agents": {"fake": {
-        "command": [sys.executable, str(FAKE_AGENT), str(script), str(log)]}}}))
+        "command": [sys.executable, str(FAKE_AGENT), str(script_path), str(log)]}}}))
+    return log
+
+
+def test_tandem_ask_prints_no_traceback_for_an_update_off_the_schema(
+    tmp_path: Path, root: Path
+) -> None:
+    _configure(tmp_path, {"prompts": [[{"say": "a"}, {"raw_update": OFF_SCHEMA}, {"say": "b"}]]})
     proc = subprocess.run(
-        [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project),
+        [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(root),
          "--provider", "acp:fake", "hi"],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -90,22 +89,17 @@ def test_a_refused_file_request_reaches_the_agent_with_tandems_reason(
     assert (root / "keep.txt").read_text() == "keep"
 
 
-def test_a_mode_change_between_turns_sets_the_mode_and_keeps_the_agent(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    script, log = tmp_path / "agent.json", tmp_path / "agent-log.jsonl"
-    script.write_text(json.dumps({
+def test_a_mode_change_between_turns_sets_the_mode_and_keeps_the_agent(
+    tmp_path: Path, root: Path
+) -> None:
+    log = _configure(tmp_path, {
         "modes": {"current": "default", "available": ["default", "acceptEdits", "plan"]},
-        "prompts": [[{"say": "one"}], [{"say": "two"}]]}))
-    settings = Path(os.environ["XDG_CONFIG_HOME"]) / "tandem" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"acp_agents": {"fake": {
-        "command": [sys.executable, str(FAKE_AGENT), str(script), str(log)]}}}))
+        "prompts": [[{"say": "one"}], [{"say": "two"}]]})
 
     async def scenario() -> list[str]:
         app = App(home=tmp_path / "home", events=EventRecorder())
         try:
-            sid = (await new(app, NewParams(cwd=str(project)))).id
+            sid = (await new(app, NewParams(cwd=str(root)))).id
             outcomes = []
             for text, mode in (("first request", "ask"), ("second request", "auto-edit")):
                 # What M-x tandem-set-permission-mode does between the turns.
