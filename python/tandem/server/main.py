@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tandem import reaper, secrets
 from tandem.paths import logs_dir, tandem_home
-from tandem.server.limits import Limits, WaitingSlots
+from tandem.server.limits import HeardProtocol, Limits, WaitingSlots
 from tandem.store import fsutil
 
 if TYPE_CHECKING:
@@ -37,8 +37,11 @@ log = logging.getLogger("tandem.server")
 HANDOVER_TIMEOUT = 30.0
 """Seconds ``tandem serve`` waits for the token line on stdin."""
 
-ACCEPT_BACKLOG = 1024
-"""Connections the kernel queues before the server accepts them (capped by somaxconn)."""
+ACCEPT_BACKLOG = 128
+"""Connections the kernel queues before the server accepts them (also how many one
+accept round takes). Measured under a flood of new connections: 1024 made a real
+client wait a second or more behind the queue; asyncio's default of 100 and 128
+answer it in milliseconds, the flooder's own connects being slowed by the kernel."""
 
 NEEDED_TO_SERVE = ("pydantic", "pydantic_core", "typing_extensions", "anyio", "httpx",
                    "httpx_sse", "msgspec")
@@ -133,11 +136,10 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
         finally:
             waiting.release(transport)
 
-    # A deep accept queue: a burst of connections waits there for the oldest-first
-    # drop instead of overflowing it, where the kernel drops the real client's SYN
-    # and its connect waits a second for the retry.
-    server = await asyncio.start_server(on_client, "127.0.0.1", port, limit=2**20,
-                                        backlog=ACCEPT_BACKLOG)
+    def protocol() -> HeardProtocol:  # asyncio.start_server's, telling `waiting` who spoke
+        return HeardProtocol(asyncio.StreamReader(limit=2**20), on_client, waiting)
+
+    server = await loop.create_server(protocol, "127.0.0.1", port, backlog=ACCEPT_BACKLOG)
     bound = server.sockets[0].getsockname()[1]
     sys.stdout.write(f"{bound}\n")
     sys.stdout.flush()

@@ -12,6 +12,7 @@ import resource
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +110,40 @@ def test_the_backend_holds_no_more_descriptors_than_its_slots(
         for s in idle:
             s.close()
     assert during - before <= Limits().max_unauthenticated, (before, during)
+
+
+FLOODER = """
+import socket, sys
+port, held = int(sys.argv[1]), []
+while True:
+    try:
+        held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    except OSError:
+        pass
+    if len(held) > 300:  # keep 200 to 300 open, opening new ones all the time
+        for s in held[:100]:
+            s.close()
+        del held[:100]
+"""
+
+
+def test_a_real_client_gets_in_while_another_process_keeps_opening_connections(
+    backend: subprocess.Popen[str],
+) -> None:
+    port = backend.port  # type: ignore[attr-defined]
+    flooder = subprocess.Popen([sys.executable, "-c", FLOODER, str(port)])
+    try:
+        time.sleep(1.0)  # the flood is under way
+        times = []
+        for _ in range(10):
+            try:
+                times.append(_hello_and_ping(port))
+            except (EOFError, ConnectionError) as e:
+                pytest.fail(f"the real client was dropped during the flood: {e!r}")
+    finally:
+        flooder.kill()
+        flooder.wait(10)
+    shown = [f"{t * 1000:.0f} ms" for t in times]
+    print("hello+ping during a flood of new connections:", shown)
+    assert statistics.median(times) < 0.1, shown
+    assert backend.poll() is None
