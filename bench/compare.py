@@ -214,7 +214,8 @@ def _remove_worktree(path: Path) -> None:
 
 
 def _load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
