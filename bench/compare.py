@@ -239,6 +239,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sides = {"base": base_root, "tree": ROOT}
         for side, root in sides.items():
             print(f"{side}: {_describe(root)}\n      runs {_check_own_code(root)}", flush=True)
+        # A script that changed measures something else: say so beside the ratios.
+        changed = _git("diff", "--name-only", _git("rev-parse", "HEAD", cwd=base_root), "--",
+                       "bench/").split()
+        changed = [c for c in changed if not stems or Path(c).stem in stems
+                   or not Path(c).name.startswith("bench_")]
+        if changed:
+            print(f"bench scripts that differ (their figures may measure other things): "
+                  f"{', '.join(Path(c).name for c in changed)}", flush=True)
         rounds: dict[str, dict[str, list[BenchLine]]] = {"base": {}, "tree": {}}
         tree_ok = True
         for n in range(args.rounds):
