@@ -176,7 +176,7 @@ def _check_own_code(root: Path) -> str:
     if shutil.which("emacs"):
         found.append(subprocess.run(
             ["emacs", "--batch", "--no-init-file", "-L", str(root / "elisp"), "--eval",
-             "(progn (require 'tandem-client) (princ (locate-library \"tandem-client\")))"],
+             "(progn (require 'tandem-client) (princ (symbol-file 'tandem-request 'defun)))"],
             check=True, capture_output=True, text=True).stdout.strip())
     for path in found:
         if not Path(path).resolve().is_relative_to(root.resolve()):
