@@ -6,6 +6,10 @@
 #   make info   the Info manual (doc/tandem.info, doc/dir)
 #   make package  a package.el tarball in .cache/dist/
 #   make bench  performance figures as JSON lines (docs/performance.md)
+#   make bench-compare BASE=REF [ROUNDS=2] [ONLY=transport,view] [FIGURES=a,b]
+#               the benchmarks of REF and of the working tree, alternately in
+#               one session; each figure's ratio to REF's, and a non-zero exit
+#               when one is worse beyond its spread (docs/performance.md)
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -35,7 +39,7 @@ ELPA_LET_ALIST = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/let-alis
 PKG_VERSION = $(shell sed -n 's/^;; Version: *//p' elisp/tandem.el)
 DIST ?= .cache/dist
 
-.PHONY: run test bench demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean \
+.PHONY: run test bench bench-compare demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean \
   package-lint autoloads info package package-test
 
 setup: venv emacs-deps
@@ -163,6 +167,11 @@ demo: setup
 
 bench: setup
 	$(VPY) bench/run.py
+
+BASE ?= main
+ROUNDS ?= 2
+bench-compare: setup
+	$(VPY) bench/compare.py --base '$(BASE)' --rounds $(ROUNDS) --only '$(ONLY)' --figures '$(FIGURES)'
 
 clean:
 	rm -rf .cache .pytest_cache .mypy_cache .ruff_cache doc/tandem.info doc/dir elisp/tandem-autoloads.el
