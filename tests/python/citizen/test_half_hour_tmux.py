@@ -2,13 +2,23 @@
 
 A shell in tmux (its own tmux server, its own HOME, XDG dirs and state): the
 user starts `emacs -nw`, whose ~/.emacs.d/init.el loads tandem as an init
-file would; `M-x tandem` asks the setup questions, each showing its default;
-the answer streams; the user quits, runs `tandem ask` in the shell with no
-flag or variable and gets an answer from the same configuration; starts
-Emacs again and is asked nothing; finds the manual with `C-h i`; quits.
-Every check reads the screen, as a person would.
-"""
+file would, and walks the seams one after the other:
 
+- `M-x tandem` asks the setup questions, each showing its default; the
+  answer streams; the header's percentages are drawn;
+- the user quits, runs `tandem ask` in the shell with no flag or variable,
+  and gets an answer from the same configuration;
+- Emacs again: nothing is asked; a permission question is answered with
+  the keys the screen names;
+- a directive on a line of main.py: Discuss, its result at the code,
+  Implement this; the visited file shows what was written;
+- Rewind and its undo, the view never blank, the footer back;
+- `=` on the turn, `k` in the review (selected), the hunk marked reverted;
+- the overview: titles from the first requests, the header's counts;
+- `C-h i m tandem` finds the manual; quit.
+
+Every check reads the screen (or the files a person would open).
+"""
 from __future__ import annotations
 
 import json
@@ -18,35 +28,21 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from demo.test_demo_tmux import Pane, _missing
+from demo.test_demo_tmux import Pane, _missing, tmux_socket
 
 ROOT = Path(__file__).resolve().parents[3]
 ANSWER = "Welcome to tandem; this answer streamed from the local test server."
 
 
-class OwnServerPane(Pane):
-    """A pane on a tmux server of its own, so no environment leaks in from another."""
-
-    def __init__(self, name: str, socket: str) -> None:
-        super().__init__(name)
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        """Run a tmux command against this session's own server."""
-        out = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
-                             text=True, check=True)
-        return out.stdout
-
-    def shell(self, line: str) -> None:
-        """Type LINE at the shell prompt and run it."""
-        self.text(line)
-        self.keys("Enter")
+def shell(pane: Pane, line: str) -> None:
+    """Type LINE at the shell prompt and run it."""
+    pane.text(line)
+    pane.keys("Enter")
 
 
 @pytest.fixture
@@ -84,7 +80,7 @@ def fake_server(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def user(tmp_path: Path) -> Iterator[tuple[OwnServerPane, Path]]:
+def user(tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
     """A shell in tmux for a new user: HOME with an init file that loads tandem."""
     reason = _missing()
     if reason:
@@ -114,18 +110,15 @@ def user(tmp_path: Path) -> Iterator[tuple[OwnServerPane, Path]]:
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "PS1": "user$ ",
     }
-    socket = f"tandem-half-hour-{uuid.uuid4().hex[:8]}"
-    name = "half-hour"
     command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()),
                         shutil.which("bash") or "/bin/bash", "--norc", "--noprofile"])
-    subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", name,
-                    "-x", "120", "-y", "40", "-c", str(project), command], check=True)
-    pane = OwnServerPane(name, socket)
+    pane = Pane("half-hour", tmux_socket())
+    pane.start(command, project, env, 120, 40)
     try:
         pane.wait_for(r"user\$", timeout=30)
         yield pane, tmp_path
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+        pane.stop()
 
 
 def until(check: Callable[[], bool], screen: str, timeout: float = 15) -> None:
@@ -137,7 +130,7 @@ def until(check: Callable[[], bool], screen: str, timeout: float = 15) -> None:
         time.sleep(0.2)
 
 
-def answer_yes(pane: OwnServerPane, timeout: float = 10) -> None:
+def answer_yes(pane: Pane, timeout: float = 10) -> None:
     """Answer a y-or-n or yes-or-no question if one shows within TIMEOUT."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -152,7 +145,7 @@ def answer_yes(pane: OwnServerPane, timeout: float = 10) -> None:
         time.sleep(0.2)
 
 
-def _quit_emacs(pane: OwnServerPane) -> None:
+def _quit_emacs(pane: Pane) -> None:
     pane.keys("C-x", "C-c")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -166,11 +159,11 @@ def _quit_emacs(pane: OwnServerPane) -> None:
     raise AssertionError(f"Emacs did not quit:\n{pane.screen()}")
 
 
-def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
+def test_a_new_users_first_half_hour(user: tuple[Pane, Path],
                                      fake_server: str) -> None:
     pane, tmp = user
     # First run: every question shows its default.
-    pane.shell("emacs -nw")
+    shell(pane, "emacs -nw")
     pane.wait_for(r"scratch", timeout=60)
     pane.keys("M-x")
     pane.text("tandem")
@@ -201,7 +194,7 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
 
     # The shell: the same configuration, no flag and no variable.
     pane.keys("C-l")
-    pane.shell("tandem ask 'and from the shell?'; echo exit=$?")
+    shell(pane, "tandem ask 'and from the shell?'; echo exit=$?")
     screen = pane.wait_for(r"exit=\d+", timeout=90)
     assert ANSWER in screen, screen
     assert "exit=0" in screen, screen
@@ -209,7 +202,7 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
 
     # A restart asks nothing again, and the session is there.
     pane.keys("C-l")
-    pane.shell("emacs -nw main.py")
+    shell(pane, "emacs -nw main.py")
     pane.wait_for(r"main\.py", timeout=60)
     pane.keys("M-x")
     pane.text("tandem")
@@ -251,7 +244,6 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
     screen = pane.wait_for(r"Use upper case in the greeting\.", timeout=60)
     # The result is at the code, with the keys of what comes next.
     screen = pane.wait_for(r"↳ Use upper case in the greeting\..*implement this", timeout=60)
-    print(screen)
     pane.keys("C-x", "b")
     pane.text("main.py")
     pane.keys("Enter")
@@ -292,12 +284,10 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
     assert 'print("HELLO")' in screen, screen
     until(lambda: (tmp / "project" / "main.py").read_text() == 'print("HELLO")\n', screen)
 
-    # Review the turn that changed a file; revert its hunk: the review follows.
-    pane.keys("M-x")
-    pane.text("tandem-review-turn")
-    pane.keys("Enter")
-    pane.wait_for(r"Review turn \(default 4\)", timeout=20)
-    pane.keys("Enter")
+    # Review the turn that changed a file with = on it; revert its hunk: the review follows.
+    pane.keys("C-p", "C-p", "C-p", "C-p")  # out of the composer, into the transcript
+    pane.keys("p")  # the start of the last turn, turn 4
+    pane.keys("=")
     screen = pane.wait_for(r"\+print\(\"HELLO\"\)", timeout=30)
     pane.keys("k")  # the review buffer is selected: k reverts the hunk at point
     answer_yes(pane)
