@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tandem.config.agent_files import listed_files, workspace_digest
 from tandem.config.model import (
     MAX_FILE_BYTES,
     MODE_ORDER,
@@ -163,13 +164,22 @@ def _drop(data: dict[str, Any], dotted: str) -> None:
             data.pop(head)
 
 
+def _users_native(provider: Any, user: dict[str, Any]) -> bool:
+    """Whether PROVIDER is ``openai:…``/``anthropic:…`` of a family USER's settings name."""
+    family = str(provider).partition(":")[0]
+    own = str(user.get("default_provider") or "").partition(":")[0]
+    return family in ("openai", "anthropic") and (family == own or family in user)
+
+
 def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[str, Any],
                                                                            list[str]]:
     """What an untrusted PROJECT object may set over USER's, and the keys it may not.
 
     Never: a trusted-only key (URLs, agent and server commands). Only when
     not looser than the user's: ``permission_mode``. Only when not above the
-    user's value (or the built-in default): the ``native`` limits.
+    user's value (or the built-in default): the ``native`` limits. Only a
+    native provider of a family the user's own configuration names (its
+    ``default_provider`` or its section): ``default_provider``.
     """
     kept = copy.deepcopy(project)
     ignored: list[str] = []
@@ -177,6 +187,10 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
         if _present(kept, dotted):
             ignored.append(dotted)
             _drop(kept, dotted)
+    provider = kept.get("default_provider")
+    if provider is not None and not _users_native(provider, user):
+        ignored.append(f"default_provider ({provider} is not a native provider you configured)")
+        kept.pop("default_provider")
     mode = kept.get("permission_mode")
     mine = user.get("permission_mode") or "ask"
     if isinstance(mode, str) and MODE_ORDER.get(mode, 0) > MODE_ORDER.get(mine, 1):
@@ -208,6 +222,7 @@ class Resolved:
     user: FileLayer
     project: FileLayer | None
     trusted: bool
+    """The user trusts the project as it is: its settings and its agents' files."""
     ignored: list[str] = field(default_factory=list)
     changed: bool = False
     """The project was trusted at another content: its file changed since."""
@@ -253,13 +268,18 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
     trusted = changed = False
     if project is not None and project.exists:
         project.typed()
-        granted = TrustStore(home).granted(canonical_root(root or "."))
-        trusted = granted == project.sha256
+    if root:
+        covered = workspace_digest(root, project.sha256 if project else None,
+                                   listed_files(user.raw.get("acp_agents")))
+        granted = TrustStore(home).granted(canonical_root(root)) if covered else None
+        trusted = covered is not None and granted == covered
         changed = granted is not None and not trusted
+    if project is not None and project.exists:
         if trusted:
             kept = copy.deepcopy(project.raw)
         else:
-            kept, ignored = untrusted_view(project.raw, user.raw)
+            # The front end's layer is the user's own word too (Emacs' `tandem-provider`).
+            kept, ignored = untrusted_view(project.raw, merge(user.raw, overlay or {}))
     merged = merge(merge(user.raw, kept), overlay or {})
     settings = validate(merged, "(merged)")
     return Resolved(settings, user, project, trusted, ignored, changed, project_kept=kept)

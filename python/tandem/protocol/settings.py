@@ -27,6 +27,15 @@ class TrustParams(Params):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+class ShownFile(Reply):
+    """One more project file a grant covers (an agent's configuration), as read."""
+
+    path: str
+    sha256: str
+    """Its digest, or why it cannot be trusted (unreadable, too large, not a file)."""
+    text: str = ""
+
+
 class TrustReport(Reply):
     """Where ROOT's project settings stand."""
 
@@ -43,3 +52,5 @@ class TrustReport(Reply):
     """The file's content (first `SHOWN_CHARS` characters)."""
     error: str | None = None
     """Why the file cannot be used at all (invalid settings)."""
+    agent_files: list[ShownFile] = []
+    """The project's agent configuration files; `sha256` covers them with the settings."""

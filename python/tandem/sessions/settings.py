@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from tandem.config.agent_files import listed_files, workspace_digest
 from tandem.config.layers import (
     load_object,
     merge,
@@ -61,8 +62,10 @@ class Settings:
             return self.project, []
         try:  # trusted only while the memory copy is the very file the user trusted
             layer = read_layer(project_settings_path(self.root))
+            covered = workspace_digest(self.root, layer.sha256,
+                                       listed_files(self.user.get("acp_agents")))
             if layer.exists and layer.raw == self.project and TrustStore(self.home).is_trusted(
-                    canonical_root(self.root), layer.sha256 or ""):
+                    canonical_root(self.root), covered or ""):
                 return self.project, []
         except TandemError:
             pass
