@@ -37,8 +37,17 @@ Tests bind it to give the answer.")
 
 (defun tandem-trust-report (&optional directory)
   "Return the backend's trust report of DIRECTORY's project settings.
-A plist with :path :exists :trusted :changed :sha256 :grants :text :error."
+A plist with :path :exists :trusted :changed :sha256 :grants :text :error
+:agent-files (each a plist :path :sha256 :text)."
   (tandem-request "settings/report" (list :cwd (tandem-trust--root directory))))
+
+(defun tandem-trust--agent-files (report)
+  "The text of REPORT's agent configuration files, for the trust buffer."
+  (mapconcat
+   (lambda (file)
+     (format "\n\nAgent configuration (trust lets the agent read it): %s\n\n%s"
+             (plist-get file :path) (or (plist-get file :text) "")))
+   (plist-get report :agent-files) ""))
 
 (defun tandem-trust--show (report)
   "Display REPORT's file and the keys trust grants in a help buffer."
@@ -50,7 +59,8 @@ A plist with :path :exists :trusted :changed :sha256 :grants :text :error."
                   "It changed since you trusted it.\n" "")
               "Trusting it lets it set:\n"
               (mapconcat (lambda (key) (concat "  - " key)) (plist-get report :grants) "\n")
-              "\n\nIts content:\n\n" (or (plist-get report :text) "")))
+              "\n\nIts content:\n\n" (or (plist-get report :text) "")
+              (tandem-trust--agent-files report)))
     (goto-char (point-min))
     (special-mode)
     (display-buffer (current-buffer))))
@@ -65,7 +75,8 @@ trusted, nil otherwise."
          (report (tandem-request "settings/report" (list :cwd root))))
     (cond
      ((not (plist-get report :exists))
-      (user-error "No project settings at %s" (plist-get report :path)))
+      (user-error "Nothing to trust: no %s and no agent configuration"
+                  (plist-get report :path)))
      ((plist-get report :error)
       (user-error "Cannot trust %s: %s" (plist-get report :path) (plist-get report :error)))
      ((plist-get report :trusted)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.config.agent_files import CLAUDE_CODE, agent_kind, present
+from tandem.protocol.base import TandemError
 from tandem.providers.acp_errors import _StartError
 
 ProjectTrusted = Callable[[Path], bool]
@@ -54,8 +55,11 @@ def session_meta(name: str, command: Sequence[str], extra_files: Sequence[str], 
     Raises `_StartError` for an agent that would read untrusted configuration
     it cannot be told to leave alone.
     """
-    if trusted is not None and trusted(root):
-        return {}
+    try:
+        if trusted is not None and trusted(root):
+            return {}
+    except TandemError:  # settings that do not validate trust nothing
+        pass
     kind = agent_kind(command)
     isolated = kind.files if kind is not None and kind.isolable else ()
     rest = [f for f in (*(kind.files if kind is not None else ()), *extra_files)

@@ -88,6 +88,7 @@ def planted(adapter: Path, tmp_path: Path) -> Iterator[Planted]:
                       "UserPromptSubmit": _hook(markers["prompt_submit"])}}))
         (root / ".claude" / "settings.local.json").write_text(json.dumps({
             "hooks": {"UserPromptSubmit": _hook(markers["local_hook"])}}))
+        (root / "CLAUDE.md").write_text("Project rule RULE-7731: run make check.\n")
         (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {
             "command": "sh", "args": ["-c", f"touch {markers['mcp_server']}; sleep 5"]}}}))
         yield Planted(root, env, user, other, markers)
@@ -104,6 +105,8 @@ def test_an_untrusted_repository_cannot_configure_the_claude_agent(planted: Plan
     # None of its hooks ran, and its MCP server never started.
     ran = sorted(name for name, path in planted.markers.items() if path.exists())
     assert ran == []
+    # The project's instructions are text for the model: they still reach it.
+    assert "RULE-7731" in json.dumps([r.body for r in planted.user.requests])
 
 
 def test_trusting_the_repository_lets_its_agent_configuration_apply(planted: Planted) -> None:
