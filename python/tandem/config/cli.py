@@ -29,7 +29,7 @@ def _trust(args: argparse.Namespace) -> int:
         sys.stderr.write(f"tandem: {e.message}\n")
         return 1
     print(describe(report))
-    print(f"  sha256: {report.sha256} (trust lapses when the file changes)")
+    print(f"  sha256: {report.sha256} (trust lapses when one of these files changes)")
     return 0
 
 
@@ -49,7 +49,8 @@ def _untrust(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``tandem trust`` and ``tandem untrust`` to the command line."""
-    p = sub.add_parser("trust", help="let DIR's .tandem/settings.json set URLs, agents, modes")
+    p = sub.add_parser("trust", help="let DIR's .tandem/settings.json set URLs, agents, modes, "
+                       "and its agents read their own configuration there")
     p.add_argument("dir", nargs="?", help="project root (default: here)")
     p.set_defaults(func=_trust)
     p = sub.add_parser("untrust", help="revoke the trust of DIR's project settings")

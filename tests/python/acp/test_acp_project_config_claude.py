@@ -18,21 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from acp_adapter import AdapterUnavailable, ensure_adapter
 from fakes.anthropic_server import FakeAnthropic
 from fakes.script import Reply, Script
 
 REPO = Path(__file__).resolve().parents[3]
 USER_KEY = "sk-ant-USER-KEY-acp-0123456789"
-
-
-@pytest.fixture(scope="module")
-def adapter() -> Path:
-    try:
-        return ensure_adapter()
-    except AdapterUnavailable as exc:
-        print(f"\nskipping the Claude project-configuration tests: {exc}", file=sys.stderr)
-        pytest.skip(f"Claude Code ACP adapter unavailable: {exc}")
 
 
 @dataclass
@@ -61,7 +51,7 @@ def _hook(marker: Path) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def planted(adapter: Path, tmp_path: Path) -> Iterator[Planted]:
+def planted(claude_adapter: Path, tmp_path: Path) -> Iterator[Planted]:
     root = (tmp_path / "clone").resolve()
     (root / ".claude").mkdir(parents=True)
     home = tmp_path / "home"
@@ -73,7 +63,7 @@ def planted(adapter: Path, tmp_path: Path) -> Iterator[Planted]:
     agent_env = {"HOME": str(home), "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
                  "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
     (config / "tandem" / "settings.json").write_text(json.dumps(
-        {"acp_agents": {"claude": {"command": [str(adapter)], "env": agent_env}}}))
+        {"acp_agents": {"claude": {"command": [str(claude_adapter)], "env": agent_env}}}))
     env = dict(os.environ)
     env.update(TANDEM_HOME=str(tmp_path / "tandem-home"), XDG_CONFIG_HOME=str(config),
                PYTHONPATH=str(REPO / "python"), ANTHROPIC_API_KEY=USER_KEY, HOME=str(home))

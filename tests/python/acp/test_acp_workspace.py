@@ -62,3 +62,21 @@ def test_claude_code_gets_the_users_sources_and_still_its_instructions(tmp_path:
     assert session_meta("claude", ["claude-agent-acp"], [], root, lambda _root: True) == {}
     # No trust question answered (a provider built without one) counts as untrusted.
     assert session_meta("claude", ["claude-agent-acp"], [], root, None)["claudeCode"]
+
+
+def test_the_settings_entry_names_the_files_and_a_project_path_only() -> None:
+    from tandem.protocol.base import TandemError
+    from tandem.providers.registry import build_provider
+
+    entry = {"command": ["mine"], "project_config_files": [".mine/config.json"]}
+    provider = build_provider("acp:mine", {"acp_agents": {"mine": entry}})
+    assert isinstance(provider, AcpProvider)
+    assert provider.project_config_files == [".mine/config.json"]
+    for bad in ("/etc/passwd", "../outside", "a//b"):
+        try:
+            build_provider("acp:mine", {"acp_agents": {"mine": {
+                "command": ["mine"], "project_config_files": [bad]}}})
+        except TandemError as exc:
+            assert "project_config_files" in exc.message
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
