@@ -1,5 +1,6 @@
 # tandem — every target does its own set-up on a fresh Debian machine.
-#   make run    Emacs (-nw -Q) with tandem loaded and M-x tandem run
+#   make run    Emacs (-nw) with tandem loaded and M-x tandem run; its own init
+#               file (etc/run-init.el) keeps your choices in .cache/run/
 #   make test   lint, types, pytest, byte-compile, checkdoc, package-lint,
 #               ERT, the manual, and an install of the package from a clone
 #   make info   the Info manual (doc/tandem.info, doc/dir)
@@ -65,8 +66,10 @@ test-deps: venv
 	-$(VPY) tests/mcp_everything.py
 	-$(VPY) tests/python/remote/agent_server.py install
 
-run: setup
-	$(EMACS) -nw -Q -L elisp $(if $(ELPA_MD),-L $(ELPA_MD)) -l tandem --eval '(tandem)'
+# Not -Q: etc/run-init.el is an init file of its own (state in .cache/run/),
+# so customizations are kept and Debian's elpa packages load as usual.
+run: setup info
+	$(EMACS) -nw -q -l etc/run-init.el
 
 lint: venv
 	$(VENV)/bin/ruff check python tests/python bench
@@ -90,7 +93,8 @@ checkdoc: emacs-deps
 
 # XDG_DATA_HOME: a backend the user installed (M-x tandem-install-backend)
 # must not stand in for this checkout's.
-ert: setup
+# info: a test opens the manual as a user would.
+ert: setup info
 	mkdir -p $(TEST_HOME)
 	TANDEM_TEST_HOME=$(TEST_HOME) XDG_DATA_HOME=$(TEST_HOME)/data $(EMACS) -Q --batch -L elisp -L tests/elisp \
 	  -l tests/elisp/run-tests.el
@@ -135,7 +139,8 @@ package: info
 package-test: emacs-deps
 	tests/package/run.sh
 
-test: setup test-deps lint typecheck pytest elisp-compile checkdoc package-lint ert info package-test
+# info before ert: a test opens the manual the way a user would.
+test: setup test-deps lint typecheck pytest elisp-compile checkdoc package-lint info ert package-test
 
 # A scripted local model server: the demo's answers are canned, no API key.
 demo: setup

@@ -18,6 +18,7 @@
 
 (require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-read)
 
 (defun tandem--buffer-text (_conn file)
   "Return the whole text of the buffer visiting FILE, or nil when none does.
@@ -85,7 +86,8 @@ A read-only buffer signals an error, which the agent is told."
                                 (plist-get c :id)))
                         choices))
          (default (car (rassoc current table)))
-         (picked (completing-read (format "Agent %s: " kind) table nil t nil nil default)))
+         (picked (tandem-read-choice (format "Agent %s" kind) (mapcar #'car table)
+                                     :default default :require-match t)))
     (cdr (assoc picked table))))
 
 (defun tandem-acp--set (kind value)

@@ -73,7 +73,8 @@ written in the background unless WAIT is non-nil; then return the reply
 plist (:seq :first-kept-turn :tokens-before :tokens-after :acp-session-id)."
   (interactive
    (list nil (and current-prefix-arg
-                  (read-string "Summarise with provider (e.g. openai:gpt-4o-mini): "))
+                  (read-string (format-prompt "Summarise with provider (e.g. openai:gpt-4o-mini)"
+                                              "the session's own")))
          nil))
   (tandem-configure)
   (let* ((session (tandem-compact--session session))
@@ -210,12 +211,15 @@ inserted text is read-only.  Return the number of turns inserted."
   (setq-local truncate-lines nil)
   (setq-local word-wrap t))
 
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-compact-old-mode 'completion-predicate #'ignore)
+
 ;;;###autoload
 (defun tandem-compact-show-old-turns (&optional session compaction)
   "Show what COMPACTION of SESSION summarised, read-only, in its own buffer.
 Interactively, COMPACTION is the compaction row at point in a session
 buffer.  Return the buffer."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (let* ((session (or session (tandem-view-session-here)))
          (compaction (or compaction (tandem-compact--entry-at (point))
                          (user-error "No compaction row at point"))))

@@ -175,7 +175,7 @@ from chat stashes the chat draft; returning to chat restores it."
 
 (defun tandem-composer-back-to-chat ()
   "Leave the directive scope and restore the stashed chat draft."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (if (eq tandem-composer--scope 'chat)
       (message "The composer is already in chat scope")
     (tandem-composer-set-scope (current-buffer) 'chat)
@@ -322,7 +322,7 @@ Point moves to the end of the draft when it was in it."
 (defun tandem-composer-send ()
   "Send the draft in the current scope; while a turn is in flight, cancel it.
 Return what the send function returned (for chat: the turn number)."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (cond
    ((tandem-composer-busy-p)
     (unless tandem-composer-cancel-function (user-error "Nothing can cancel this turn"))
@@ -367,12 +367,12 @@ Return what the send function returned (for chat: the turn number)."
 
 (defun tandem-composer-history-previous ()
   "Replace the draft with the previous (older) sent text."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (tandem-composer--history-move 1))
 
 (defun tandem-composer-history-next ()
   "Replace the draft with the next (newer) sent text, or the saved draft."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (tandem-composer--history-move -1))
 
 (provide 'tandem-composer)

@@ -63,13 +63,23 @@ A prefix argument asks which system directive to use."
   (tandem-directive--in-menu
     (tandem-directive-run tandem-directive--menu-id action current-prefix-arg
                           (and (eq action 'discuss-result)
-                               (let ((seqs (mapcar (lambda (a) (number-to-string
-                                                                (plist-get a :seq)))
-                                                   (plist-get tandem-directive--menu-record
-                                                              :attempts))))
-                                 (string-to-number
-                                  (completing-read "Attempt: " seqs nil t nil nil
-                                                   (car (last seqs)))))))))
+                               (tandem-directive--menu-read-attempt)))))
+
+(defun tandem-directive--menu-read-attempt ()
+  "Read which attempt of the menu's directive to discuss (one: taken as is)."
+  (let ((attempts (plist-get tandem-directive--menu-record :attempts)))
+    (string-to-number
+     (tandem-read-choice "Attempt"
+                         (mapcar (lambda (a)
+                                   (cons (number-to-string (plist-get a :seq))
+                                         (format "turn %s%s" (plist-get a :turn)
+                                                 (if (plist-get a :outcome)
+                                                     (format " · %s" (plist-get a :outcome))
+                                                   ""))))
+                                 attempts)
+                         :default (and attempts (number-to-string
+                                                 (plist-get (car (last attempts)) :seq)))
+                         :require-match t :what "attempt"))))
 
 (defmacro tandem-directive--define-action (action)
   "Define the menu command for ACTION."
@@ -88,9 +98,10 @@ A prefix argument asks which system directive to use."
 
 (transient-define-suffix tandem-directive-menu-preview (action)
   "Show the exact prompt ACTION would send now."
-  (interactive (list (intern (completing-read
-                              "Preview action: "
-                              (plist-get tandem-directive--menu-record :actions) nil t))))
+  (interactive (list (intern (let ((actions (plist-get tandem-directive--menu-record :actions)))
+                               (tandem-read-choice "Preview action" actions
+                                                   :default (car actions) :require-match t
+                                                   :what "action")))))
   (let ((prompt (tandem-directive--in-menu
                   (tandem-directive-preview tandem-directive--menu-id action
                                             (if (eq action 'request-changes) "(your feedback)"
@@ -125,15 +136,15 @@ A prefix argument asks which system directive to use."
   (interactive)
   (tandem-directive--in-menu
     (tandem-directive-edit tandem-directive--menu-id
-                           (read-string "Request: "
-                                        (plist-get tandem-directive--menu-record :request)))))
+                           (tandem-read-text "Request" :initial (plist-get tandem-directive--menu-record
+                                                                           :request)))))
 
 (transient-define-suffix tandem-directive-menu-rebind ()
   "Move future activity to another session (warned)."
   (interactive)
   (tandem-directive--in-menu
     (tandem-directive-rebind tandem-directive--menu-id
-                             (read-string "Rebind to session id: "))))
+                             (tandem-directive-read-session tandem-directive--menu-id))))
 
 (transient-define-suffix tandem-directive-menu-archive ()
   "Archive (or unarchive) the directive."
@@ -141,6 +152,17 @@ A prefix argument asks which system directive to use."
   (tandem-directive--in-menu
     (tandem-directive-archive tandem-directive--menu-id
                               (plist-get tandem-directive--menu-record :archived))))
+
+;; The suffixes act on the open menu's directive: M-x does not offer them
+;; (with `read-extended-command-predicate' `command-completion-default-include-p').
+(dolist (command '(tandem-directive-menu-discuss tandem-directive-menu-implement
+                   tandem-directive-menu-implement-this tandem-directive-menu-discuss-result
+                   tandem-directive-menu-request-changes tandem-directive-menu-retry
+                   tandem-directive-menu-preview tandem-directive-menu-inspect
+                   tandem-directive-menu-changes tandem-directive-menu-rewind
+                   tandem-directive-menu-edit tandem-directive-menu-rebind
+                   tandem-directive-menu-archive))
+  (function-put command 'completion-predicate #'ignore))
 
 (defun tandem-directive--no-attempt-p ()
   "Return non-nil when the menu's directive has no surviving attempt."
@@ -206,6 +228,9 @@ A prefix argument asks which system directive to use."
   (add-hook 'tabulated-list-revert-hook #'tandem-directives--fill nil t)
   (tabulated-list-init-header))
 
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-directives-mode 'completion-predicate #'ignore)
+
 (defun tandem-directives--fill ()
   "Fill the list from the backend (marking lost sources first)."
   (let* ((tandem-directive-root tandem-directives--root)
@@ -255,7 +280,7 @@ A prefix argument asks which system directive to use."
 
 (defun tandem-directives-visit ()
   "Visit the anchor of the directive at point."
-  (interactive)
+  (interactive nil tandem-directives-mode)
   (let* ((id (or (tabulated-list-get-id) (user-error "No directive on this line")))
          (record (tandem-directive-record id tandem-directives--root))
          (anchor (plist-get record :anchor))
@@ -267,14 +292,14 @@ A prefix argument asks which system directive to use."
 
 (defun tandem-directives-inspect ()
   "Inspect the directive at point."
-  (interactive)
+  (interactive nil tandem-directives-mode)
   (require 'tandem-inspector)
   (tandem-inspect-directive (or (tabulated-list-get-id) (user-error "No directive here"))
                             tandem-directives--root))
 
 (defun tandem-directives-toggle-archived ()
   "Show or hide archived directives."
-  (interactive)
+  (interactive nil tandem-directives-mode)
   (setq tandem-directives--show-archived (not tandem-directives--show-archived))
   (revert-buffer))
 

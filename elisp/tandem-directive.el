@@ -39,6 +39,7 @@
 (require 'tandem-view-state)
 (require 'tandem-directive-source)
 (require 'tandem-review)
+(require 'tandem-read)
 
 ;; The view is above this file (it renders directive turns).
 (declare-function tandem-view-show "tandem-view" (info &optional no-select))
@@ -132,8 +133,8 @@ function returning one" name)))))
   "Ask for the system directive of ACTION (default: its usual one)."
   (let* ((default (symbol-name (tandem-directive--default-system action)))
          (names (mapcar (lambda (e) (symbol-name (car e))) (tandem-directive--all-directives))))
-    (intern (completing-read (format "System directive (default %s): " default)
-                             names nil t nil nil default))))
+    (intern (tandem-read-choice "System directive" names :default default :require-match t
+                                :what "system directive"))))
 
 ;;;; Acting
 
@@ -313,7 +314,7 @@ Without a region: in code, the definition (function) around point;
 elsewhere the line at point."
   (interactive (progn (unless buffer-file-name
                         (user-error "A directive needs a file: save this buffer first"))
-                      (list (read-string "Directive request: "))))
+                      (list (tandem-read-text "Directive request"))))
   (let* ((def (and (not (use-region-p)) (tandem-directive--definition-at-point)))
          (beg (cond ((use-region-p) (region-beginning)) (def (car def))
                     (t (line-beginning-position))))
@@ -326,12 +327,11 @@ elsewhere the line at point."
 
 (defun tandem-directive--read-text (action)
   "Read the text ACTION takes in the minibuffer (required for request-changes)."
-  (let ((prompt (pcase action
-                  ('discuss "Question (empty: discuss the request): ")
-                  ('discuss-result "Question about the attempt: ")
-                  ('request-changes "What should change: ")
-                  (_ "Guidance (optional): "))))
-    (read-string prompt)))
+  (pcase action
+    ('request-changes (tandem-read-text "What should change" :what "change asked for"))
+    ('discuss-result (tandem-read-text "Question about the attempt" :what "question"))
+    ('discuss (read-string "Question (empty: discuss the request): "))
+    (_ (read-string "Guidance (optional): "))))
 
 (defun tandem-directive-run (id action &optional choose-system attempt)
   "Run ACTION on directive ID from a command.
@@ -364,7 +364,7 @@ attempt a discuss-result attaches."
 The directive goes back to Ready; earlier activity is kept."
   (interactive (let* ((id (tandem-directive-id-at-point t))
                       (old (plist-get (tandem-directive-record id) :request)))
-                 (list id (read-string "Request: " old))))
+                 (list id (tandem-read-text "Request" :initial old))))
   (tandem-request "directives/edit" (list :root (tandem-directive--root) :id id
                                           :request request))
   (tandem-directive--changed))
@@ -378,12 +378,32 @@ With UNARCHIVE, show it again."
   (tandem-directive--changed)
   (message "%s %s" id (if unarchive "unarchived" "archived")))
 
+(defun tandem-directive-read-session (id)
+  "Read the session directive ID should move to, among this project's sessions.
+The default is the project's current session; an id typed in full works too."
+  (let* ((rows (cl-remove-if (lambda (r) (plist-get r :damaged))
+                             (tandem-request "sessions/list"
+                                             (list :cwd (tandem-directive--root)))))
+         (bound (plist-get (tandem-directive-record id) :session))
+         (choices (mapcar (lambda (r)
+                            (cons (plist-get r :id)
+                                  (concat (let ((title (plist-get r :title)))
+                                            (if (string-empty-p (or title "")) "(untitled)"
+                                              title))
+                                          (if (equal (plist-get r :id) bound)
+                                              " · bound now" ""))))
+                          rows)))
+    (tandem-read-choice "Rebind to session"
+                        choices
+                        :default (car (cl-find-if-not (lambda (c) (equal (car c) bound))
+                                                      choices))
+                        :what "session")))
+
 (defun tandem-directive-rebind (id session)
   "Move directive ID's future activity to SESSION, after a warning.
 Earlier attempts keep pointing at their old session and turn."
   (interactive (let ((id (tandem-directive-id-at-point t)))
-                 (list id (read-string "Rebind to session id: "
-                                       (ignore-errors (tandem-project-session))))))
+                 (list id (tandem-directive-read-session id))))
   (let* ((root (tandem-directive--root))
          (asked (tandem-request "directives/rebind" (list :root root :id id :session session))))
     (when (or noninteractive (yes-or-no-p (concat (plist-get asked :warning) " Rebind? ")))
@@ -491,11 +511,31 @@ turn %s of session %s" seq (plist-get a :turn) (plist-get a :session))
 (defun tandem-directive-id-at-point (&optional ask)
   "Return the id of the directive at point; with ASK, read one when there is none."
   (or (run-hook-with-args-until-success 'tandem-directive-id-functions)
-      (and ask
-           (let ((ids (mapcar (lambda (r) (concat (plist-get r :id) " " (plist-get r :request)))
-                              (tandem-directive-list))))
-             (unless ids (user-error "This project has no directives"))
-             (car (split-string (completing-read "Directive: " ids nil t)))))))
+      (and ask (tandem-directive--read-id))))
+
+(defun tandem-directive--read-id ()
+  "Read one of this project's directives; return its id.
+The default is the directive of this file nearest point, else the newest."
+  (let* ((rows (tandem-directive-list))
+         (rel (and buffer-file-name
+                   (file-relative-name buffer-file-name (tandem-directive--root))))
+         (line (line-number-at-pos))
+         (lines-away (lambda (r) (abs (- (or (plist-get r :start-line) 0) line))))
+         (here (cl-remove-if-not (lambda (r) (equal (plist-get r :path) rel)) rows))
+         (near (car (sort (copy-sequence here)
+                          (lambda (a b) (< (funcall lines-away a) (funcall lines-away b)))))))
+    (unless rows
+      (user-error "This project has no directives yet (M-x tandem-directive makes one)"))
+    (tandem-read-choice "Directive"
+                        (mapcar (lambda (r)
+                                  (cons (plist-get r :id)
+                                        (format "%s · %s · %s" (tandem-directive-state-label r)
+                                                (plist-get r :path)
+                                                (tandem-directive--first-line
+                                                 (plist-get r :request) 60))))
+                                rows)
+                        :default (plist-get (or near (car (last rows))) :id)
+                        :require-match t :what "directive")))
 
 (provide 'tandem-directive)
 ;;; tandem-directive.el ends here

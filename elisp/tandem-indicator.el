@@ -20,6 +20,7 @@
 (require 'subr-x)
 (require 'tandem-client)
 (require 'tandem-turns)
+(require 'tandem-read)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
 
@@ -149,7 +150,10 @@ Tests replace it to answer at this seam.")
                                                       (plist-get q :turn) (plist-get q :title))
                                               q))
                             pending)))
-        (cdr (assoc (completing-read "Answer which question? " names nil t) names))))))
+        (cdr (assoc (tandem-read-choice "Answer which question" (mapcar #'car names)
+                                        :default (caar names) :require-match t
+                                        :what "question")
+                    names))))))
 
 ;;;###autoload
 (defun tandem-answer ()

@@ -41,6 +41,9 @@
   (setq-local truncate-lines nil)
   (setq-local word-wrap t))
 
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-inspector-mode 'completion-predicate #'ignore)
+
 (defun tandem-inspector--heading (text)
   "Insert TEXT as a section heading."
   (insert "\n" (propertize text 'face 'tandem-inspector-heading) "\n"))
@@ -182,7 +185,7 @@ Return its buffer."
 
 (defun tandem-inspector-refresh ()
   "Re-read the record and redraw."
-  (interactive)
+  (interactive nil tandem-inspector-mode)
   (tandem-inspect-directive tandem-inspector--id tandem-inspector--root))
 
 (defun tandem-inspector--id-here ()

@@ -155,11 +155,44 @@ the repository, elisp under `elisp/')."
     (if (not ok)
         (message "tandem: installing the backend failed (%s); see %s"
                  (string-trim status) (buffer-name buffer))
-      (message "tandem: backend installed in %s" (tandem-install-venv))
+      (message "tandem: backend installed in %s; %s" (tandem-install-venv)
+               (tandem-install-link-command (tandem-install-venv)))
       (when (and (fboundp 'tandem-backend-pid) (tandem-backend-pid)
                  (funcall tandem-install-offer-function
                           "tandem backend installed.  Restart the running backend now? "))
         (tandem-restart)))))
+
+(defcustom tandem-install-command-link "~/.local/bin/tandem"
+  "Where `tandem-install-backend' links the `tandem' command for the shell.
+~/.local/bin is on the PATH of most login shells.  nil: make no link."
+  :type '(choice (const :tag "No link" nil) file)
+  :group 'tandem)
+
+(defun tandem-install-link-command (venv)
+  "Link `tandem-install-command-link' to VENV's `tandem' command.
+Return a sentence saying where the command is.  A file already there
+that is not such a link is left alone, and the sentence says so."
+  (let* ((command (expand-file-name "bin/tandem" venv))
+         (link (and tandem-install-command-link
+                    (expand-file-name tandem-install-command-link)))
+         (target (and link (file-symlink-p link))))
+    (cond
+     ((null link) (format "the tandem command is %s" (abbreviate-file-name command)))
+     ((and (file-exists-p link) (not target))
+      (format "the tandem command is %s (%s is another file, left alone)"
+              (abbreviate-file-name command) (abbreviate-file-name link)))
+     (t
+      (make-directory (file-name-directory link) t)
+      (unless (equal target command)
+        (when target (delete-file link))
+        (make-symbolic-link command link))
+      (format "the tandem command is %s%s" (abbreviate-file-name link)
+              (if (member (directory-file-name (file-name-directory link))
+                          (mapcar (lambda (d) (directory-file-name (expand-file-name d)))
+                                  exec-path))
+                  ""
+                (format " (add %s to your PATH)"
+                        (abbreviate-file-name (file-name-directory link)))))))))
 
 ;;;###autoload
 (defun tandem-install-backend (&optional venv)

@@ -45,7 +45,7 @@
 (defun tandem-mcp-refresh (&optional connect)
   "Fetch this buffer's session's MCP servers again.
 With CONNECT non-nil, start the enabled servers first to list their tools."
-  (interactive (list t))
+  (interactive (list t) tandem-mcp-mode)
   (let ((reply (tandem-request "mcp/list" (list :session tandem-mcp--session
                                                 :connect (and connect t))
                                120)))
@@ -64,22 +64,22 @@ With CONNECT non-nil, start the enabled servers first to list their tools."
 
 (defun tandem-mcp-enable ()
   "Enable the MCP server at point for this session."
-  (interactive)
+  (interactive nil tandem-mcp-mode)
   (tandem-mcp--act "mcp/enable"))
 
 (defun tandem-mcp-disable ()
   "Disable the MCP server at point for this session (and stop it)."
-  (interactive)
+  (interactive nil tandem-mcp-mode)
   (tandem-mcp--act "mcp/disable"))
 
 (defun tandem-mcp-restart ()
   "Restart the MCP server at point."
-  (interactive)
+  (interactive nil tandem-mcp-mode)
   (tandem-mcp--act "mcp/restart"))
 
 (defun tandem-mcp-log ()
   "Show the log of the MCP server at point."
-  (interactive)
+  (interactive nil tandem-mcp-mode)
   (let* ((name (tandem-mcp--name))
          (reply (tandem-request "mcp/log" (list :session tandem-mcp--session :name name))))
     (with-current-buffer (get-buffer-create (format "*tandem-mcp-log %s*" name))
@@ -108,6 +108,9 @@ With CONNECT non-nil, start the enabled servers first to list their tools."
                                ("Command or URL" 0 t)]
         tabulated-list-padding 1)
   (tabulated-list-init-header))
+
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-mcp-mode 'completion-predicate #'ignore)
 
 ;;;###autoload
 (defun tandem-mcp (&optional session)

@@ -25,6 +25,7 @@
 (require 'tabulated-list)
 (require 'tandem-client)
 (require 'tandem-sessions)
+(require 'tandem-usage)
 
 (defconst tandem-overview--buffer-name "*tandem sessions*"
   "Name of the overview buffer.")
@@ -68,12 +69,18 @@
 directory is gone), \\[tandem-sessions-list-switch] switches to it,
 \\[revert-buffer] refreshes.  The list follows the backend's events."
   (setq tabulated-list-format
-        [("Id" 14 t) ("State" 22 t) ("Title" 24 t) ("Engine" 24 t)
-         ("Last activity" 17 t) ("Turns" 5 t :right-align t) ("Tokens" 9 t :right-align t)
+        ;; Fits 120 columns.  The id's first 13 characters: UUIDv7s of
+        ;; sessions made within a minute share their first 8.
+        [("Id" 13 t) ("State" 16 t) ("Title" 24 t) ("Engine" 20 t)
+         ("Last activity" 16 t) ("Turns" 5 t :right-align t)
+         ("Tokens" 15 tandem-overview--fewer-tokens-p :right-align t)
          ("Project" 0 t)])
   (setq tabulated-list-sort-key nil)
   (add-hook 'tabulated-list-revert-hook #'tandem-overview--fetch nil t)
   (tabulated-list-init-header))
+
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-sessions-list-mode 'completion-predicate #'ignore)
 
 (defun tandem-overview--state (row)
   "The State cell of ROW."
@@ -89,9 +96,16 @@ directory is gone), \\[tandem-sessions-list-switch] switches to it,
     (state state)))
 
 (defun tandem-overview--tokens (row)
-  "The Tokens cell of ROW: input plus output tokens."
-  (let ((n (+ (or (plist-get row :input-tokens) 0) (or (plist-get row :output-tokens) 0))))
-    (if (>= n 10000) (format "%dk" (/ n 1000)) (number-to-string n))))
+  "The Tokens cell of ROW, as the session's header writes them: \"80 in · 40 out\"."
+  (or (tandem-usage-format (list :input-tokens (plist-get row :input-tokens)
+                                 :output-tokens (plist-get row :output-tokens)))
+      "0"))
+
+(defun tandem-overview--fewer-tokens-p (a b)
+  "Return non-nil when entry A's session used fewer tokens than entry B's."
+  (cl-flet ((sum (entry) (+ (or (plist-get (car entry) :input-tokens) 0)
+                            (or (plist-get (car entry) :output-tokens) 0))))
+    (< (sum a) (sum b))))
 
 (defun tandem-overview--entry (row)
   "The `tabulated-list-entries' element of ROW."
@@ -181,12 +195,12 @@ With prefix argument PROJECT-ONLY, only this project's.  Return the buffer."
 
 (defun tandem-sessions-list-open ()
   "Open the session at point directly, without moving it."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (tandem-open-session-file (plist-get (tandem-sessions--row-at-point) :path)))
 
 (defun tandem-sessions-list-close ()
   "Close the live session at point: stop its agent processes, release its journal."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (let ((row (tandem-sessions--row-at-point)))
     (unless (member (plist-get row :state) '("idle" "waiting" "running"))
       (user-error "Session %s is not open" (substring (plist-get row :id) 0 13)))
@@ -196,19 +210,19 @@ With prefix argument PROJECT-ONLY, only this project's.  Return the buffer."
 
 (defun tandem-sessions-list-filter (regexp)
   "Show only the rows matching REGEXP (in any column); empty: every row."
-  (interactive (list (read-regexp "Filter sessions (regexp, empty: all)")))
+  (interactive (list (read-regexp "Filter sessions (regexp, empty: all)")) tandem-sessions-list-mode)
   (setq tandem-overview--filter (and regexp (not (string-empty-p regexp)) regexp))
   (tandem-overview--show tandem-overview--rows))
 
 (defun tandem-sessions-list-resume ()
   "Resume the session at point by id.
 When its directory is gone, ask whether to re-root it here."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (tandem-sessions-resume-id (plist-get (tandem-sessions--row-at-point) :id)))
 
 (defun tandem-sessions-list-switch ()
   "Switch the running session to the one at point."
-  (interactive)
+  (interactive nil tandem-sessions-list-mode)
   (tandem-switch-session (plist-get (tandem-sessions--row-at-point) :path)))
 
 (provide 'tandem-overview)

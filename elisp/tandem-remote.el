@@ -29,6 +29,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'tandem-client)
+(require 'tandem-read)
 
 (declare-function dired-get-marked-files "dired")
 
@@ -140,7 +141,9 @@ the session API key is looked up as for every other call."
   "Read a host name from `tandem-remote-hosts' with PROMPT."
   (unless tandem-remote-hosts
     (user-error "Set `tandem-remote-hosts' first: ((NAME . URL) ...)"))
-  (completing-read (or prompt "Agent-server: ") (mapcar #'car tandem-remote-hosts) nil t))
+  (tandem-read-choice (or prompt "Agent-server") (mapcar #'car tandem-remote-hosts)
+                      :default (caar tandem-remote-hosts) :require-match t
+                      :what "agent-server"))
 
 (defun tandem-remote--env-name (name)
   "Return the environment variable holding the key of host NAME."
@@ -187,10 +190,11 @@ The call is kept out of the `*tandem-events*' log: it may carry the key."
 WORKING-DIR may be relative to the server's home.  Return the target."
   (interactive
    (let ((session (or (funcall tandem-remote-session-function)
-                      (read-string "Session id: "))))
+                      (tandem-read-text "Session id" :what "session id"))))
      (list session (tandem-remote-read-host)
-           (read-string "Working dir (relative to the server's home): "
-                        tandem-remote-default-working-dir))))
+           (tandem-read-text "Working dir (relative to the server's home)"
+                             :default tandem-remote-default-working-dir
+                             :what "working dir"))))
   (when (called-interactively-p 'interactive)
     (tandem-remote--maybe-ask-forward host))
   (let ((target (tandem-remote--request
@@ -206,7 +210,7 @@ WORKING-DIR may be relative to the server's home.  Return the target."
 (defun tandem-remote-detach (session)
   "Stop SESSION from executing remotely."
   (interactive (list (or (funcall tandem-remote-session-function)
-                         (read-string "Session id: "))))
+                         (tandem-read-text "Session id" :what "session id"))))
   (tandem-remote--request "remote/detach" (list :session session))
   (puthash session :none tandem-remote--targets))
 
@@ -317,9 +321,10 @@ prefix argument)."
           (target (and session (not current-prefix-arg) (tandem-remote-target session))))
      (if target
          (list files (plist-get target :host) (plist-get target :resolved-working-dir))
-       (list files (tandem-remote-read-host "Upload to: ")
-             (read-string "Remote working dir (relative to the server's home): "
-                          tandem-remote-default-working-dir)))))
+       (list files (tandem-remote-read-host "Upload to")
+             (tandem-read-text "Remote working dir (relative to the server's home)"
+                               :default tandem-remote-default-working-dir
+                               :what "working dir")))))
   (tandem-remote-upload-files files host working-dir))
 
 ;;;; Hosts status

@@ -14,11 +14,15 @@
 ;;   e  ediff the file at point against its version before the turn
 ;;   g  reload
 ;;
+;; The review buffer is selected when it opens, so its keys are at hand.
 ;; Reverts go through the backend against the files as they are now: one
 ;; refused when the file changed since the turn says why and changes
-;; nothing; one done is journaled (a `revert' entry) and checkpointed.
-;; The patch shown is the turn's and does not change; reverted hunks are
-;; dimmed.
+;; nothing; one done is journaled (a `revert' entry) and checkpointed,
+;; and the review reloads.  The patch shown is the turn's and does not
+;; change; the parts reverted so far (the backend lists them with the
+;; patch) are dimmed and marked "↶ reverted".  A rewind that discards
+;; the turn says so in the header line of its open reviews
+;; (`tandem-review-rewound'), and its undo takes that back.
 
 ;;; Code:
 
@@ -26,6 +30,8 @@
 (require 'subr-x)
 (require 'diff-mode)
 (require 'tandem-client)
+(require 'tandem-turns)
+(require 'tandem-read)
 
 (declare-function ediff-buffers "ediff" (buffer-a buffer-b &optional startup-hooks job-name))
 
@@ -38,6 +44,8 @@
 (defvar-local tandem-review--session nil "Session id of this review buffer.")
 (defvar-local tandem-review--turn nil "Turn number of this review buffer.")
 (defvar-local tandem-review--root nil "Workspace root the patch's paths are relative to.")
+(defvar-local tandem-review--rewound nil
+  "Non-nil when a rewind discarded this review's turn (its patch is history).")
 
 (defvar tandem-review-mode-map
   (let ((map (make-sparse-keymap)))
@@ -63,6 +71,9 @@ the file with its version before the turn, \\[tandem-review-reload] reloads."
   :lighter " Review"
   (setq tandem-review--keys
         (and tandem-review-mode (list (cons 'tandem-review-mode tandem-review-mode-map)))))
+
+;; Review buffers turn it on: M-x does not offer it.
+(function-put 'tandem-review-mode 'completion-predicate #'ignore)
 
 (defun tandem-review--buffer-name (session turn)
   "The review buffer's name for TURN of SESSION."
@@ -99,12 +110,22 @@ diff.  Both the review buffer and Rewind's turn patch show a turn so."
        (when (plist-get f :binary)
          (insert (format "# binary: %s (revert it whole with K)\n" (plist-get f :path))))))))
 
+(defun tandem-review--read-args ()
+  "Return (SESSION TURN) for `tandem-review-turn' from where it is called.
+SESSION is this review's or this buffer's (else the project's); TURN is
+read with the turn at point as default, else the latest turn that changed files."
+  (let ((session (or tandem-review--session (tandem-project-session))))
+    (list session (tandem-read-turn session "Review turn"
+                                    :at-point (or tandem-review--turn (tandem-read-turn-at-point))))))
+
 ;;;###autoload
-(defun tandem-review-turn (session turn)
+;;;###autoload
+(defun tandem-review-turn (session turn &optional no-select)
   "Review the patch of TURN of SESSION: revert hunks or files, compare them.
-Interactively, the turn at point of this buffer's session.  Return the buffer."
-  (interactive (list (or (bound-and-true-p tandem-session) (read-string "Session: "))
-                     (read-number "Turn: ")))
+Interactively, this buffer's session (else the project's) and a turn read
+with the turn at point, else the latest turn that changed files, as
+default.  The review buffer is selected, unless NO-SELECT.  Return the buffer."
+  (interactive (tandem-review--read-args))
   (unless (and (stringp session) (not (string-empty-p session)))
     (signal 'wrong-type-argument (list 'stringp session)))
   (unless (and (integerp turn) (> turn 0))
@@ -113,26 +134,31 @@ Interactively, the turn at point of this buffer's session.  Return the buffer."
          (session (plist-get reply :session))
          (buffer (get-buffer-create (tandem-review--buffer-name session turn))))
     (with-current-buffer buffer
-      (let ((inhibit-read-only t))
+      (let ((inhibit-read-only t)
+            (line (and tandem-review--session (line-number-at-pos))))
         (erase-buffer)
         (remove-overlays)
-        (tandem-review--insert reply))
-      (setq default-directory (file-name-as-directory (plist-get reply :root)))
-      (diff-mode)
-      (setq tandem-review--session session
-            tandem-review--turn turn
-            tandem-review--root (plist-get reply :root))
-      (tandem-review-mode 1)
-      (setq buffer-read-only t)
-      (goto-char (point-min))
-      (when (re-search-forward "^@@" nil t) (beginning-of-line)))
-    (display-buffer buffer)
+        (tandem-review--insert reply)
+        (setq default-directory (file-name-as-directory (plist-get reply :root)))
+        (diff-mode)
+        (setq tandem-review--session session
+              tandem-review--turn turn
+              tandem-review--root (plist-get reply :root)
+              tandem-review--rewound (plist-get reply :rewound))
+        (tandem-review--mark-reverted (plist-get reply :reverted))
+        (tandem-review-mode 1)
+        (tandem-review--banner)
+        (setq buffer-read-only t)
+        (goto-char (point-min))
+        (if line (forward-line (1- line))
+          (when (re-search-forward "^@@" nil t) (beginning-of-line)))))
+    (if no-select (display-buffer buffer) (pop-to-buffer buffer))
     buffer))
 
 (defun tandem-review-reload ()
-  "Fetch this review's patch again."
-  (interactive)
-  (tandem-review-turn tandem-review--session tandem-review--turn))
+  "Fetch this review's patch again; point stays on its line."
+  (interactive nil tandem-review-mode)
+  (tandem-review-turn tandem-review--session tandem-review--turn t))
 
 ;;;; Where point is
 
@@ -189,39 +215,92 @@ Signal a user error when point is on no hunk."
 
 ;;;; Reverting
 
-(defun tandem-review--revert (params start end what)
-  "Ask the backend to revert PARAMS; dim START..END and report WHAT on success."
+(defun tandem-review--revert (params what)
+  "Ask the backend to revert PARAMS; reload the review and report WHAT on success.
+The reloaded review marks every part reverted so far (from the journal)."
   (let ((entry (tandem-request "review/revert"
                                (append (list :session tandem-review--session
                                              :turn tandem-review--turn)
                                        params)
                                120)))
-    (let ((ov (make-overlay start end)))
-      (overlay-put ov 'face 'shadow)
-      (overlay-put ov 'tandem-reverted t))
+    (tandem-review-reload)
     (message "tandem: reverted %s" what)
     (run-hook-with-args 'tandem-review-reverted-functions tandem-review--session entry)
     entry))
 
+(defun tandem-review--mark (start end label)
+  "Dim START..END and show LABEL at the end of its first line."
+  (let ((ov (make-overlay start end)))
+    (overlay-put ov 'face 'shadow)
+    (overlay-put ov 'tandem-reverted t))
+  (let ((ov (make-overlay (save-excursion (goto-char start) (line-end-position))
+                          (save-excursion (goto-char start) (line-end-position)))))
+    (overlay-put ov 'tandem-reverted t)
+    (overlay-put ov 'after-string (propertize (concat "   " label) 'face 'warning))))
+
+(defun tandem-review--mark-reverted (parts)
+  "Mark the PARTS of the patch shown that a review reverted.
+PARTS are plists (:path P :hunk N), N nil for a whole file."
+  (save-excursion
+    (dolist (part parts)
+      (goto-char (point-min))
+      (let ((path (plist-get part :path)) (hunk (plist-get part :hunk)) (found nil))
+        (while (and (not found) (re-search-forward "^diff --git " nil t))
+          (let ((file (tandem-review--file-at-point)))
+            (when (equal (car file) path) (setq found file))
+            (goto-char (nth 2 file))))
+        (when found
+          (cl-destructuring-bind (_ start end) found
+            (if (null hunk)
+                (tandem-review--mark start end "↶ reverted (whole file)")
+              (goto-char start)
+              (when (and (re-search-forward "^@@" end t (1+ hunk)) (< (point) end))
+                (let* ((hstart (line-beginning-position))
+                       (hend (save-excursion
+                               (forward-line 1)
+                               (if (re-search-forward "^\\(@@\\|diff --git \\)" end t)
+                                   (match-beginning 0) end))))
+                  (tandem-review--mark hstart hend "↶ reverted"))))))))))
+
+(defun tandem-review--banner ()
+  "Say in the header line when a rewind discarded this review's turn."
+  (setq header-line-format
+        (and tandem-review--rewound
+             (propertize (format " Turn %s was discarded by a rewind: this patch is \
+history (M-x tandem-rewind-undo brings it back)" tandem-review--turn)
+                         'face 'warning))))
+
+(defun tandem-review-rewound (session turns)
+  "Mark the open reviews of SESSION: discarded by a rewind, or no longer.
+TURNS holds (TURN . REWOUND) pairs.  A rewind and its undo call this."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and tandem-review-mode (equal tandem-review--session session))
+        (let ((hit (assq tandem-review--turn turns)))
+          (when hit
+            (setq tandem-review--rewound (cdr hit))
+            (tandem-review--banner)
+            (force-mode-line-update)))))))
+
 (defun tandem-review-revert-hunk ()
   "Revert the hunk at point in the file as it is now (refused if it changed since)."
-  (interactive)
-  (cl-destructuring-bind (path index header start end) (tandem-review--hunk-at-point)
-    (tandem-review--revert (list :path path :hunk index :hunk-header header) start end
+  (interactive nil tandem-review-mode)
+  (cl-destructuring-bind (path index header _start _end) (tandem-review--hunk-at-point)
+    (tandem-review--revert (list :path path :hunk index :hunk-header header)
                            (format "hunk %d of %s" (1+ index) path))))
 
 (defun tandem-review-revert-file ()
   "Revert the whole file at point to its state before the turn."
-  (interactive)
-  (cl-destructuring-bind (path start end) (tandem-review--file-at-point)
+  (interactive nil tandem-review-mode)
+  (cl-destructuring-bind (path _start _end) (tandem-review--file-at-point)
     (when (funcall tandem-review-confirm-function
                    (format "Revert %s to before turn %s? " path tandem-review--turn))
-      (tandem-review--revert (list :path path) start end path))))
+      (tandem-review--revert (list :path path) path))))
 
 (defun tandem-review-ediff ()
   "Compare the file at point with its version before the turn, in ediff.
 Return the buffer holding the version before the turn."
-  (interactive)
+  (interactive nil tandem-review-mode)
   (let* ((path (car (tandem-review--file-at-point)))
          (reply (tandem-request "review/before" (list :session tandem-review--session
                                                       :turn tandem-review--turn :path path)))

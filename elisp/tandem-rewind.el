@@ -38,6 +38,7 @@
 (require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-review)
+(require 'tandem-read)
 
 (declare-function tandem-view-refresh "tandem-view-live" ())
 (defvar tandem-directive-changed-functions)
@@ -183,7 +184,7 @@ impact plan and ask first, unless NO-CONFIRM.  Return the reply
 plist (:seq :restored :deleted :turns :backup ...), or nil when declined.
 When the plan changed before the rewind ran, the new plan is shown and
 asked about again."
-  (interactive (tandem-rewind--at-point))
+  (interactive (tandem-rewind--at-point "Rewind before turn" t))
   (tandem-rewind--check session turn)
   (let ((tries 0) (result nil) (done nil))
     (while (not done)
@@ -211,6 +212,7 @@ asked about again."
         (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
           (when window (quit-window nil window)))
         (tandem-rewind--after session))
+      (tandem-review-rewound session (mapcar (lambda (n) (cons n t)) (plist-get result :turns)))
       (message "Rewound before turn %s: %d file(s) restored, %d deleted" turn
                (length (plist-get result :restored)) (length (plist-get result :deleted)))
       (run-hook-with-args 'tandem-rewind-finished-functions session result))
@@ -222,18 +224,20 @@ asked about again."
 
 (defun tandem-rewind--turn-at (pos)
   "Return the turn number of the turn block at POS in a session buffer, or nil."
-  (let ((block (get-text-property pos 'tandem-block)))
-    (and block (tandem-view-block-p block) (tandem-view-block-turn block))))
+  (save-excursion (goto-char pos) (tandem-read-turn-at-point)))
 
-(defun tandem-rewind--at-point ()
-  "Return (SESSION TURN) for the turn at point, else read them."
+(defun tandem-rewind--at-point (&optional prompt visible-only)
+  "Return (SESSION TURN) for the turn at point, else read TURN with PROMPT.
+The turn read offers the session's turns (with VISIBLE-ONLY, those no
+rewind hid), the latest that changed files as default."
   (let ((session (or (tandem-rewind--session-here) (tandem-project-session)))
         (turn (tandem-rewind--turn-at (point))))
-    (list session (or turn (read-number "Turn: ")))))
+    (list session (or turn (tandem-read-turn session (or prompt "Turn")
+                                             :visible-only visible-only)))))
 
 (defun tandem-rewind-before-turn-at-point ()
   "Rewind this buffer's session before the turn at point (after confirmation)."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (let ((turn (tandem-rewind--turn-at (point)))
         (session (tandem-rewind--session-here)))
     (unless session (user-error "This buffer shows no tandem session"))
@@ -360,6 +364,7 @@ delete %d, %s? "
         (let ((buffer (tandem-view-buffer session)))
           (when (and buffer (fboundp 'tandem-view-refresh))
             (with-current-buffer buffer (tandem-view-refresh)))))
+      (tandem-review-rewound session (mapcar (lambda (n) (cons n nil)) (plist-get result :turns)))
       (when (boundp 'tandem-directive-changed-functions)
         (run-hooks 'tandem-directive-changed-functions))
       (message "Undid the rewind before turn %s: %d file(s) restored, %d deleted%s"
@@ -373,7 +378,7 @@ delete %d, %s? "
 (defun tandem-review-turn-at-point (session turn)
   "Review the patch of the turn at point (TURN of SESSION) in `tandem-review-mode'.
 Revert hunks (k) or files (K) there, or compare a file with before the turn (e)."
-  (interactive (tandem-rewind--at-point))
+  (interactive (tandem-rewind--at-point "Review turn") tandem-view-mode)
   (tandem-rewind--check session turn)
   (tandem-review-turn session turn))
 
@@ -381,7 +386,7 @@ Revert hunks (k) or files (K) there, or compare a file with before the turn (e).
   "Show the patch of TURN of SESSION in a reusable `diff-mode' buffer.
 Interactively, the turn at point (else read) of this buffer's session.
 Return the buffer."
-  (interactive (tandem-rewind--at-point))
+  (interactive (tandem-rewind--at-point "Show the patch of turn"))
   (tandem-rewind--check session turn)
   (let* ((reply (tandem-request "sessions/turn-patch" (list :session session :turn turn) 120))
          (buffer (get-buffer-create tandem-rewind--patch-buffer-name)))

@@ -33,6 +33,7 @@
     ("M" "Agent model…" tandem-acp-set-model)
     ("s" "MCP servers" tandem-mcp)]
    ["History"
+    ("n" "Rename the session…" tandem-rename-session)
     ("c" "Compact" tandem-compact)
     ("u" "Undo the latest rewind…" tandem-rewind-undo)]
    ["Project"

@@ -114,11 +114,13 @@ This project's sessions come first, then the others."
          (rows (append local (cl-remove-if (lambda (r) (member (plist-get r :id) ids))
                                            (tandem-sessions--list t))))
          (table (mapcar (lambda (r) (cons (tandem-sessions--candidate r) r)) rows))
-         (choice (completing-read prompt
+         (default (car (car table)))
+         (choice (completing-read (format-prompt prompt (and default (substring default 0 13)))
                                   (lambda (string pred action)
                                     (if (eq action 'metadata)
                                         '(metadata (display-sort-function . identity))
-                                      (complete-with-action action table string pred)))))
+                                      (complete-with-action action table string pred)))
+                                  nil nil nil nil default))
          (row (cdr (assoc choice table))))
     (if row (cons 'picked row) (cons 'typed (string-trim choice)))))
 
@@ -148,7 +150,7 @@ directory is gone runs in this project without moving), or type an id or
 unique id prefix (which asks to re-root a session whose directory is gone).
 TARGET is an id string, or a session row plist from the list."
   (interactive
-   (list (cdr (tandem-sessions--read "Resume session (or type an id): "))))
+   (list (cdr (tandem-sessions--read "Resume session (or type an id)"))))
   (cond ((and (listp target) (plist-get target :path))
          (tandem-open-session-file (plist-get target :path)))
         ((and (stringp target) (not (string-empty-p target)))
@@ -174,7 +176,7 @@ When TARGET's directory is gone, the current active directory stays."
    (progn
      (unless (tandem-request "sessions/current")
        (user-error "No tandem session is active; use M-x tandem-resume"))
-     (let ((choice (tandem-sessions--read "Switch to session: ")))
+     (let ((choice (tandem-sessions--read "Switch to session")))
        (list (if (eq (car choice) 'picked) (plist-get (cdr choice) :path) (cdr choice))))))
   (unless (tandem-request "sessions/current")
     (user-error "No tandem session is active; use M-x tandem-resume"))

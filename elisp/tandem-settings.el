@@ -78,6 +78,10 @@ For a local llama.cpp, Ollama or vLLM, e.g. \"http://127.0.0.1:8080/v1\"."
   "Characters of a tool's output kept for the model."
   (integer :tag "Characters"))
 
+(tandem-settings--option tandem-native-max-tool-input-bytes
+  "Bytes of tool input one model response may stream; past it the call fails."
+  (integer :tag "Bytes"))
+
 (tandem-settings--option tandem-native-tool-timeout
   "Seconds a file tool (read, grep, list) may run."
   (number :tag "Seconds"))
@@ -130,6 +134,7 @@ Unset keeps every checkpoint while its session's journal exists."
     ("native.shell_timeout" . tandem-native-shell-timeout)
     ("native.output_cap" . tandem-native-output-cap)
     ("native.tool_timeout" . tandem-native-tool-timeout)
+    ("native.max_tool_input_bytes" . tandem-native-max-tool-input-bytes)
     ("mcp_servers" . tandem-mcp-servers)
     ("context_windows" . tandem-context-windows)
     ("compaction_threshold" . tandem-compaction-threshold)

@@ -24,8 +24,10 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'json)
 (require 'url-parse)
 (require 'tandem-client)
+(require 'tandem-read)
 (require 'tandem-settings)
 (require 'tandem-turns)
 (require 'tandem-view-state)
@@ -36,10 +38,12 @@
 CHOICES is a list of strings (nil: free text).  Returns a string.")
 
 (defun tandem-setup--read (prompt choices &optional default)
-  "Ask PROMPT with `completing-read' among CHOICES (or free text), DEFAULT first."
-  (if choices
-      (completing-read prompt choices nil nil nil nil default)
-    (read-string prompt nil nil default)))
+  "Ask PROMPT among CHOICES (or free text) with DEFAULT shown and taken on RET.
+The choices are listed as the prompt opens (`tandem-read-choice')."
+  (let ((prompt (replace-regexp-in-string "[:?] *\\'" "" prompt)))
+    (if choices
+        (tandem-read-choice prompt choices :default default)
+      (tandem-read-text prompt :default default))))
 
 (defun tandem-setup--ask (prompt choices &optional default)
   "Ask PROMPT (CHOICES, DEFAULT) through `tandem-setup-read-function'."
@@ -88,17 +92,19 @@ Return nil when the key is found or not needed, else a note for the user."
   (let* ((auth (format "auth-source (~/.authinfo.gpg: machine %s)" host))
          (env (format "environment variable %s" variable))
          (none "no key (a local server)")
+         (local (member host '("127.0.0.1" "localhost" "::1" "[::1]")))
+         (default (if local none auth))
          (where (tandem-setup--ask (format "Where is the %s key? " family)
                                    (if (equal family "openai") (list auth env none)
                                      (list auth env))
-                                   auth)))
+                                   default)))
     (cond
      ((equal where none) nil)
      ((equal where env)
       (unless (getenv variable)
         (format "Set %s in the environment Emacs starts from, then M-x tandem-restart"
                 variable)))
-     ((tandem--auth-key host) nil)
+     ((progn (tandem-setup--remember-host family host) (tandem--auth-key host)) nil)
      (t (let ((line (format "machine %s password YOUR-KEY" host)))
           (with-current-buffer (get-buffer-create "*tandem-setup*")
             (let ((inhibit-read-only t))
@@ -108,6 +114,15 @@ Return nil when the key is found or not needed, else a note for the user."
             (special-mode)
             (display-buffer (current-buffer)))
           (format "Add \"%s\" to ~/.authinfo.gpg" line))))))
+
+(defun tandem-setup--remember-host (family host)
+  "Make auth-source look for FAMILY's key under HOST from now on.
+Which auth-source entry holds a key is Emacs's own concern (keys are
+never written to settings.json), so it is kept with customize."
+  (unless (equal (cdr (assoc family tandem-provider-hosts)) host)
+    (tandem-setup--save 'tandem-provider-hosts
+                        (cons (cons family host)
+                              (assoc-delete-all family (copy-sequence tandem-provider-hosts))))))
 
 (defun tandem-setup--models (family base-url)
   "Return the models FAMILY's server at BASE-URL lists.
@@ -125,37 +140,35 @@ Return nil when it does not answer."
 ;;;###autoload
 (defun tandem-setup ()
   "Choose a provider, its key, a model and a permission mode; save them.
-Return the provider name chosen."
+The choices go to the user's settings file (settings.json under
+`$XDG_CONFIG_HOME/tandem/'), the one configuration that Emacs,
+`tandem ask' and `tandem doctor' all read.  Return the provider chosen."
   (interactive)
   (let* ((agents (tandem-setup--acp-found))
          (labels (append (mapcar #'car tandem-setup--families)
                          (mapcar (lambda (a) (format "ACP agent: %s (%s)" (car a) (cadr a)))
                                  agents)))
-         (label (tandem-setup--ask "Provider: " labels (car labels)))
+         (label (tandem-setup--ask "Provider: " labels
+                                   (car labels)))
          (family-row (assoc label tandem-setup--families))
          (agent (and (null family-row)
                      (cl-find-if (lambda (a) (string-prefix-p (format "ACP agent: %s " (car a))
                                                               label))
                                  agents)))
-         (note nil) provider)
+         (changes nil) (note nil) provider)
     (cond
      (agent
-      (tandem-setup--save 'tandem-acp-agents
-                          (cons (list (car agent) :command (cdr agent))
-                                (assoc-delete-all (car agent) (copy-sequence tandem-acp-agents))))
+      (push (list "acp_agents" (list (car agent) (cons "command" (vconcat (cdr agent)))))
+            changes)
       (setq provider (concat "acp:" (car agent))))
      (family-row
       (let* ((family (nth 1 family-row))
              (base-url (unless (nth 2 family-row)
-                             (tandem-setup--ask "Base URL of the server (with /v1): " nil
-                                                "http://127.0.0.1:8080/v1")))
+                         (tandem-setup--ask "Base URL of the server (with /v1): "
+                                            nil tandem-setup-default-base-url)))
              (host (or (nth 2 family-row) (url-host (url-generic-parse-url base-url)))))
         (when base-url
-          (tandem-setup--save 'tandem-openai-base-url base-url)
-          (tandem-setup--save 'tandem-provider-hosts
-                              (cons (cons "openai" host)
-                                    (assoc-delete-all "openai"
-                                                      (copy-sequence tandem-provider-hosts)))))
+          (push (list family (cons "base_url" base-url)) changes))
         (setq note (tandem-setup--key family host (nth 3 family-row)))
         (let* ((models (tandem-setup--models family base-url))
                (model (tandem-setup--ask (if models "Model: "
@@ -163,12 +176,29 @@ Return the provider name chosen."
                                          models (car models))))
           (setq provider (concat family ":" model)))))
      (t (user-error "Unknown provider choice: %s" label)))
-    (let ((mode (tandem-setup--ask "Permission mode (ask before edits and commands, \
-auto-edit, read-only): " '("ask" "auto-edit" "read-only") "ask")))
-      (tandem-setup--save 'tandem-permission-mode (intern mode)))
-    (tandem-setup--save 'tandem-provider provider)
-    (message "tandem: provider %s%s" provider (if note (concat " · " note) ""))
+    (let ((mode (tandem-setup--ask "Permission mode (ask before edits and \
+commands, auto-edit, read-only): " '("ask" "auto-edit" "read-only") "ask")))
+      (push (cons "permission_mode" mode) changes))
+    (push (cons "default_provider" provider) changes)
+    (let ((path (tandem-setup-save-settings changes)))
+      (message "tandem: provider %s, saved in %s%s" provider (abbreviate-file-name path)
+               (if note (concat " · " note) "")))
     provider))
+
+(defcustom tandem-setup-default-base-url "http://127.0.0.1:8080/v1"
+  "Base URL the first-run setup offers for an OpenAI-compatible server."
+  :type 'string
+  :group 'tandem)
+
+(defun tandem-setup-save-settings (settings)
+  "Write SETTINGS to the user's settings file (`tandem ask' and Emacs share it).
+SETTINGS is an alist shaped as `json-encode' writes objects: nested
+alists merge into the file key by key, a value of `:null' removes the
+key.  Return the file's name."
+  (let ((json-null :null))
+    (plist-get (tandem-request "settings/save-user"
+                               (list :settings-json (json-encode settings)))
+               :path)))
 
 (defun tandem-setup--provider-choices ()
   "Return provider names worth offering: the current ones and the ACP agents."
@@ -187,8 +217,9 @@ auto-edit, read-only): " '("ask" "auto-edit" "read-only") "ask")))
 SESSION defaults to this buffer's.  The switch is a journal entry: the
 session's next turns use PROVIDER, and its header says so."
   (interactive
-   (list (tandem-setup--ask "Provider for this session's next turns: "
-                            (tandem-setup--provider-choices))))
+   (let ((choices (tandem-setup--provider-choices)))
+     (list (tandem-setup--ask "Provider for this session's next turns: " choices
+                              (car choices)))))
   (let* ((session (or session (tandem-project-session)))
          (entry (tandem-request "turns/set-provider"
                                 (list :session session :provider provider)))

@@ -33,7 +33,7 @@
   "Fold or unfold the part at POS (default point).
 A part is a turn, a directive prompt, reasoning or a tool call.
 The choice is remembered for this buffer and wins over the defaults."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (let* ((pos (or pos (point)))
          (found (progn (tandem-view--finish-at pos)
                        (or (tandem-view--part-at pos) (user-error "Nothing to fold here"))))
@@ -52,7 +52,7 @@ The choice is remembered for this buffer and wins over the defaults."
 
 (defun tandem-view-next-turn (&optional n)
   "Move to the header of the next turn (N times)."
-  (interactive "p")
+  (interactive "p" tandem-view-mode)
   (let ((tail (tandem-view-state-tail tandem-view--state)))
     (dotimes (_ (or n 1))
       (let ((next (next-single-property-change (line-end-position) 'tandem-header nil tail)))
@@ -63,7 +63,7 @@ The choice is remembered for this buffer and wins over the defaults."
 
 (defun tandem-view-previous-turn (&optional n)
   "Move to the header of the previous turn (N times)."
-  (interactive "p")
+  (interactive "p" tandem-view-mode)
   (dotimes (_ (or n 1))
     (let ((pos (previous-single-property-change (line-beginning-position) 'tandem-header)))
       (while (and pos (> pos (point-min)) (not (get-text-property pos 'tandem-header)))
@@ -85,7 +85,7 @@ Nothing happens unless POS is on a pending interaction row."
 
 (defun tandem-view-goto-question ()
   "Move point to the first pending question (permission prompt) row."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (let ((pos (next-single-property-change (point-min) 'tandem-interaction)))
     (unless pos (user-error "No question is waiting for you"))
     (goto-char pos)
@@ -105,7 +105,7 @@ Nothing happens unless POS is on a pending interaction row."
 
 (defun tandem-view-cancel ()
   "Cancel the turn in flight in this session."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (let ((cancelled (tandem-cancel-turn (tandem-view-state-session tandem-view--state))))
     (message (if cancelled "Cancelling the turn…" "No turn to cancel"))
     cancelled))

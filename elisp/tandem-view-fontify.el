@@ -127,13 +127,12 @@ on the segment with the built-in engine."
           (goto-char start)
           (while (re-search-forward "^#+[ \t]+.*$" stop t)
             (unless (tandem-view-fontify--in-code (match-beginning 0) spans)
-              (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)))
+              (tandem-view-markdown-style-heading)))
           (dolist (rule tandem-view-markdown--inline-rules)
             (goto-char start)
             (while (re-search-forward (car rule) stop t)
               (unless (tandem-view-fontify--in-code (match-beginning 1) spans)
-                (put-text-property (match-beginning 1) (match-end 1)
-                                   'font-lock-face (cdr rule))))))))))
+                (tandem-view-markdown-style-match (cdr rule))))))))))
 
 (defun tandem-view-fontify--in-code (pos spans)
   "Return non-nil when POS is within one of SPANS, a list of (BEG . END)."
@@ -160,8 +159,8 @@ value that is not a vector stands for a whole body."
                  (concat prefix (buffer-substring-no-properties start stop) suffix)))
          (styled (and text (tandem-view-markdown-fontify text open))))
     (with-silent-modifications
-      (remove-list-of-text-properties start stop (if pending '(font-lock-face)
-                                                   '(tandem-markdown font-lock-face)))
+      (remove-list-of-text-properties start stop (if pending '(font-lock-face invisible)
+                                                   '(tandem-markdown font-lock-face invisible)))
       (if builtin
           (tandem-view-markdown--quietly (tandem-view-fontify--builtin start stop prefix pending))
         (let ((i (length prefix)) (len (- (length text) (length suffix))))

@@ -72,7 +72,7 @@ Fetch LIMIT entries, more when one turn alone is longer than that."
 The composer's draft, scope and point are kept; fold choices too.
 Events arriving meanwhile are applied after it; a refresh asked for
 during one (from a timer) is left to the running one."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (unless (derived-mode-p 'tandem-view-mode) (user-error "Not a tandem session buffer"))
   (let ((st tandem-view--state))
     (unless (tandem-view-state-refreshing st)
@@ -182,7 +182,7 @@ A 5,000-turn load stays below it; above it, collections resume as usual.")
 
 (defun tandem-view-load-older (&optional all)
   "Load one more page of older history, or with ALL (prefix argument) all of it."
-  (interactive "P")
+  (interactive "P" tandem-view-mode)
   (let* ((st tandem-view--state)
          (first-seq (tandem-view-state-first-seq st)))
     (unless (and first-seq (> first-seq 1))

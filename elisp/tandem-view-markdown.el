@@ -163,6 +163,35 @@ only.  Errors of the language's mode never reach the caller."
                (error nil)))
         (propertize code 'font-lock-face 'font-lock-constant-face))))
 
+(defcustom tandem-view-markdown-hide-markup t
+  "Non-nil: the built-in fontifier hides Markdown's markup.
+The backquotes of code, the stars of emphasis and the hashes of a
+heading are made invisible; the text keeps them, so copying it copies
+the Markdown.  Fence lines stay, dimmed: they show where code begins."
+  :type 'boolean
+  :group 'tandem-view)
+
+(defun tandem-view-markdown-hide (beg end)
+  "Hide the markup BEG..END when `tandem-view-markdown-hide-markup' is on."
+  (when (and tandem-view-markdown-hide-markup (< beg end))
+    (put-text-property beg end 'invisible 'tandem-markup)))
+
+(defun tandem-view-markdown-style-match (face)
+  "Give the last inline match group 1 FACE and hide its delimiters.
+The delimiters are as long on both sides: what follows group 1 in the match."
+  (let ((n (- (match-end 0) (match-end 1))))
+    (put-text-property (match-beginning 1) (match-end 1) 'font-lock-face face)
+    (tandem-view-markdown-hide (- (match-beginning 1) n) (match-beginning 1))
+    (tandem-view-markdown-hide (match-end 1) (match-end 0))))
+
+(defun tandem-view-markdown-style-heading ()
+  "Make the heading line just matched bold and hide its hashes."
+  (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)
+  (save-excursion
+    (goto-char (match-beginning 0))
+    (when (looking-at "#+[ \t]+")
+      (tandem-view-markdown-hide (match-beginning 0) (match-end 0)))))
+
 (defconst tandem-view-markdown--inline-rules
   '(("\\*\\*\\([^*\n]+\\)\\*\\*" . bold)
     ("`\\([^`\n]+\\)`" . font-lock-constant-face)
@@ -199,13 +228,12 @@ only.  Errors of the language's mode never reach the caller."
         (goto-char (point-min))
         (while (re-search-forward "^#+[ \t]+.*$" nil t)
           (unless (in-code (match-beginning 0))
-            (put-text-property (match-beginning 0) (match-end 0) 'font-lock-face 'bold)))
+            (tandem-view-markdown-style-heading)))
         (dolist (rule tandem-view-markdown--inline-rules)
           (goto-char (point-min))
           (while (re-search-forward (car rule) nil t)
             (unless (in-code (match-beginning 1))
-              (put-text-property (match-beginning 1) (match-end 1)
-                                 'font-lock-face (cdr rule)))))))
+              (tandem-view-markdown-style-match (cdr rule)))))))
     (buffer-string)))
 
 (defmacro tandem-view-markdown--quietly (&rest body)

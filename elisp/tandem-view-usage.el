@@ -18,6 +18,8 @@
 (require 'tandem-usage)
 (require 'tandem-view-state)
 
+(declare-function tandem-view-set-title "tandem-view" (buffer title))
+
 (defun tandem-view-usage-update (&optional buffer)
   "Fetch the token totals and context fill of BUFFER's session.
 Its header line is redrawn when they arrive.
@@ -35,7 +37,13 @@ arrive later; a failure leaves the header as it was."
                             (plist-put (copy-sequence (tandem-view-state-usage st)) key value))
                       (with-current-buffer buffer (force-mode-line-update))))))
         (tandem-request-async "sessions/usage" (list :session session)
-                              (store :totals) #'ignore conn)
+                              (let ((keep (store :totals)))
+                                (lambda (value)
+                                  (funcall keep value)
+                                  ;; A first request names the session.
+                                  (when (stringp (plist-get value :title))
+                                    (tandem-view-set-title buffer (plist-get value :title)))))
+                              #'ignore conn)
         (tandem-request-async "sessions/compaction-status" (list :session session)
                               (store :context) #'ignore conn)))))
 

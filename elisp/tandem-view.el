@@ -87,7 +87,10 @@ In the composer:
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
-  (setq-local header-line-format '(:eval (tandem-view--header-line)))
+  ;; An :eval result is a mode-line construct: its % signs must be doubled
+  ;; or "12% of 128k" shows as "12of 128k".
+  (setq-local header-line-format
+              '(:eval (string-replace "%" "%%" (tandem-view--header-line))))
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
@@ -97,6 +100,9 @@ In the composer:
   ;; `tandem-remote-attach', `-upload' … here act on this buffer's session.
   (setq-local tandem-remote-session-function #'tandem-view-session-here)
   (add-hook 'kill-buffer-hook #'tandem-view--forget nil t))
+
+;; Only the buffers made for it use it: M-x does not offer it.
+(function-put 'tandem-view-mode 'completion-predicate #'ignore)
 
 (defface tandem-view-remote '((t :inherit font-lock-constant-face))
   "Face of the remote execution target in the header line."
@@ -135,6 +141,43 @@ reply, `tandem-remote-attach' / `-detach' or the last `g' said."
         (session (or (tandem-view-state-session tandem-view--state) "?")))
     (if (and title (not (string-empty-p title))) title
       (concat "session " (substring session 0 (min 8 (length session)))))))
+
+(defun tandem-view--name-buffer ()
+  "Name this session buffer after its project and title."
+  (rename-buffer (format "*tandem: %s — %s*" (tandem-view--project-name) (tandem-view--title))
+                 t))
+
+(defun tandem-view-set-title (buffer title)
+  "Show TITLE as the title of session BUFFER's session: header and buffer name."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((info (tandem-view-state-info tandem-view--state)))
+        (unless (equal (plist-get info :title) title)
+          (setf (tandem-view-state-info tandem-view--state)
+                (plist-put (copy-sequence info) :title title))
+          (tandem-view--name-buffer)
+          (force-mode-line-update))))))
+
+;;;###autoload
+(defun tandem-rename-session (title &optional session)
+  "Give SESSION the title TITLE; the overview and the pickers show it.
+SESSION defaults to this buffer's, else the project's.  A session is
+named after its first request until you rename it."
+  (interactive
+   (let* ((session (tandem-project-session))
+          (buffer (tandem-view-buffer session))
+          (current (and buffer (with-current-buffer buffer
+                                 (plist-get (tandem-view-state-info tandem-view--state)
+                                            :title)))))
+     (list (read-string (format-prompt "Title of this session"
+                                       (and current (not (string-empty-p current)) current))
+                        nil nil current)
+           session)))
+  (let* ((session (or session (tandem-project-session)))
+         (reply (tandem-request "sessions/rename" (list :session session :title title))))
+    (tandem-view-set-title (tandem-view-buffer session) (plist-get reply :title))
+    (message "tandem: session titled %s" (plist-get reply :title))
+    reply))
 
 (defun tandem-view--forget ()
   "Drop this buffer from the registry and stop its timers."
@@ -181,8 +224,7 @@ Unless NO-SELECT, the buffer is displayed and selected."
         ;; A session reply says where the session executes (the header's engine).
         (when (plist-member info :remote)
           (tandem-remote-remember id (plist-get info :remote)))
-        (rename-buffer (format "*tandem: %s — %s*" (tandem-view--project-name) (tandem-view--title))
-                       t)
+        (tandem-view--name-buffer)
         ;; Registered before the first refresh: events arriving while it
         ;; fetches wait in the queue and are applied after it.
         (puthash id buffer tandem-view--buffers)

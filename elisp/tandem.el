@@ -93,20 +93,45 @@ asks for one first."
 (define-key tandem-view-transcript-map "=" #'tandem-review-turn-at-point)
 
 (defvar Info-directory-list)
-(declare-function info-initialize "info" ())
 
-(defun tandem--add-manual ()
-  "Let \\[info] find the manual of a clone on the `load-path' (after `make info').
-package.el and package-vc add their package directory themselves."
+(defun tandem--manual-directory ()
+  "Return the doc/ folder of a clone this tandem was loaded from, or nil.
+package.el and package-vc install the manual in the package's own folder."
   (let ((doc (expand-file-name "../doc/" (file-name-directory
                                           (or load-file-name buffer-file-name
                                               default-directory)))))
-    (when (file-exists-p (expand-file-name "dir" doc))
-      (require 'info)
-      (info-initialize)
+    (and (file-exists-p (expand-file-name "tandem.texi" doc)) doc)))
+
+(defconst tandem--manual-directory (tandem--manual-directory)
+  "The doc/ folder of the clone tandem was loaded from, or nil.")
+
+;; Let \[info] find the manual of a clone on the `load-path', built or
+;; not yet (a running Emacs finds it right after `make info').  An
+;; autoload form, so that loading only tandem-autoloads.el does it too;
+;; package.el and package-vc add their package directory themselves.
+;;;###autoload
+(let ((doc (and load-file-name
+                (expand-file-name "../doc/" (file-name-directory load-file-name)))))
+  (when (and doc (file-exists-p (expand-file-name "tandem.texi" doc)))
+    ;; The defaults `info-initialize' starts from, and the list itself
+    ;; when Info is already initialized.
+    (add-to-list 'Info-default-directory-list doc t)
+    (when (bound-and-true-p Info-directory-list)
       (add-to-list 'Info-directory-list doc t))))
 
-(tandem--add-manual)
+;;;###autoload
+(defun tandem-manual ()
+  "Read the tandem manual in Info."
+  (interactive)
+  (let ((file (and tandem--manual-directory
+                   (expand-file-name "tandem.info" tandem--manual-directory))))
+    (cond ((and file (file-exists-p file)) (info file))
+          (file (user-error "The manual is not built yet: run `make info' in %s"
+                            (abbreviate-file-name
+                             (file-name-directory
+                              (directory-file-name tandem--manual-directory)))))
+          (t (info "tandem")))))
+
 
 (provide 'tandem)
 ;;; tandem.el ends here

@@ -18,6 +18,59 @@
     (funcall fn)
     (nreverse asked)))
 
+(ert-deftest tandem-install-manual-is-found-where-emacs-looks ()
+  "A clone on the `load-path' puts its doc/ where \\[info] looks, built or not.
+`make test' builds the manual before ERT: the Info directory then lists
+tandem (\\[info] m tandem) and `tandem-manual' opens its Top node."
+  (require 'info)
+  (info-initialize)                     ; what \\[info] does first
+  (should tandem--manual-directory)
+  (should (member tandem--manual-directory Info-directory-list))
+  (should (file-exists-p (expand-file-name "tandem.info" tandem--manual-directory)))
+  (let ((Info-dir-contents nil))
+    (with-temp-buffer
+      (Info-mode)
+      (Info-find-node "dir" "top")
+      (should (re-search-forward "^\\* tandem: " nil t))))
+  (save-window-excursion
+    (tandem-manual)
+    (with-current-buffer "*info*"
+      (should (string-match-p "tandem" (file-name-nondirectory Info-current-file)))
+      (should (equal Info-current-node "Top")))
+    (kill-buffer "*info*")))
+
+(ert-deftest tandem-install-links-the-command-for-the-shell ()
+  "After an install the `tandem' command is linked where the shell finds it.
+A file of someone else's at that place is left alone and named."
+  (let* ((dir (make-temp-file "tandem-link-" t))
+         (venv (file-name-as-directory (expand-file-name "venv" dir)))
+         (tandem-install-command-link (expand-file-name "bin/tandem" dir))
+         (exec-path (list (expand-file-name "bin" dir))))
+    (unwind-protect
+        (progn
+          (make-directory (expand-file-name "bin" venv) t)
+          (write-region "" nil (expand-file-name "bin/tandem" venv))
+          (should (equal (tandem-install-link-command venv)
+                         (format "the tandem command is %s"
+                                 (abbreviate-file-name tandem-install-command-link))))
+          (should (equal (file-symlink-p tandem-install-command-link)
+                         (expand-file-name "bin/tandem" venv)))
+          ;; Again: the same link is kept.
+          (tandem-install-link-command venv)
+          (should (file-symlink-p tandem-install-command-link))
+          ;; Not on the PATH: the sentence says what to add.
+          (let ((exec-path nil))
+            (should (string-match-p "add .* to your PATH"
+                                    (tandem-install-link-command venv))))
+          (delete-file tandem-install-command-link)
+          (write-region "mine" nil tandem-install-command-link)
+          (should (string-match-p "another file, left alone"
+                                  (tandem-install-link-command venv)))
+          (should (equal (with-temp-buffer (insert-file-contents tandem-install-command-link)
+                                           (buffer-string))
+                         "mine")))
+      (delete-directory dir t))))
+
 (ert-deftest tandem-install-sources-are-found-in-the-checkout ()
   "In a clone the backend's sources are the parent of `elisp/'."
   (should (equal (file-truename (tandem-install-source-directory))

@@ -17,7 +17,8 @@
   "Run BODY as a new user: nothing configured, empty settings, a scratch custom file.
 Binds `fake' (the fake server), `project' and `custom'."
   (declare (indent 0) (debug t))
-  `(let* ((fake (tandem-view-test-start-fake '(:steps [(:reply (:text "Hello, new user!"))])))
+  `(let* ((fake (tandem-view-test-start-fake '(:steps [(:reply (:text "Hello, new user!"))
+                                                                (:reply (:text "Hello, new user!"))])))
           (project (file-name-as-directory (make-temp-file "tandem-setup-project-" t)))
           (config (make-temp-file "tandem-setup-config-" t))
           (custom (make-temp-file "tandem-setup-custom-" nil ".el"))
@@ -39,39 +40,86 @@ Binds `fake' (the fake server), `project' and `custom'."
        (delete-file custom))))
 
 (ert-deftest tandem-setup-first-run-asks-saves-and-answers ()
-  "`M-x tandem' with nothing configured asks, saves with customize, then a turn streams."
+  "`M-x tandem' with nothing configured asks, saves in settings.json, then a turn streams.
+The answers are the user's settings file, the one `tandem ask' reads:
+none of them lands in customize, and every prompt shows its default."
   (tandem-setup-test--fresh
     (let* ((asked nil)
            (tandem-setup-read-function
-            (lambda (prompt choices &optional _default)
-              (push (cons prompt choices) asked)
+            (lambda (prompt choices &optional default)
+              (push (list prompt choices default) asked)
               (cond ((string-prefix-p "Provider" prompt)
                      (should (member "Anthropic" choices))
                      (should (member "OpenAI" choices))
                      (cl-find-if (lambda (c) (string-prefix-p "OpenAI-compatible" c)) choices))
-                    ((string-prefix-p "Base URL" prompt) (cdr fake))
+                    ((string-prefix-p "Base URL" prompt)
+                     (should (equal default "http://127.0.0.1:8080/v1"))
+                     (cdr fake))
                     ((string-prefix-p "Where is the openai key" prompt)
-                     (car (last choices)))
+                     ;; A loopback server needs no key, and that is the default shown.
+                     (should (string-prefix-p "no key" default))
+                     default)
                     ((string-prefix-p "Model" prompt)
                      ;; Listed by the fake's GET /v1/models.
                      (should (equal choices '("fake-model")))
                      "fake-model")
                     ((string-prefix-p "Permission mode" prompt) "auto-edit")
-                    (t (ert-fail (format "unexpected question %S" prompt)))))))
+                    (t (ert-fail (format "unexpected question %S" prompt))))))
+           (settings (expand-file-name "tandem/settings.json" config))
+           (messages nil))
       (should (tandem-setup-needed-p))
-      (tandem project)
+      (cl-letf (((symbol-function 'message)
+                 (lambda (fmt &rest args)
+                   (when fmt (push (apply #'format-message fmt args) messages)))))
+        (tandem project))
       (should (equal (length asked) 5))
-      (should (equal tandem-provider "openai:fake-model"))
-      (should (eq tandem-permission-mode 'auto-edit))
-      (should (equal tandem-openai-base-url (cdr fake)))
-      (with-temp-buffer
-        (insert-file-contents custom)
-        (should (string-match-p "tandem-provider \"openai:fake-model\"" (buffer-string)))
-        (should (string-match-p "tandem-openai-base-url" (buffer-string))))
+      (dolist (question asked)          ; every question has a default to show
+        (should (nth 2 question)))
+      (should (cl-some (lambda (m) (string-match-p (regexp-quote "saved in ") m)) messages))
+      ;; Nothing in customize: the one place is the settings file.
+      (should-not tandem-provider)
+      (should-not tandem-openai-base-url)
+      (let ((saved (with-temp-buffer
+                     (insert-file-contents settings)
+                     (json-parse-buffer :object-type 'alist))))
+        (should (equal (alist-get 'default_provider saved) "openai:fake-model"))
+        (should (equal (alist-get 'permission_mode saved) "auto-edit"))
+        (should (equal (alist-get 'base_url (alist-get 'openai saved)) (cdr fake))))
+      (should (equal (file-modes settings) #o600))
       (should-not (tandem-setup-needed-p))
       (with-current-buffer (tandem-view-buffer (tandem-project-session project))
         (tandem-view-test-wait-turn (tandem-view-test-send "hi"))
-        (should (string-match-p "Hello, new user!" (tandem-view-test-text)))))))
+        (should (string-match-p "Hello, new user!" (tandem-view-test-text))))
+      ;; The CLI reads the same file: no flag, no variable.
+      (let* ((default-directory project)
+             (process-environment (cons (concat "TANDEM_HOME=" tandem-home)
+                                        process-environment))
+             status
+             (out (with-temp-buffer
+                    (setq status (call-process
+                                  (expand-file-name ".venv/bin/tandem" tandem-test-root)
+                                  nil t nil "ask" "hi again"))
+                    (buffer-string))))
+        (ert-info (out :prefix "tandem ask said: ")
+          (should (eq status 0))
+          (should (string-match-p "Hello, new user!" out)))))))
+
+(ert-deftest tandem-setup-save-settings-refuses-bad-values-and-keeps-the-file ()
+  "A value the settings model refuses is an error and the file is left as it was."
+  (tandem-setup-test--fresh
+    (let ((settings (expand-file-name "tandem/settings.json" config)))
+      (tandem-setup-save-settings '(("permission_mode" . "ask")))
+      (let ((before (with-temp-buffer (insert-file-contents settings) (buffer-string))))
+        (should-error (tandem-setup-save-settings '(("permission_mode" . "yolo")))
+                      :type 'tandem-invalid-settings)
+        (should (equal before (with-temp-buffer (insert-file-contents settings)
+                                                (buffer-string)))))
+      ;; :null removes a key.
+      (tandem-setup-save-settings '(("permission_mode" . :null) ("auto_compact" . t)))
+      (let ((saved (with-temp-buffer (insert-file-contents settings)
+                                     (json-parse-buffer :object-type 'alist))))
+        (should-not (assq 'permission_mode saved))
+        (should (eq (alist-get 'auto_compact saved) t))))))
 
 (defun tandem-setup-test--options (group)
   "Return every user option of GROUP and its subgroups."

@@ -181,7 +181,7 @@ class AnthropicHandler(FakeHandler):
         for call, cid in zip(reply.tool_calls, tool_ids(reply), strict=True):
             block = {"type": "tool_use", "id": cid, "name": call.name, "input": {}}
             self._block(index, block, d)
-            for piece in _chunks(json.dumps(call.input), reply.chunk_size):
+            for piece in call.json_pieces(reply.chunk_size):
                 self._delta(index, {"type": "input_json_delta", "partial_json": piece}, d)
             self._stop(index, d)
             index += 1

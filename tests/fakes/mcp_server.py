@@ -55,6 +55,11 @@ def build(port: int = 8000) -> FastMCP:
         os._exit(3)
 
     @server.tool(annotations=READ)
+    def huge(megabytes: int) -> str:
+        """A text of MEGABYTES MiB (a result far past any sane limit)."""
+        return "x" * (megabytes << 20)
+
+    @server.tool(annotations=READ)
     def slow(seconds: float) -> str:
         """Sleep SECONDS, then answer."""
         time.sleep(seconds)

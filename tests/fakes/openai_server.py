@@ -153,7 +153,7 @@ class OpenAIHandler(FakeHandler):
         for i, (call, cid) in enumerate(zip(reply.tool_calls, _call_ids(reply), strict=True)):
             head = {"index": i, "id": cid, "type": "function"}
             chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
-            for piece in _chunks(json.dumps(call.input), reply.chunk_size):
+            for piece in call.json_pieces(reply.chunk_size):
                 chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
         if reply.stream_error:
             self.sse(json.dumps(error_body(500, reply.message)), delay=d)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tandem.history.turn_patch import turn_patch as patch_of
+from tandem.history.turn_patch import turn_rows
 from tandem.overview.rows import overview as overview_of
 from tandem.protocol import sexp
 from tandem.protocol.base import MethodSpec, Vector
@@ -29,6 +30,8 @@ from tandem.protocol.sessions import (
     OverviewParams,
     PlanParams,
     RelocateParams,
+    RenameParams,
+    RenameReply,
     ResumeParams,
     RewindParams,
     RewindPlan,
@@ -40,6 +43,8 @@ from tandem.protocol.sessions import (
     SwitchParams,
     TurnPatch,
     TurnPatchParams,
+    Turns,
+    TurnsParams,
     UndoParams,
     UndoPlan,
     UndoPlanParams,
@@ -50,6 +55,7 @@ from tandem.sessions import requests
 from tandem.sessions.history import HistoryRows, Row
 from tandem.sessions.manager import Active
 from tandem.sessions.requests import absolute_dir, info
+from tandem.sessions.titles import user_title
 from tandem.turns.usage import usage_report
 
 if TYPE_CHECKING:
@@ -177,6 +183,11 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
                           p.session, p.turn)
 
 
+async def turns(app: App, p: TurnsParams) -> Turns:
+    """The turns of a session, for a prompt to offer."""
+    return turn_rows(app.sessions, p.session)
+
+
 async def overview(app: App, p: OverviewParams) -> Overview:
     """Every session with its live state."""
     attached = app.remote.attached()
@@ -189,8 +200,17 @@ async def overview(app: App, p: OverviewParams) -> Overview:
 
 
 async def usage(app: App, p: UsageParams) -> dict[str, Any]:
-    """SESSION's token totals, overall and per provider."""
-    return usage_report(app.sessions, p.session)
+    """SESSION's token totals, overall and per provider, and its title."""
+    report = usage_report(app.sessions, p.session)
+    report["title"] = app.sessions.journal(p.session).header.title
+    return report
+
+
+async def rename(app: App, p: RenameParams) -> RenameReply:
+    """Give SESSION a title of the user's; the overview and the pickers show it."""
+    journal = app.sessions.journal(p.session)
+    header = journal.update_header(title=user_title(p.title))
+    return RenameReply(session=journal.id, title=header.title)
 
 
 METHODS: list[MethodSpec] = [
@@ -230,7 +250,11 @@ METHODS: list[MethodSpec] = [
                UndoResult),
     MethodSpec("sessions/turn-patch", TurnPatchParams, turn_patch,
                "One turn's patch with its unified diff.", TurnPatch),
+    MethodSpec("sessions/turns", TurnsParams, turns,
+               "A session's turns, oldest first: request, outcome, files changed, rewound.",
+               Turns),
     MethodSpec("sessions/overview", OverviewParams, overview,
                "Every session with its live state (waiting for you first).", Overview),
     MethodSpec("sessions/usage", UsageParams, usage, "Token totals of a session."),
+    MethodSpec("sessions/rename", RenameParams, rename, "Give a session a title.", RenameReply),
 ]

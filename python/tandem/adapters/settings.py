@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
-from tandem.protocol.base import MethodSpec
-from tandem.protocol.settings import RootParams, TrustParams, TrustReport
+from tandem.config.user_file import changed_keys, save_user_settings
+from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.settings import (
+    RootParams,
+    SaveUserParams,
+    TrustParams,
+    TrustReport,
+    UserSettingsSaved,
+)
 from tandem.turns import trust as trusting
 
 if TYPE_CHECKING:
@@ -27,10 +35,25 @@ async def untrust(app: App, p: RootParams) -> dict[str, bool]:
     return {"revoked": trusting.untrust(app.turns, app.home, p.cwd)}
 
 
+async def save_user(app: App, p: SaveUserParams) -> UserSettingsSaved:
+    """Change keys of the user's own settings file (what the CLI reads too)."""
+    try:
+        changes = json.loads(p.settings_json)
+    except ValueError as exc:
+        raise TandemError("invalid-settings", f"Settings to save: invalid JSON: {exc}") from None
+    if not isinstance(changes, dict):
+        raise TandemError("invalid-settings", "Settings to save must be a JSON object")
+    path = save_user_settings(changes)
+    return UserSettingsSaved(path=str(path), keys=changed_keys(changes))
+
+
 METHODS = [
     MethodSpec("settings/report", RootParams, report,
                "Whether the project settings are trusted, and what trust grants.", TrustReport),
     MethodSpec("settings/trust", TrustParams, trust,
                "Trust the project settings at the content shown.", TrustReport),
     MethodSpec("settings/untrust", RootParams, untrust, "Revoke trust in the project settings."),
+    MethodSpec("settings/save-user", SaveUserParams, save_user,
+               "Change keys of the user's settings file, which `tandem ask` reads too.",
+               UserSettingsSaved),
 ]

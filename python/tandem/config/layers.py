@@ -10,13 +10,12 @@ keeps only harmless keys; what it tried to set beyond that is reported as
 from __future__ import annotations
 
 import copy
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.config.agent_files import listed_files, workspace_digest
+from tandem.config import strict_json
 from tandem.config.model import (
     MAX_FILE_BYTES,
     MODE_ORDER,
@@ -25,6 +24,7 @@ from tandem.config.model import (
     trusted_only_keys,
     validate,
 )
+from tandem.config.shown import project_digest, read_bytes
 from tandem.config.trust import TrustStore, canonical_root, digest
 from tandem.lru import LRU
 from tandem.protocol.base import TandemError
@@ -78,18 +78,20 @@ class FileLayer:
 
 CACHE_LIMIT = 256
 """Settings files kept parsed (least recently read go first)."""
-_cache: LRU[str, tuple[tuple[int, ...], FileLayer]] = LRU(CACHE_LIMIT)
+_cache: LRU[str, tuple[tuple[int, ...], FileLayer | TandemError]] = LRU(CACHE_LIMIT)
 
 
-def _strict_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+def _stamp(st: os.stat_result) -> tuple[int, ...]:
+    # ctime too: a rewrite that puts mtime and size back still moves it.
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 def read_layer(path: Path) -> FileLayer:
     """The settings file PATH, parsed and validated once per change.
 
-    Cached by path, mtime, size, inode and device; a missing file is an
-    empty layer. Unreadable or unparseable content raises ``invalid-settings``.
+    Cached by path, mtime, ctime, size, inode and device (a refusal too); a
+    missing file is an empty layer. Unreadable or unparseable content raises
+    ``invalid-settings``. The digest is always of the very bytes parsed.
     """
     key = str(path)
     try:
@@ -99,33 +101,44 @@ def read_layer(path: Path) -> FileLayer:
         return FileLayer(path, {}, None, SettingsModel())
     except OSError as exc:
         raise TandemError("invalid-settings", f"Cannot read settings {path}: {exc}") from None
-    stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
     hit = _cache.get(key)
-    if hit is not None and hit[0] == stamp:
+    if hit is not None and hit[0] == _stamp(st):
+        if isinstance(hit[1], TandemError):
+            raise hit[1].with_traceback(None)
         return hit[1]
-    layer = _parse(path, st.st_size)
-    _cache[key] = (stamp, layer)
+    try:
+        got = read_bytes(path, MAX_FILE_BYTES)
+    except OSError as exc:
+        raise TandemError("invalid-settings", f"Cannot read settings {path}: {exc}") from None
+    if got is None:
+        _cache.pop(key, None)
+        return FileLayer(path, {}, None, SettingsModel())
+    data, opened = got
+    try:
+        layer: FileLayer | TandemError = parse_layer(path, data)
+    except TandemError as exc:
+        layer = exc
+    _cache[key] = (_stamp(opened), layer)  # the status of the open that read these bytes
+    if isinstance(layer, TandemError):
+        raise layer
     return layer
 
 
-def _parse(path: Path, size: int) -> FileLayer:
-    if size > MAX_FILE_BYTES:
-        raise TandemError("invalid-settings", f"Settings {path}: {size} bytes is more than "
-                          f"the {MAX_FILE_BYTES} a settings file may hold")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise TandemError("invalid-settings", f"Cannot read settings {path}: {exc}") from None
+def parse_layer(path: Path, data: bytes) -> FileLayer:
+    """DATA, the bytes of settings file PATH, parsed and validated (no file access).
+
+    Too large, not UTF-8, not strict JSON, a key twice, not an object:
+    ``invalid-settings``. Content that parses but does not validate is a
+    layer with its `error` (the raw object is still usable).
+    """
     if len(data) > MAX_FILE_BYTES:
-        raise TandemError("invalid-settings", f"Settings {path}: larger than "
-                          f"{MAX_FILE_BYTES} bytes")
+        raise TandemError("invalid-settings", f"Settings {path}: more than the "
+                          f"{MAX_FILE_BYTES} bytes a settings file may hold")
     try:
         text = data.decode("utf-8")
-        obj = json.loads(text, parse_constant=_strict_constant) if text.strip() else {}
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise TandemError("invalid-settings", f"Settings {path}: invalid JSON: {reason}") from None
+    except UnicodeDecodeError as exc:
+        raise TandemError("invalid-settings", f"Settings {path}: invalid JSON: {exc}") from None
+    obj = strict_json.loads(text, str(path)) if text.strip() else {}
     if not isinstance(obj, dict):
         raise TandemError("invalid-settings", f"Settings {path} must hold a JSON object")
     try:
@@ -211,6 +224,35 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
     return kept, ignored
 
 
+LIMITED_KEYS = ("permission_mode", "native")
+"""Keys an untrusted project may set only tighter than the user's."""
+
+
+def restricted_values(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every key of DATA that is trusted-only or only allowed tighter, with its value.
+
+    What the trust report lists, so that what would run or where a key would
+    go is read from the parsed file, not from its text. ``native`` is listed
+    key by key.
+    """
+    out: list[tuple[str, Any]] = []
+    for dotted in sorted(trusted_only_keys() | set(LIMITED_KEYS)):
+        if not _present(data, dotted):
+            continue
+        value = _value(data, dotted)
+        if dotted == "native" and isinstance(value, dict):
+            out += [(f"native.{name}", v) for name, v in sorted(value.items())]
+        else:
+            out.append((dotted, value))
+    return out
+
+
+def _value(data: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        data = data[part]
+    return data
+
+
 # -- resolution ----------------------------------------------------------------------
 
 
@@ -269,10 +311,13 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
     if project is not None and project.exists:
         project.typed()
     if root:
-        covered = workspace_digest(root, project.sha256 if project else None,
-                                   listed_files(user.raw.get("acp_agents")))
-        granted = TrustStore(home).granted(canonical_root(root)) if covered else None
-        trusted = covered is not None and granted == covered
+        # Agent files alone can be trusted too: the grant is checked whenever
+        # there is a project, against everything it covers as it is now.
+        canon = canonical_root(root)
+        covered = project_digest(canon, project.sha256 if project is not None else None,
+                                 user.raw)
+        granted = TrustStore(home).granted(canon) if covered is not None else None
+        trusted = granted is not None and granted == covered
         changed = granted is not None and not trusted
     if project is not None and project.exists:
         if trusted:

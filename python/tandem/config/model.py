@@ -102,6 +102,8 @@ class NativeSettings(Section):
     shell_timeout: Seconds = 120.0
     output_cap: int = Field(default=64 * 1024, ge=0, le=64 << 20)
     tool_timeout: Seconds = 30.0
+    max_tool_input_bytes: int = Field(default=16 << 20, ge=1024, le=256 << 20)
+    """Tool input one model response may stream (all its calls); past it the call fails."""
 
 
 class CheckpointSettings(Section):

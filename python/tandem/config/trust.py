@@ -1,8 +1,9 @@
 """Which projects' settings the user trusts: ``TANDEM_HOME/trust.json``.
 
-As direnv's ``allow``: trust is granted to one file content, by its
-SHA-256, under the canonical project root. A changed file is untrusted
-again until the user trusts it anew. The store is written crash-safe
+As direnv's ``allow``: trust is granted to one content of the files it
+covers (`combined_digest` of each one's path and bytes), under the
+canonical project root. A changed file is untrusted again until the user
+trusts it anew. The store is written crash-safe
 (temp file, fsync, rename) and kept private (0600).
 """
 
@@ -12,6 +13,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,7 +25,7 @@ TRUST_FILE = "trust.json"
 
 
 class Grant(BaseModel):
-    """Trust of one project: the digest of the settings file the user saw."""
+    """Trust of one project: the `combined_digest` of the files the user saw."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -48,6 +50,17 @@ def canonical_root(root: str | Path) -> str:
 def digest(data: bytes) -> str:
     """SHA-256 of a settings file's bytes, in hex."""
     return hashlib.sha256(data).hexdigest()
+
+
+def combined_digest(files: Iterable[tuple[str, str]]) -> str:
+    """The digest a grant is given for: over each present file's (relative path, `digest`).
+
+    Sorted by path, so the order files are read in does not matter; a file
+    that appears, disappears or moves changes it as a changed byte does.
+    """
+    entries = sorted(files)
+    canon = json.dumps(entries, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(b"tandem-trust-2\n" + canon.encode()).hexdigest()
 
 
 class TrustStore:
@@ -81,7 +94,7 @@ class TrustStore:
         return self.granted(root) == sha256
 
     def grant(self, root: str | Path, sha256: str) -> None:
-        """Trust ROOT's settings file at content SHA256."""
+        """Trust ROOT's files at their combined digest SHA256."""
         data = self.load()
         data.projects[canonical_root(root)] = Grant(sha256=sha256, granted_at=time.time())
         self._save(data)

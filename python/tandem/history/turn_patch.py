@@ -1,4 +1,4 @@
-"""One turn's patch: from its pre-turn checkpoint to the one at its end.
+"""One turn's patch: from its pre-turn checkpoint to the one at its end; the turns to pick from.
 
 While the turn runs the patch goes to the files now. A finished turn's
 patch carries the completeness the turn recorded (shell runs, writes
@@ -13,7 +13,7 @@ from tandem.checkpoints.service import CheckpointService
 from tandem.history.rewind import RewindService
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import Patch, PatchGap
-from tandem.protocol.sessions import TurnPatch
+from tandem.protocol.sessions import RevertedPart, TurnPatch, TurnRow, Turns
 from tandem.sessions.service import SessionService
 from tandem.turns.engine import TurnEngine, run_blocking
 
@@ -51,8 +51,16 @@ async def turn_patch(sessions: SessionService, engine: TurnEngine, checkpoints: 
         raise
     if not running and isinstance(patch, dict):
         result = _as_recorded(result, patch)
+    reverted = [RevertedPart(path=str(e.get("path")), hunk=_hunk(e.get("hunk")))
+                for e in sessions.entries(journal)
+                if e.get("type") == "revert" and e.get("of_turn") == turn]
     return TurnPatch(session=journal.id, turn=turn, root=str(cp.root), running=running,
-                     rewound=turn in index.hidden, patch=result)
+                     rewound=turn in index.hidden, patch=result, reverted=reverted)
+
+
+def _hunk(value: object) -> int | None:
+    """A revert entry's hunk index, None for a whole file (or a value no index is)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:
@@ -64,3 +72,21 @@ def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:
     if recorded.get("completeness") not in ("no-changes", "captured", "incomplete"):
         return result
     return result.model_copy(update={"completeness": recorded["completeness"], "gaps": gaps})
+
+
+def turn_rows(sessions: SessionService, session: str) -> Turns:
+    """The turns of SESSION, oldest first: request, outcome, files changed, rewound."""
+    journal = sessions.journal(session)
+    index = sessions.index(journal)
+    rows = []
+    for number in sorted(index.seen):
+        rec = index.turns[number]
+        start, end, user = rec.start, rec.last_end, rec.user
+        request = (user.text if user else "").strip().split("\n", 1)[0][:80]
+        patch = end.patch if end is not None else None
+        files = [str(f["path"]) for f in (patch.get("files") or [])
+                 if isinstance(f, dict) and f.get("path")] if isinstance(patch, dict) else []
+        rows.append(TurnRow(turn=number, origin=start.origin if start else "chat",
+                            request=request, outcome=None if rec.open or end is None
+                            else end.outcome, files=files, rewound=number in index.hidden))
+    return Turns(session=journal.id, turns=rows)

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession
 from tandem.config.model import McpHttpServer
-from tandem.mcp.common import McpServerError, Timeouts
+from tandem.mcp.common import McpServerError, Timeouts, too_large
 from tandem.mcp.servers import ServerConfig, fingerprint
 from tandem.mcp.transport import http_client, process_streams, start_process
 from tandem.providers.acp_process import AgentProcess
@@ -56,6 +56,8 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._overflow: asyncio.Future[None] | None = None
+        """Set when a message went past the limit: what waits for an answer fails."""
 
     # -- life cycle -------------------------------------------------------
 
@@ -81,11 +83,13 @@ class McpConnection:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._note("starting")
         self._task = asyncio.create_task(self._run(ready), name=f"mcp-{self.name}")
-        try:
-            await asyncio.wait_for(asyncio.shield(ready), self.timeouts.start)
-        except TimeoutError:
-            await self._fail(f"did not start within {self.timeouts.start:g} s")
-        except McpServerError as exc:
+        overflow = self._overflow = asyncio.get_running_loop().create_future()
+        await asyncio.wait({ready, overflow}, timeout=self.timeouts.start,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            await self._fail(too_large() if overflow.done()
+                             else f"did not start within {self.timeouts.start:g} s")
+        elif (exc := ready.exception()) is not None:
             await self._fail(await self._exit_report() or str(exc))
         self.status = "running"
         self._note(f"running, {len(self.tools)} tools")
@@ -104,7 +108,7 @@ class McpConnection:
             async with contextlib.AsyncExitStack() as stack:
                 if isinstance(self.config, McpHttpServer):
                     client = await stack.enter_async_context(
-                        http_client(self.config, self.timeouts.start))
+                        http_client(self.config, self.timeouts.start, self._overflowed))
                     read, write, _ = await stack.enter_async_context(
                         streamable_http_client(self.config.url, http_client=client))
                 else:
@@ -114,7 +118,7 @@ class McpConnection:
                         raise McpServerError(f"could not start: {exc.strerror or exc}") from None
                     stack.push_async_callback(self._process.stop)
                     read, write = await stack.enter_async_context(
-                        process_streams(self._process))
+                        process_streams(self._process, self._overflowed))
                 session = await stack.enter_async_context(
                     ClientSession(read, write, logging_callback=self._on_log))
                 await session.initialize()
@@ -133,6 +137,11 @@ class McpConnection:
                 self._note(f"connection ended: {why}")
         finally:
             self._session = None
+
+    def _overflowed(self) -> None:
+        self._note(too_large())
+        if self._overflow is not None and not self._overflow.done():
+            self._overflow.set_result(None)
 
     async def stop(self) -> None:
         """Stop the server (and its process group) and forget its session."""
@@ -171,7 +180,8 @@ class McpConnection:
         started = time.monotonic()
         request = asyncio.ensure_future(
             session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=limit)))
-        watch: set[asyncio.Future[Any]] = {request, task}
+        overflow = self._overflow = asyncio.get_running_loop().create_future()
+        watch: set[asyncio.Future[Any]] = {request, task, overflow}
         if self._process is not None:
             watch.add(self._process.exited)
         try:
@@ -183,6 +193,8 @@ class McpConnection:
                     await request
         if request.done() and not request.cancelled() and request.exception() is None:
             return request.result()
+        if overflow.done():  # its answer was dropped as it arrived; the server goes on
+            raise McpServerError(f"MCP server {self.name}: {tool}: {too_large()}")
         # "Connection closed" may arrive just before the exit is seen: look again.
         report = await self._exit_report()
         if report is not None:

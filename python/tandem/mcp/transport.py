@@ -9,8 +9,9 @@ for the log.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -21,11 +22,20 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from tandem import reaper, secrets
+from tandem.capped import cap
 from tandem.config.model import McpHttpServer, McpStdioServer
+from tandem.mcp.common import MAX_MESSAGE
 from tandem.providers.acp_process import AgentProcess
 
 Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception],
                 MemoryObjectSendStream[SessionMessage]]
+Overflow = Callable[[], None]
+"""Told when a message went past `MAX_MESSAGE` (the call waiting for it fails)."""
+CHUNK = 1 << 16
+
+
+class MessageTooLarge(httpx.ReadError):
+    """An HTTP body or SSE event of an MCP server went past `MAX_MESSAGE`."""
 
 
 def server_environment(configured: Mapping[str, str],
@@ -39,25 +49,62 @@ def server_environment(configured: Mapping[str, str],
 
 async def start_process(config: McpStdioServer, root: Path) -> AgentProcess:
     """Spawn CONFIG's program in ROOT (own process group, registered with the reaper)."""
+    # Lines are read in chunks (`bounded_lines`): the pipe's buffer stays small.
     return await AgentProcess.start([config.command, *config.args],
-                                    server_environment(config.env), root)
+                                    server_environment(config.env), root, limit=4 * CHUNK)
+
+
+async def bounded_lines(stream: asyncio.StreamReader, on_overflow: Overflow,
+                        limit: int = MAX_MESSAGE) -> AsyncIterator[bytes]:
+    """The lines of STREAM (without the newline), each at most LIMIT bytes.
+
+    A longer line is dropped as it arrives (read in chunks, never kept) and
+    ON_OVERFLOW is told once; reading goes on after its end.
+    """
+    buf = bytearray()
+    skipping = False
+    while chunk := await stream.read(CHUNK):
+        start = 0
+        while start <= len(chunk):
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if not skipping and len(buf) + len(piece) > limit:
+                skipping = True
+                buf.clear()
+                on_overflow()
+            elif not skipping:
+                buf += piece
+            if end < 0:
+                break
+            if not skipping:
+                yield bytes(buf)
+            buf.clear()
+            skipping = False
+            start = end + 1
+    if buf and not skipping:
+        yield bytes(buf)
 
 
 @contextlib.asynccontextmanager
-async def process_streams(process: AgentProcess) -> AsyncIterator[Streams]:
-    """Newline-delimited JSON-RPC over PROCESS's stdin and stdout, as SDK streams."""
+async def process_streams(process: AgentProcess,
+                          on_overflow: Overflow = lambda: None) -> AsyncIterator[Streams]:
+    """Newline-delimited JSON-RPC over PROCESS's stdin and stdout, as SDK streams.
+
+    A line over `MAX_MESSAGE` is dropped as it arrives and ON_OVERFLOW told.
+    """
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def reader() -> None:
         async with read_send:
+            lines = bounded_lines(process.stdout, on_overflow)
             while True:
                 try:
-                    line = await process.stdout.readline()
-                except (ValueError, OSError) as exc:  # a line over the limit, a broken pipe
+                    line = await anext(lines, None)
+                except OSError as exc:  # a broken pipe
                     await read_send.send(exc)
                     break
-                if not line:
+                if line is None:
                     break  # EOF: the session answers pending requests "Connection closed"
                 if not line.strip():
                     continue
@@ -87,10 +134,24 @@ async def process_streams(process: AgentProcess) -> AsyncIterator[Streams]:
             group.cancel_scope.cancel()
 
 
-def http_client(config: McpHttpServer, connect_timeout: float) -> httpx.AsyncClient:
-    """The HTTP client of CONFIG: its headers, bounded connect, long reads (SSE)."""
+def http_client(config: McpHttpServer, connect_timeout: float,
+                on_overflow: Overflow = lambda: None,
+                limit: int = MAX_MESSAGE) -> httpx.AsyncClient:
+    """The HTTP client of CONFIG: its headers, bounded connect, long reads (SSE).
+
+    Every response body (each event of an event stream) is bounded by LIMIT
+    while it is received; past it ON_OVERFLOW is told and the read fails.
+    """
+    def over() -> BaseException:
+        on_overflow()
+        return MessageTooLarge(f"an MCP message over {limit} bytes")
+
+    async def bound(response: httpx.Response) -> None:
+        cap(response, limit, over)
+
     return httpx.AsyncClient(
         headers=dict(config.headers),
         timeout=httpx.Timeout(30.0, connect=connect_timeout, read=300.0),
         trust_env=True,
+        event_hooks={"response": [bound]},
     )

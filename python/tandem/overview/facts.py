@@ -1,10 +1,11 @@
 """Turn count, tokens and provider of a journal, read cheaply and cached.
 
 The overview shows these for every session of every project, most of them
-not open. Only ``turn_start``, ``turn_end`` and ``rewind`` lines are parsed
-(a byte test skips the rest), and the result is kept per file until its
-size or modification time changes, so a refresh after an event re-reads
-nothing that did not grow.
+not open. Only ``turn_start`` and ``turn_end`` lines are parsed (a byte test
+skips the rest), and the result is kept per file until its size or
+modification time changes, so a refresh after an event re-reads nothing
+that did not grow. The counts are the session header's (`session_usage`):
+every turn that ended, rewound ones too, since they were paid for.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import os
 import threading
 from dataclasses import dataclass
 
-from tandem.sessions.projection import visible_turns
 from tandem.store.entry_cache import scan
+from tandem.turns.usage import session_usage
 
-_WANTED = (b'"type":"turn_start"', b'"type":"turn_end"', b'"type":"rewind"')
+_WANTED = (b'"type":"turn_start"', b'"type":"turn_end"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +25,7 @@ class JournalFacts:
     """What the overview shows of one journal's turns."""
 
     turns: int
-    """Visible turns (those a rewind hid are not counted)."""
+    """Turns that ended, as the session's header counts them."""
     input_tokens: int
     output_tokens: int
     provider: str
@@ -66,19 +67,7 @@ def read_facts(path: str) -> JournalFacts:
         entries = scan(path, _WANTED)
     except OSError:
         return JournalFacts(0, 0, 0, "")
-    seen, hidden = visible_turns(entries)
-    tokens_in = tokens_out = 0
-    provider = ""
-    for e in entries:
-        if e["type"] == "turn_start":
-            provider = str(e.get("provider") or "")
-        elif e["type"] == "turn_end" and e["turn"] not in hidden:
-            usage = e.get("usage")
-            if isinstance(usage, dict):
-                tokens_in += _count(usage.get("input_tokens"))
-                tokens_out += _count(usage.get("output_tokens"))
-    return JournalFacts(len(seen - hidden), tokens_in, tokens_out, provider)
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    total, _ = session_usage(entries)
+    provider = next((str(e.get("provider") or "") for e in reversed(entries)
+                     if e["type"] == "turn_start"), "")
+    return JournalFacts(total.turns, total.input_tokens, total.output_tokens, provider)

@@ -181,6 +181,14 @@ class TurnPatchParams(Params):
     turn: int = Field(ge=1)
 
 
+class RevertedPart(Reply):
+    """A hunk (or, with no hunk, a whole file) of a turn's patch that a review reverted."""
+
+    path: str
+    hunk: int | None = None
+    """The hunk's index among the file's hunks (0 is the first); None: the whole file."""
+
+
 class TurnPatch(Reply):
     """One turn's patch with the unified diff text."""
 
@@ -193,6 +201,37 @@ class TurnPatch(Reply):
     rewound: bool
     """True when a rewind hid this turn (its patch is history)."""
     patch: Patch
+    reverted: list[RevertedPart] = Field(default_factory=list)
+    """The parts of the patch reviews reverted since, oldest first."""
+
+
+class TurnsParams(Params):
+    """``sessions/turns``: the turns of ``session``, oldest first, for choosing one."""
+
+    session: str = SessionId
+
+
+class TurnRow(Reply):
+    """One turn of a session, as a prompt offers it."""
+
+    turn: int
+    origin: str
+    """``chat`` or ``directive``."""
+    request: str
+    """The first line of the request, cut to 80 characters."""
+    outcome: str | None = None
+    """``succeeded``, ``failed`` or ``aborted``; None while the turn runs."""
+    files: list[str] = Field(default_factory=list)
+    """The paths its patch touched."""
+    rewound: bool = False
+    """True when a rewind no undo cancelled hid the turn."""
+
+
+class Turns(Reply):
+    """The turns of one session, oldest first."""
+
+    session: str
+    turns: list[TurnRow] = Field(default_factory=list)
 
 
 class UsageParams(Params):
@@ -448,3 +487,17 @@ class UndoResult(RestoreDone):
 
     rewind_seq: int
     files_only: bool = False
+
+
+class RenameParams(Params):
+    """Give ``session`` the title ``title`` (one line; control characters are dropped)."""
+
+    session: str = SessionId
+    title: str = Field(max_length=2000)
+
+
+class RenameReply(Reply):
+    """The title as stored (cleaned)."""
+
+    session: str
+    title: str

@@ -1,7 +1,8 @@
 """Params and replies of the settings-trust methods (``settings/…``).
 
-Emacs shows the report (the file and the keys trust grants), asks, then
-trusts with the digest it showed, so a file changed in between is refused.
+Emacs shows the report (every file trust covers, whole, and the parsed value
+of every restricted key), asks, then trusts with the digest it showed, so a
+file changed in between is refused.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from pydantic import Field
 
 from tandem.protocol.base import Params, Reply
 
-SHOWN_CHARS = 64 * 1024
-"""How much of the file a report carries for the user to read before trusting."""
+SHOWN_BYTES = 256 * 1024
+"""The largest file a report shows (whole); a larger one cannot be trusted.
+
+A real settings file is a few KiB; at 256 KiB a report of several files stays
+well inside one frame and Emacs inserts it at once."""
 
 
 class RootParams(Params):
@@ -21,36 +25,74 @@ class RootParams(Params):
 
 
 class TrustParams(Params):
-    """Trust ``cwd``'s settings at content ``sha256`` (as shown by ``settings/report``)."""
+    """Trust ``cwd``'s settings at digest ``sha256`` (as shown by ``settings/report``)."""
 
     cwd: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 class ShownFile(Reply):
-    """One more project file a grant covers (an agent's configuration), as read."""
+    """One file a grant covers, as read once for the report."""
 
+    rel: str
+    """Its path under the project root (``.tandem/settings.json``, ``.claude/settings.json``)."""
     path: str
-    sha256: str
-    """Its digest, or why it cannot be trusted (unreadable, too large, not a file)."""
+    exists: bool
+    size: int = 0
+    sha256: str | None = None
+    """SHA-256 of the bytes shown."""
     text: str = ""
+    """The whole file; empty when it cannot be shown whole (`error` says why)."""
+    error: str | None = None
+
+
+class RestrictedValue(Reply):
+    """A key an untrusted project may not set (or only tighter), with its parsed value."""
+
+    key: str
+    """Dotted (``acp_agents``, ``native.max_steps``)."""
+    file: str
+    """The `ShownFile.rel` it is set in."""
+    value: str
+    """The value as the parser read it: JSON text, every non-ASCII character escaped."""
+    needs_trust: bool
+    """Ignored while the project is untrusted; trust would let it apply."""
 
 
 class TrustReport(Reply):
-    """Where ROOT's project settings stand."""
+    """Where ROOT's project settings stand, from one read of each file."""
 
     root: str
     path: str
+    """The project settings file."""
     exists: bool
     trusted: bool = False
     changed: bool = False
     """Trusted once, at another content."""
     sha256: str | None = None
+    """The digest a grant is given for: over every shown file's path and bytes."""
     grants: list[str] = []
     """The keys that apply only with trust (ignored while untrusted)."""
-    text: str = ""
-    """The file's content (first `SHOWN_CHARS` characters)."""
+    restricted: list[RestrictedValue] = []
+    """Every restricted key the files set, with its value."""
+    files: list[ShownFile] = []
+    """The files the grant covers, each shown whole: the settings file, present or not,
+    and each agent configuration file that is there."""
     error: str | None = None
-    """Why the file cannot be used at all (invalid settings)."""
-    agent_files: list[ShownFile] = []
-    """The project's agent configuration files; `sha256` covers them with the settings."""
+    """Why trust is refused (invalid settings, a file too large to show)."""
+
+
+class SaveUserParams(Params):
+    """Keys to change in the user's settings file: a partial settings object as JSON.
+
+    Objects merge key by key into what the file holds; ``null`` removes a key.
+    """
+
+    settings_json: str = Field(min_length=2, max_length=1 << 20)
+
+
+class UserSettingsSaved(Reply):
+    """Where the user's settings were saved, and which keys changed."""
+
+    path: str
+    keys: list[str]

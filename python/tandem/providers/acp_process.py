@@ -119,8 +119,13 @@ class AgentProcess:
         self.exited: asyncio.Task[int] = asyncio.create_task(proc.wait(), name="acp-wait")
 
     @classmethod
-    async def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> AgentProcess:
-        """Spawn ARGV in CWD with exactly ENV; raises OSError when it cannot start."""
+    async def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+                    limit: int = STREAM_LIMIT) -> AgentProcess:
+        """Spawn ARGV in CWD with exactly ENV; raises OSError when it cannot start.
+
+        LIMIT bounds a line read with ``readline`` and the bytes buffered before
+        reading pauses (twice LIMIT).
+        """
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
@@ -129,7 +134,7 @@ class AgentProcess:
             cwd=str(cwd),
             env=dict(env),
             start_new_session=True,
-            limit=STREAM_LIMIT,
+            limit=limit,
         )
         # Its group dies with the backend, even on kill -9 (tandem.reaper).
         reaper.tracker().register(proc.pid)

@@ -12,7 +12,13 @@ from httpx_sse import ServerSentEvent
 from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
 from tandem.providers.credentials import Credentials
 from tandem.providers.native import ProviderError, StepResult, Wire
-from tandem.providers.tool_input import checked_tool_input, parse_tool_input
+from tandem.providers.tool_input import (
+    MAX_CALLS,
+    MAX_TOOL_INPUT,
+    InputBudget,
+    StreamedInput,
+    checked_tool_input,
+)
 from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
@@ -72,6 +78,12 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
                     }
                 ],
             )
+
+
+def _room(blocks: dict[int, dict[str, Any]], idx: int) -> None:
+    """Refuse a response of more than `MAX_CALLS` content blocks."""
+    if idx not in blocks and len(blocks) >= MAX_CALLS:
+        raise ProviderError(f"the model sent more than {MAX_CALLS} content blocks in one response")
 
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -149,12 +161,16 @@ class AnthropicWire(Wire):
             body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         return body
 
-    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink) -> StepResult:
+    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink,
+                    input_limit: int = MAX_TOOL_INPUT) -> StepResult:
         """Handle ``message_start`` … ``message_stop``; thinking blocks keep their signature."""
         step = StepResult()
         blocks: dict[int, dict[str, Any]] = {}
         # Streamed pieces per (block index, field), joined once at the end.
         partial: dict[tuple[int, str], list[str]] = {}
+        budget = InputBudget(input_limit)
+        inputs: dict[int, StreamedInput] = {}
+        """Tool input JSON per block index, bounded as it streams."""
         finished = False
         async for sse in events:
             if not sse.data:
@@ -171,9 +187,20 @@ class AnthropicWire(Wire):
                 step.usage.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
             elif kind == "content_block_start":
                 idx = int(ev.get("index", len(blocks)))
+                _room(blocks, idx)
                 blocks[idx] = dict(ev.get("content_block") or {})
             elif kind == "content_block_delta":
-                self._delta(ev, blocks, partial, sink, step)
+                idx = int(ev.get("index", 0))
+                _room(blocks, idx)
+                delta = ev.get("delta") or {}
+                if delta.get("type") == "input_json_delta":
+                    got = inputs.get(idx)
+                    if got is None:
+                        got = inputs[idx] = StreamedInput(budget)
+                    got.add(str(delta.get("partial_json", "")))
+                    blocks.setdefault(idx, {"type": "text", "text": ""})
+                else:
+                    self._delta(idx, delta, blocks, partial, sink, step)
             elif kind == "message_delta":
                 step.stop_reason = (ev.get("delta") or {}).get("stop_reason") or step.stop_reason
                 step.usage.output_tokens = int((ev.get("usage") or {}).get("output_tokens") or 0)
@@ -194,8 +221,8 @@ class AnthropicWire(Wire):
                 if (idx, key) in partial:
                     block[key] = str(block.get(key) or "") + "".join(partial[idx, key])
             if block.get("type") == "tool_use":
-                raw = "".join(partial.get((idx, "partial_json"), []))
-                args = (parse_tool_input(raw) if raw.strip()
+                streamed = inputs.get(idx)
+                args = (streamed.value() if streamed is not None and streamed.size
                         else checked_tool_input(block.get("input") or {}))
                 block["input"] = args
                 step.tool_calls.append(ToolCallRef(id=block["id"], name=block["name"], input=args))
@@ -209,14 +236,13 @@ class AnthropicWire(Wire):
 
     @staticmethod
     def _delta(
-        ev: dict[str, Any],
+        idx: int,
+        delta: dict[str, Any],
         blocks: dict[int, dict[str, Any]],
         partial: dict[tuple[int, str], list[str]],
         sink: TurnSink,
         step: StepResult,
     ) -> None:
-        idx = int(ev.get("index", 0))
-        delta = ev.get("delta") or {}
         blocks.setdefault(idx, {"type": "text", "text": ""})
         kind = delta.get("type")
         if kind == "text_delta":
@@ -230,8 +256,6 @@ class AnthropicWire(Wire):
             sink.reasoning(piece)
         elif kind == "signature_delta":
             partial.setdefault((idx, "signature"), []).append(str(delta.get("signature", "")))
-        elif kind == "input_json_delta":
-            partial.setdefault((idx, "partial_json"), []).append(str(delta.get("partial_json", "")))
 
     def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
         """One user message with a ``tool_result`` block per call."""

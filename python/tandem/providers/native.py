@@ -27,6 +27,7 @@ import anyio
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
+from tandem.capped import cap
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -38,6 +39,7 @@ from tandem.providers.base import (
     Usage,
 )
 from tandem.providers.credentials import Credentials
+from tandem.providers.tool_input import MAX_TOOL_INPUT
 from tandem.providers.wire_context import WireContext, complete_tool_pairs, encode_body
 from tandem.tools.base import Tool, ToolContext
 from tandem.tools.executor import ToolExecutor, ToolOutcome, default_tools
@@ -124,8 +126,13 @@ class Wire(ABC):
         """The JSON body of one streaming request."""
 
     @abstractmethod
-    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink) -> StepResult:
-        """Consume the SSE stream, streaming text and reasoning into SINK."""
+    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink,
+                    input_limit: int = MAX_TOOL_INPUT) -> StepResult:
+        """Consume the SSE stream, streaming text and reasoning into SINK.
+
+        Tool input past INPUT_LIMIT bytes (all calls of the response together)
+        is dropped as it arrives; the call becomes an invalid-input marker.
+        """
 
     @abstractmethod
     def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
@@ -210,6 +217,8 @@ class LoopLimits:
     tool_timeout: float = 30.0
     """Time budget of one file tool call (walk, read, grep, write)."""
     output_cap: int = 64 * 1024
+    max_tool_input_bytes: int = MAX_TOOL_INPUT
+    """Tool input one model response may stream; past it the call fails by name."""
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -221,6 +230,8 @@ class LoopLimits:
                 raise ValueError(f"{name} must be > 0")
         if self.output_cap < 256:
             raise ValueError("output_cap must be at least 256 bytes")
+        if self.max_tool_input_bytes < 1024:
+            raise ValueError("max_tool_input_bytes must be at least 1024 bytes")
 
 
 def tls_for(url: str) -> ssl.SSLContext | bool:
@@ -429,8 +440,15 @@ class NativeProvider:
                 if "text/event-stream" not in ctype:
                     raw = (await resp.aread()).decode("utf-8", "replace")[:300]
                     raise ProviderError(f"expected an event stream, got {ctype!r}: {raw}")
+                # One event may carry a whole call's input (escaped once more): bound
+                # each event while it is received, not only what the parser keeps.
+                event_limit = 2 * self.limits.max_tool_input_bytes + (1 << 16)
+                cap(resp, event_limit, lambda: ProviderError(
+                    f"{self.name}: one stream event is over {event_limit:,} bytes (twice "
+                    "native.max_tool_input_bytes); the stream was dropped as it arrived"))
                 view: Any = _SinkView(watch)
-                return await self.wire.parse(EventSource(resp).aiter_sse(), view)
+                return await self.wire.parse(EventSource(resp).aiter_sse(), view,
+                                             self.limits.max_tool_input_bytes)
         except httpx.TimeoutException as exc:
             raise ProviderError(
                 f"{self.name}: request timed out ({type(exc).__name__})", retryable=True

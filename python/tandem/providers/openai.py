@@ -17,7 +17,14 @@ from httpx_sse import ServerSentEvent
 
 from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
 from tandem.providers.native import ProviderError, StepResult, Wire
-from tandem.providers.tool_input import parse_tool_input
+from tandem.providers.tool_input import (
+    MAX_CALLS,
+    MAX_TOOL_INPUT,
+    NAME_KEPT,
+    InputBudget,
+    StreamedInput,
+    kept_name,
+)
 from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
@@ -94,10 +101,12 @@ class OpenAIWire(Wire):
             ]
         return body
 
-    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink) -> StepResult:
+    async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink,
+                    input_limit: int = MAX_TOOL_INPUT) -> StepResult:
         """Handle ``chat.completion.chunk`` events up to ``[DONE]``."""
         step = StepResult()
         calls: dict[int, dict[str, Any]] = {}
+        budget = InputBudget(input_limit)
         done = False
         async for sse in events:
             data = sse.data.strip()
@@ -124,12 +133,12 @@ class OpenAIWire(Wire):
                 step.usage.cache_read_tokens = cached
                 step.usage.output_tokens = int(usage.get("completion_tokens") or 0)
             for choice in chunk.get("choices") or []:
-                self._choice(choice, calls, sink, step)
+                self._choice(choice, calls, sink, step, budget)
         if not done and step.stop_reason is None:
             raise ProviderError("stream broken: it ended before a finish_reason or [DONE]")
         for n, index in enumerate(sorted(calls)):
             call = calls[index]
-            args = parse_tool_input("".join(call["arguments"]))
+            args = call["arguments"].value()
             step.tool_calls.append(
                 ToolCallRef(id=call["id"] or f"call_{n}", name=call["name"], input=args)
             )
@@ -148,7 +157,8 @@ class OpenAIWire(Wire):
 
     @staticmethod
     def _choice(
-        choice: dict[str, Any], calls: dict[int, dict[str, Any]], sink: TurnSink, step: StepResult
+        choice: dict[str, Any], calls: dict[int, dict[str, Any]], sink: TurnSink,
+        step: StepResult, budget: InputBudget,
     ) -> None:
         delta = choice.get("delta") or {}
         content = delta.get("content")
@@ -160,14 +170,19 @@ class OpenAIWire(Wire):
             sink.reasoning(thought)
         for frag in delta.get("tool_calls") or []:
             index = int(frag.get("index", len(calls)))
-            call = calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+            call = calls.get(index)
+            if call is None:
+                if len(calls) >= MAX_CALLS:
+                    raise ProviderError(f"the model sent more than {MAX_CALLS} tool calls in "
+                                        "one response")
+                call = calls[index] = {"id": "", "name": "", "arguments": StreamedInput(budget)}
             if frag.get("id"):
-                call["id"] = frag["id"]
+                call["id"] = str(frag["id"])[:NAME_KEPT]
             fn = frag.get("function") or {}
             if fn.get("name"):
-                call["name"] += fn["name"]
+                call["name"] = kept_name(call["name"], str(fn["name"]))
             if fn.get("arguments"):
-                call["arguments"].append(fn["arguments"])
+                call["arguments"].add(str(fn["arguments"]))
         if choice.get("finish_reason"):
             step.stop_reason = choice["finish_reason"]
 

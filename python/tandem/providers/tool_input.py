@@ -18,6 +18,20 @@ from tandem.tools.base import INVALID_INPUT
 RAW_KEPT = 2000
 """Characters of an unusable input kept (as ``_raw``) for the record."""
 
+MAX_TOOL_INPUT = 16 << 20
+"""Default bound (bytes) on one tool call's input JSON as it streams
+(``native.max_tool_input_bytes``): room for the largest file ``write_file``
+accepts, escaped, and no more."""
+
+NAME_KEPT = 256
+"""Characters of a streamed tool name or call id kept (real ones are under 64)."""
+
+MAX_CALLS = 256
+"""Tool calls (content blocks, for Anthropic) one model response may hold."""
+
+INPUT_SIZE = "_size"
+"""Key of an over-long input's marker holding its size in bytes (the bytes are gone)."""
+
 
 class _NonFinite(ValueError):
     """A non-finite number in the input; its text is the message."""
@@ -41,6 +55,71 @@ def _invalid(raw: str, reason: str) -> dict[str, Any]:
 def _non_finite(token: str) -> str:
     return (f"it holds {token}, which is not a finite number (JSON has no NaN or "
             "Infinity); send finite numbers")
+
+
+def _bytes(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,}-byte"
+
+
+class InputBudget:
+    """Bytes of tool input one model response may still stream (all its calls together).
+
+    One bound for the response, not one per call: a model cannot get around
+    it by spreading a huge argument over many calls.
+    """
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, limit: int = MAX_TOOL_INPUT) -> None:
+        self.limit = limit
+        self.left = limit
+
+
+class StreamedInput:
+    """One tool call's input JSON as it streams, kept only while the budget lasts.
+
+    Past the budget every piece kept is dropped (its bytes go back to the
+    budget) and later ones are only counted: a hostile model's 100 MB
+    argument never sits in memory, and the call's record holds its size,
+    not its bytes.
+    """
+
+    __slots__ = ("budget", "dropped", "parts", "size")
+
+    def __init__(self, budget: InputBudget) -> None:
+        self.budget = budget
+        self.parts: list[str] = []
+        self.size = 0
+        self.dropped = False
+
+    def add(self, piece: str) -> None:
+        """Count PIECE, and keep it while the budget allows."""
+        n = len(piece) if piece.isascii() else len(piece.encode("utf-8", "replace"))
+        self.size += n
+        if self.dropped:
+            return
+        if n <= self.budget.left:
+            self.budget.left -= n
+            self.parts.append(piece)
+            return
+        self.dropped = True
+        self.budget.left += self.size - n
+        self.parts = []
+
+    def value(self) -> dict[str, Any]:
+        """The input object, or the marker of an over-long or unusable input."""
+        if self.dropped:
+            return {INVALID_INPUT: (
+                f"the input is {self.size:,} bytes, over the {_bytes(self.budget.limit)} limit "
+                "on tool input in one model response (native.max_tool_input_bytes); it was "
+                "dropped as it arrived. Split the work into smaller calls"),
+                INPUT_SIZE: self.size}
+        return parse_tool_input("".join(self.parts))
+
+
+def kept_name(name: str, piece: str) -> str:
+    """NAME with the streamed PIECE appended, bounded by `NAME_KEPT` characters."""
+    return name + piece[: max(0, NAME_KEPT - len(name))] if len(name) < NAME_KEPT else name
 
 
 def parse_tool_input(raw: str) -> dict[str, Any]:

@@ -24,11 +24,19 @@ from typing import IO, Any
 import httpx
 from pydantic import SecretStr
 
+from tandem.capped import CappedBody
 from tandem.protocol.base import TandemError
 from tandem.protocol.remote import ConversationCreated, LlmSettings, UploadResult, is_absolute
 from tandem.remote.errors import RemoteError, error_from_response, error_from_transport
 
 KEY_HEADER = "X-Session-API-Key"
+MAX_REPLY = 32 << 20
+"""Bytes of one reply of the agent-server read into memory (a JSON reply, a file
+`download` returns); a longer one fails while it is received. The archive a
+mirror fetches and a file `download_to` saves stream to disk under their own
+bounds."""
+MAX_DOWNLOAD = 1 << 30
+"""Bytes of one file `download_to` saves (it streams to disk)."""
 Progress = Callable[[int, int], None]
 """Called with (bytes done, bytes total) while a file streams."""
 
@@ -132,8 +140,21 @@ class AgentServerClient:
         http: httpx.AsyncClient | None = None,
         **kw: Any,
     ) -> httpx.Response:
+        client = http or self._http
+
+        def over() -> RemoteError:
+            return RemoteError("remote-invalid", f"{context}: the reply of {self.base_url} is "
+                               f"over the {MAX_REPLY >> 20} MiB limit on one agent-server "
+                               "reply; it was dropped as it arrived")
+
         try:
-            response = await (http or self._http).request(method, path, **kw)
+            response = await client.send(client.build_request(method, path, **kw), stream=True)
+            try:
+                assert isinstance(response.stream, httpx.AsyncByteStream)
+                response.stream = CappedBody(response.stream, MAX_REPLY, over)
+                await response.aread()
+            finally:
+                await response.aclose()
         except httpx.HTTPError as e:
             raise error_from_transport(context, self.base_url, e) from None
         if response.status_code >= 400:
@@ -201,22 +222,47 @@ class AgentServerClient:
         return response.content
 
     async def download_to(self, remote_path: str, dest: Path) -> int:
-        """Save the server file REMOTE_PATH at DEST (write-temp, fsync, rename); return size."""
-        data = await self.download(remote_path)
+        """Save the server file REMOTE_PATH at DEST (write-temp, fsync, rename); return size.
+
+        The file streams to disk, never whole in memory, up to `MAX_DOWNLOAD` bytes.
+        """
+        context = f"Download of {remote_path} failed"
+        if not is_absolute(remote_path):
+            raise TandemError("invalid", f"{context}: the path must be absolute")
         dest = Path(dest)
         if not dest.parent.is_dir():
             raise TandemError("invalid", f"no such local folder: {dest.parent}")
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(data)
+                size = await self._stream_to(context, "/api/file/download",
+                                             {"path": remote_path}, out, MAX_DOWNLOAD, "file")
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, dest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        return len(data)
+        return size
+
+    async def _stream_to(self, context: str, path: str, params: dict[str, Any], out: IO[bytes],
+                         max_bytes: int, what: str) -> int:
+        """Stream the body of ``GET PATH`` into OUT, refusing one over MAX_BYTES."""
+        size = 0
+        try:
+            async with self._http.stream("GET", path, params=params) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_from_response(context, response)
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise RemoteError("remote-invalid",
+                                          f"{context}: the {what} is over {max_bytes} bytes")
+                    out.write(chunk)
+        except httpx.HTTPError as e:
+            raise error_from_transport(context, self.base_url, e) from None
+        return size
 
     async def create_conversation(
         self, working_dir: str, llm: LlmSettings, initial_message: str | None = None
@@ -333,27 +379,13 @@ class AgentServerClient:
             raise TandemError("invalid", f"{context}: the path must be absolute")
         params = {"path": working_dir, "format": "tar.gz", "use_default_excludes": "false",
                   "exclude": list(excludes)}
-        size = 0
         try:
-            async with self._http.stream("GET", "/api/file/archive", params=params) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise error_from_response(context, response)
-                with open(dest, "wb") as out:
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > max_bytes:
-                            raise RemoteError(
-                                "remote-invalid",
-                                f"{context}: the archive is over {max_bytes} bytes")
-                        out.write(chunk)
-        except httpx.HTTPError as e:
-            Path(dest).unlink(missing_ok=True)
-            raise error_from_transport(context, self.base_url, e) from None
+            with open(dest, "wb") as out:
+                return await self._stream_to(context, "/api/file/archive", params, out,
+                                             max_bytes, "archive")
         except BaseException:
             Path(dest).unlink(missing_ok=True)
             raise
-        return size
 
     async def execute_bash(self, command: str, cwd: str, timeout: int = 120) -> tuple[int, str]:
         """Run COMMAND in the server dir CWD (``POST /api/bash/execute_bash_command``).

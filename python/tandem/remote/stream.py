@@ -28,6 +28,11 @@ from tandem.remote.errors import RemoteError
 
 log = logging.getLogger("tandem.remote.stream")
 
+MAX_FRAME = 8 << 20
+"""Bytes of one frame of the session socket (websockets' ``max_size``): a longer
+one is refused while it is received (the socket closes with 1009)."""
+TOO_BIG = 1009
+"""Close code the client sends for a frame over `MAX_FRAME`."""
 GONE = 4004
 """Close code of a conversation the server does not know (any more)."""
 AUTH_FAILED = 4001
@@ -73,7 +78,7 @@ class SessionStream:
         try:
             return await websockets.connect(
                 url, additional_headers=self._headers, open_timeout=self.open_timeout,
-                ping_interval=10, ping_timeout=20, max_size=8 * 1024 * 1024)
+                ping_interval=10, ping_timeout=20, max_size=MAX_FRAME, max_queue=4)
         except InvalidStatus as e:
             status = e.response.status_code
             code: ErrorCode = "unauthorized" if status in (401, 403) else "remote-failed"
@@ -81,8 +86,21 @@ class SessionStream:
                                     f" on {self.base_url} was refused (HTTP {status})",
                               status) from None
 
+    def _refuse_too_big(self, closed: ConnectionClosed) -> None:
+        """Raise the named error when CLOSED is ours, for a frame over `MAX_FRAME`."""
+        if closed.rcvd is None and closed.sent is not None and closed.sent.code == TOO_BIG:
+            raise RemoteError("remote-invalid", f"the session socket of conversation "
+                              f"{self.conversation_id} on {self.base_url} sent a frame over "
+                              f"the {MAX_FRAME >> 20} MiB limit on one agent-server frame; it "
+                              "was refused as it arrived") from None
+
     async def _sync(self, ws: ClientConnection) -> dict[str, Any]:
-        frame = json.loads(await asyncio.wait_for(ws.recv(), self.open_timeout))
+        try:
+            raw = await asyncio.wait_for(ws.recv(), self.open_timeout)
+        except ConnectionClosed as e:
+            self._refuse_too_big(e)
+            raise
+        frame = json.loads(raw)
         if frame.get("type") != "sync":
             raise RemoteError("remote-invalid", f"the session socket began with "
                                                 f"{frame.get('type')!r}, not a sync frame")
@@ -133,6 +151,8 @@ class SessionStream:
                 code, reason = ws.close_code, ws.close_reason
                 why = f"closed by the server ({code})"
             except ConnectionClosed as e:
+                # Reconnecting would fetch the same event again: fail by name.
+                self._refuse_too_big(e)
                 code = e.rcvd.code if e.rcvd is not None else None
                 reason = e.rcvd.reason if e.rcvd is not None else None
                 why = f"closed ({e})"

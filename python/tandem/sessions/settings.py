@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from tandem.config.agent_files import listed_files, workspace_digest
 from tandem.config.layers import (
     load_object,
     merge,
@@ -24,6 +23,7 @@ from tandem.config.layers import (
     untrusted_view,
     user_settings_path,
 )
+from tandem.config.shown import project_digest
 from tandem.config.trust import TrustStore, canonical_root
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
@@ -62,10 +62,9 @@ class Settings:
             return self.project, []
         try:  # trusted only while the memory copy is the very file the user trusted
             layer = read_layer(project_settings_path(self.root))
-            covered = workspace_digest(self.root, layer.sha256,
-                                       listed_files(self.user.get("acp_agents")))
+            canon = canonical_root(self.root)
             if layer.exists and layer.raw == self.project and TrustStore(self.home).is_trusted(
-                    canonical_root(self.root), covered or ""):
+                    canon, project_digest(canon, layer.sha256, self.user) or ""):
                 return self.project, []
         except TandemError:
             pass

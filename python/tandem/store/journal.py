@@ -503,3 +503,34 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def discard_if_empty(path: Path) -> bool:
+    """Remove the session journal at PATH if nothing was ever written to it but its header.
+
+    For a session made for a run that failed before its first turn (`tandem ask`
+    with no provider): it would only clutter the sessions list. A journal with
+    any entry, one held by another process, or one that cannot be read is kept.
+    """
+    try:
+        lock = JournalLock.acquire(layout.lock_path(path))
+    except (LockHeld, OSError):
+        return False
+    try:
+        with open(path, "rb") as f:
+            content = f.read(1 << 16)
+        if content.count(b"\n") != 1 or not content.endswith(b"\n"):
+            return False
+        if layout.artifacts_dir(path).exists():
+            return False
+        os.unlink(path)
+        fsutil.fsync_dir(path.parent)
+    except OSError:
+        return False
+    finally:
+        lock.release()
+    try:
+        os.unlink(layout.lock_path(path))
+    except OSError:
+        pass
+    return True

@@ -42,6 +42,7 @@ from tandem.providers.base import (
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.projection import project
+from tandem.sessions.titles import name_untitled
 from tandem.store.entry_cache import journal_dicts
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
@@ -180,6 +181,8 @@ class TurnEngine:
         sink.write({"type": "turn_start", "origin": "directive" if spec.directive else "chat",
                     "provider": spec.provider, "model": spec.model, "checkpoint": checkpoint,
                     "permission_mode": spec.permission_mode})
+        if not spec.directive:  # a session is named by its first chat request
+            name_untitled(journal, spec.text)
         started = False
         try:
             if spec.directive:

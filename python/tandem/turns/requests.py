@@ -8,10 +8,10 @@ the adapters stay one line each.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
+from tandem.config import strict_json
 from tandem.config.front_end import ClientConfig, RemoteHost
 from tandem.config.model import validate
 from tandem.events import EventSink
@@ -81,11 +81,7 @@ def configure(turns: TurnService, acp_agents: list[AgentSpec],
                        "project_config_files": a.project_config_files} for a in acp_agents}
     custom: dict[str, Any] = {}
     if settings_json:
-        try:
-            data = json.loads(settings_json)
-        except ValueError as exc:
-            raise TandemError("invalid-settings", f"Settings from Emacs: invalid JSON: {exc}"
-                              ) from None
+        data = strict_json.loads(settings_json, "from Emacs customization")
         custom = validate(data, "from Emacs customization").plain()
     hosts = {h.name: RemoteHost(url=h.url, forward_keys=h.forward_keys,
                                 agent_profile=h.agent_profile, api_key=h.api_key)

@@ -2,7 +2,8 @@
 
 `emacs -Q -nw` with the package on the load path and nothing configured:
 `M-x tandem` asks the setup questions (provider, base URL, key, model from
-the server's `/v1/models`, permission mode), the user answers them with keys,
+the server's `/v1/models`, permission mode), each showing its default and
+its choices, the user answers them with keys,
 types a first message and sees the answer stream in. The model is the
 scripted fake OpenAI-compatible server of the test suite; the checks read
 the screen only, as a person would.
@@ -74,17 +75,21 @@ def test_a_new_users_first_minute(pane: Pane, fake_server: str) -> None:
     pane.keys("M-x")
     pane.text("tandem")
     pane.keys("Enter")
-    pane.wait_for(r"Provider:", timeout=60)
+    # Each prompt shows its default, and its choices before any TAB or ?.
+    screen = pane.wait_for(r"Provider \(default Anthropic\):", timeout=60)
+    assert "OpenAI-compatible server" in screen
     pane.text("OpenAI-c")
     pane.keys("Tab", "Enter")
-    pane.wait_for(r"Base URL of the server")
+    screen = pane.wait_for(r"Base URL of the server")
+    assert "(default http://127.0.0.1:8080/v1)" in screen
     pane.keys("C-a", "C-k")
     pane.text(fake_server)
     pane.keys("Enter")
-    pane.wait_for(r"Where is the openai key\?")
-    pane.text("no k")
-    pane.keys("Tab", "Enter")
-    screen = pane.wait_for(r"Model:", timeout=60)  # listed from the server's /v1/models
+    # A loopback server: "no key" is the default, and the other choices are listed.
+    screen = pane.wait_for(r"Where is the openai key \(default no key")
+    assert "auth-source" in screen
+    pane.keys("Enter")
+    screen = pane.wait_for(r"Model \(default ", timeout=60)  # from the server's /v1/models
     assert "listed none" not in screen
     pane.keys("Enter")  # the first model the server listed
     pane.wait_for(r"Permission mode")

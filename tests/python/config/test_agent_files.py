@@ -10,8 +10,8 @@ import pytest
 
 from tandem.config.grants import grant_trust, trust_report
 from tandem.config.layers import resolve
-from tandem.config.trust import TrustStore, digest
 from tandem.protocol.base import TandemError
+from tandem.protocol.settings import SHOWN_BYTES
 
 
 def _project(tmp_path: Path) -> Path:
@@ -27,7 +27,7 @@ def test_agent_files_alone_are_shown_granted_and_lapse(tmp_path: Path) -> None:
     (root / ".mcp.json").write_text("{}")
     report = trust_report(root, home)
     assert report.exists and not report.trusted and report.error is None
-    shown = {f.path: f.text for f in report.agent_files}
+    shown = {f.path: f.text for f in report.files if f.exists}
     assert shown == {str(settings): settings.read_text(), str(root / ".mcp.json"): "{}"}
     assert not resolve(root, home).trusted
     grant_trust(root, home, report.sha256)
@@ -37,12 +37,12 @@ def test_agent_files_alone_are_shown_granted_and_lapse(tmp_path: Path) -> None:
     assert not again.trusted and again.changed
 
 
-def test_a_grant_of_the_settings_file_alone_still_holds(tmp_path: Path) -> None:
+def test_a_grant_does_not_cover_an_agent_file_that_appears_later(tmp_path: Path) -> None:
     root, home = _project(tmp_path), tmp_path / "home"
     (root / ".tandem").mkdir()
     data = json.dumps({"permission_mode": "read-only"}).encode()
     (root / ".tandem" / "settings.json").write_bytes(data)
-    TrustStore(home).grant(root, digest(data))
+    grant_trust(root, home)
     assert resolve(root, home).trusted
     (root / ".claude" / "settings.local.json").write_text("{}")
     assert not resolve(root, home).trusted  # the grant did not cover the agent's file
@@ -57,9 +57,11 @@ def test_an_agent_file_that_is_a_fifo_or_too_large_cannot_be_trusted(tmp_path: P
     with pytest.raises(TandemError):
         grant_trust(root, home, report.sha256)
     fifo.unlink()
-    (root / ".mcp.json").write_bytes(b" " * ((1 << 20) + 1))
+    (root / ".mcp.json").write_bytes(b" " * (SHOWN_BYTES + 1))
     report = trust_report(root, home)
-    assert report.error and "larger than" in report.error
+    assert report.error and "too large to show whole" in report.error
+    with pytest.raises(TandemError):
+        grant_trust(root, home, report.sha256)
 
 
 def test_doctor_names_the_agent_files_left_unread(tmp_path: Path,

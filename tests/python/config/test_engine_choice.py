@@ -36,7 +36,7 @@ def test_an_untrusted_project_may_pick_a_model_of_the_users_own_provider(
     _user_settings(hostile, {"default_provider": "anthropic:users-model"})
     hostile.settings.write_text(json.dumps({"default_provider": "anthropic:project-model"}))
     out = hostile.ask("hello")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # the turn succeeded, the planted write was refused
     assert "ignored" not in out.stderr
     assert [r.body["model"] for r in hostile.user.requests][:1] == ["project-model"]
     assert key_hash(USER_KEY) in hashes_seen(hostile.user)

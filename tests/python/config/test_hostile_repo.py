@@ -20,7 +20,7 @@ def _ignored_line(stderr: str) -> str:
 
 def test_untrusted_project_cannot_redirect_key_run_agent_or_loosen_mode(hostile: Hostile) -> None:
     out = hostile.ask("--provider", "anthropic:m", "hello")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # the turn succeeded, the planted write was refused
     # The key never reached the repository's server; the user's got the request.
     assert hostile.other.requests == []
     assert key_hash(USER_KEY) in hashes_seen(hostile.user)
@@ -68,7 +68,7 @@ def test_trust_grants_the_project_keys_and_a_change_revokes_it(hostile: Hostile)
     hostile.settings.write_text(hostile.settings.read_text() + "\n")
     before = len(hostile.other.requests)
     out = hostile.ask("--provider", "anthropic:m", "hello")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # succeeded; the write was refused again
     assert len(hostile.other.requests) == before
     assert "anthropic.base_url" in _ignored_line(out.stderr)
     assert "changed since" in _ignored_line(out.stderr)

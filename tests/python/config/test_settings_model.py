@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tandem.config import layers
+from tandem.config.grants import grant_trust
 from tandem.config.layers import read_layer, resolve, untrusted_view
 from tandem.config.model import (
     NativeSettings,
@@ -163,7 +164,7 @@ def test_trust_is_per_content_and_root_and_the_store_is_private(tmp_path: Path) 
     user = tmp_path / "user.json"
     assert resolve(root, home, user).settings.openai is None
     store = TrustStore(home)
-    store.grant(root, read_layer(path).sha256 or "")
+    grant_trust(root, home, user_path=user)
     assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
     got = resolve(root, home, user)
     assert got.trusted and got.settings.openai and got.settings.openai.base_url == "http://h:1/v1"

@@ -123,6 +123,8 @@ def test_demo_in_a_terminal(pane: Pane) -> None:
     assert re.search(r"⚙ list_files .*\[completed\]", screen)
     assert "waiting for you" in screen
     assert "Reasoning" in screen
+    # Markdown is rendered: the backquotes and stars are not on screen.
+    assert "There is only main.py. I will create hello.txt next to it." in screen
     waiting = screen
     # Go to the question and answer it with its key.
     pane.keys("C-c", "C-q")
@@ -139,3 +141,19 @@ def test_demo_in_a_terminal(pane: Pane) -> None:
         Path(out).write_text(waiting + "\n=====\n" + screen, encoding="utf-8")
     pane.keys("C-x", "C-c")
     assert _eventually(lambda: "Emacs" not in pane.screen() or "chat ❯" not in pane.screen())
+
+
+def test_demo_follows_a_rejected_write(pane: Pane) -> None:
+    """Rejecting the write gets the scripted answer for a rejection, not "Done"."""
+    pane.wait_for(r"chat ❯", timeout=180)
+    pane.text("Please create a greeting file")
+    pane.keys("C-c", "C-c")
+    pane.wait_for(r"\[y\] Allow once")
+    pane.keys("C-c", "C-q")
+    pane.keys("n")
+    screen = pane.wait_for(r"✔ succeeded", timeout=60)
+    assert "Write hello.txt — Reject" in screen
+    assert re.search(r"⚙ write_file .*\[refused\]", screen)
+    assert "You rejected the write, so nothing changed" in screen
+    assert "Done" not in screen
+    pane.keys("C-x", "C-c")

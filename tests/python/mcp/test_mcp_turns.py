@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,30 +162,6 @@ async def test_a_server_that_cannot_start_fails_the_turn_by_name(tmp_path: Path)
     assert result.outcome == "failed"
     assert result.error is not None and result.error.startswith("MCP server t could not start")
     assert "disabling the server" in result.error
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def http_server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(FAKE), "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.mark.anyio

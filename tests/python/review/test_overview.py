@@ -43,7 +43,8 @@ async def test_overview_shows_waiting_first_then_idle(
             assert rows[0].id == asking and rows[0].state == "waiting"
             assert rows[0].question and "x.txt" in rows[0].question
             assert rows[0].turn == turn and rows[0].engine == "native"
-            assert rows[0].provider == PROVIDER and rows[0].turns == 1
+            # The header's count: turns that ended (this one still runs).
+            assert rows[0].provider == PROVIDER and rows[0].turns == 0
             assert (await _states(app))[quiet] == ("idle", None)
             interaction = next(iter(engine.running[asking].sink.pending))
             assert engine.answer(asking, interaction, "allow_once")

@@ -9,11 +9,11 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply
 
-from tandem.adapters.sessions import turn_patch
+from tandem.adapters.sessions import turn_patch, turns
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
-from tandem.protocol.sessions import TurnPatchParams
+from tandem.protocol.sessions import TurnPatchParams, TurnsParams
 from tandem.sessions.projection import project as projection
 
 from .helpers import chat, directive, entries, journal_path, new_session, tree, use, writes
@@ -211,5 +211,25 @@ async def test_turn_patch_shows_one_turn(
             await app.rewinds.rewind(sid, 2, plan.digest)
             again = await turn_patch(app, TurnPatchParams(session=sid, turn=2))
             assert again.rewound and again.patch.diff == reply.patch.diff
+        finally:
+            await app.turns.aclose()
+
+
+async def test_turns_lists_what_a_prompt_offers(
+        app: App, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAI(SCRIPT) as fake:
+        use(fake, monkeypatch)
+        try:
+            sid, _ = await _three_turns(app, project)
+            rows = (await turns(app, TurnsParams(session=sid))).turns
+            assert [(r.turn, r.origin, r.outcome, r.rewound) for r in rows] == [
+                (1, "chat", "succeeded", False), (2, "chat", "succeeded", False),
+                (3, "directive", "succeeded", False)]
+            assert rows[0].request == "FIRST request"
+            assert sorted(rows[1].files) == ["a.txt", "c/deep.txt"]
+            plan = await app.rewinds.plan(sid, 2)
+            await app.rewinds.rewind(sid, 2, plan.digest)
+            again = (await turns(app, TurnsParams(session=sid))).turns
+            assert [r.turn for r in again if r.rewound] == [2, 3]
         finally:
             await app.turns.aclose()

@@ -17,10 +17,11 @@ from fakes.script import Reply, ToolCallSpec
 
 def _ask(fake: FakeOpenAI, project: Path, *args: str, **popen: object) -> subprocess.Popen[str]:
     env = dict(os.environ, OPENAI_BASE_URL=fake.base_url + "/v1", OPENAI_API_KEY="sk-cli")
+    popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen(
         [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project),
          "--provider", "openai:m", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
         env=env, **popen)  # type: ignore[call-overload]
 
 
@@ -60,9 +61,39 @@ def test_permission_without_a_terminal_is_rejected_and_said(project: Path) -> No
     with FakeOpenAI(script) as fake:
         proc = _ask(fake, project, "--permission-mode", "ask", "--json", "write b")
         out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0
+    # The turn succeeded, but a tool was refused: its own exit status.
+    assert proc.returncode == 3
     assert "no terminal to ask; rejected write_file" in err
+    assert "1 tool call was refused (exit status 3)" in err
+    assert json.loads(out.strip().splitlines()[-1])["refused"] == 1
     assert not (project / "b.txt").exists()
+
+
+def test_a_message_never_glues_itself_to_the_streamed_answer(project: Path) -> None:
+    """stdout and stderr share the terminal: each message starts on a line of its own."""
+    script = [Reply(text="I'll write the file.", tool_calls=[ToolCallSpec(
+        name="write_file", input={"path": "b.txt", "content": "x"})]), Reply(text="Ok, not.")]
+    with FakeOpenAI(script) as fake:
+        proc = _ask(fake, project, "--permission-mode", "ask", "write b",
+                    stderr=subprocess.STDOUT)
+        out, _ = proc.communicate(timeout=60)
+    assert "file.tandem:" not in out
+    assert "I'll write the file.\ntandem: no terminal to ask; rejected write_file" in out
+
+
+def test_a_run_that_fails_before_its_turn_leaves_no_session(project: Path) -> None:
+    home = Path(os.environ["TANDEM_HOME"])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project), "hi"],
+        capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 1
+    assert "provider" in proc.stderr.lower()
+    assert not list(home.rglob("*.jsonl")), "an empty session was left behind"
+    listed = subprocess.run([sys.executable, "-m", "tandem.cli", "sessions", "--all"],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert str(project) not in listed.stdout
 
 
 def test_provider_failure_exits_1_with_the_providers_message(project: Path) -> None:

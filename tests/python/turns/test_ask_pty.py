@@ -112,7 +112,7 @@ def project(tmp_path: Path) -> Path:
 def test_yes_allows_this_call_only(project: Path) -> None:
     script = [_write("one.txt", "1"), _write("two.txt", "2"), Reply(text="Done.")]
     code, out, err, asked = _run(project, script, ["y", "n"])
-    assert code == 0, err
+    assert code == 3, err  # succeeded, with a refused call
     assert "no terminal" not in err
     assert (project / "one.txt").read_text() == "1"
     assert not (project / "two.txt").exists()  # asked again, and refused
@@ -129,7 +129,7 @@ def test_always_allows_the_rest_of_the_session(project: Path) -> None:
 
 def test_no_rejects(project: Path) -> None:
     code, out, err, asked = _run(project, [_write("one.txt", "1"), Reply(text="Ok.")], ["n"])
-    assert code == 0, err
+    assert code == 3, err  # succeeded, with a refused call
     assert "no terminal" not in err
     assert not (project / "one.txt").exists()
     assert "Ok." in out
@@ -137,6 +137,6 @@ def test_no_rejects(project: Path) -> None:
 
 def test_empty_answer_takes_the_default_no(project: Path) -> None:
     code, out, err, asked = _run(project, [_write("one.txt", "1"), Reply(text="Ok.")], [""])
-    assert code == 0, err
+    assert code == 3, err  # succeeded, with a refused call
     assert "no terminal" not in err
     assert not (project / "one.txt").exists()

@@ -1,0 +1,202 @@
+"""A new user's first half hour, in a real terminal, with a normal init file (not -Q).
+
+A shell in tmux (its own tmux server, its own HOME, XDG dirs and state): the
+user starts `emacs -nw`, whose ~/.emacs.d/init.el loads tandem as an init
+file would; `M-x tandem` asks the setup questions, each showing its default;
+the answer streams; the user quits, runs `tandem ask` in the shell with no
+flag or variable and gets an answer from the same configuration; starts
+Emacs again and is asked nothing; finds the manual with `C-h i`; quits.
+Every check reads the screen, as a person would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from demo.test_demo_tmux import Pane, _missing
+
+ROOT = Path(__file__).resolve().parents[3]
+ANSWER = "Welcome to tandem; this answer streamed from the local test server."
+
+
+class OwnServerPane(Pane):
+    """A pane on a tmux server of its own, so no environment leaks in from another."""
+
+    def __init__(self, name: str, socket: str) -> None:
+        super().__init__(name)
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        """Run a tmux command against this session's own server."""
+        out = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
+                             text=True, check=True)
+        return out.stdout
+
+    def shell(self, line: str) -> None:
+        """Type LINE at the shell prompt and run it."""
+        self.text(line)
+        self.keys("Enter")
+
+
+@pytest.fixture
+def fake_server(tmp_path: Path) -> Iterator[str]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"default": {"text": ANSWER, "chunk_size": 4,
+                                              "delay": 0.01}}))
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fakes/openai_server.py"),
+                             "--port", "0", "--script", str(script)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> Iterator[tuple[OwnServerPane, Path]]:
+    """A shell in tmux for a new user: HOME with an init file that loads tandem."""
+    reason = _missing()
+    if reason:
+        print(f"SKIP test_half_hour_tmux: {reason}")
+        pytest.skip(reason)
+    if not (ROOT / "doc" / "tandem.info").exists():
+        subprocess.run(["make", "info"], cwd=ROOT, check=True, capture_output=True)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.py").write_text('print("hello")\n')
+    home = tmp_path / "home"
+    (home / ".emacs.d").mkdir(parents=True)
+    (home / ".emacs.d" / "init.el").write_text(
+        f";; A new user's init file: tandem from a clone.\n"
+        f"(add-to-list 'load-path {json.dumps(str(ROOT / 'elisp'))})\n"
+        f"(require 'tandem)\n"
+        f"(setq inhibit-startup-screen t)\n")
+    env = {
+        "HOME": str(home), "TERM": "xterm-256color", "LANG": "C.UTF-8",
+        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "TANDEM_HOME": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "PS1": "user$ ",
+    }
+    socket = f"tandem-half-hour-{uuid.uuid4().hex[:8]}"
+    name = "half-hour"
+    command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                        shutil.which("bash") or "/bin/bash", "--norc", "--noprofile"])
+    subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", name,
+                    "-x", "120", "-y", "40", "-c", str(project), command], check=True)
+    pane = OwnServerPane(name, socket)
+    try:
+        pane.wait_for(r"user\$", timeout=30)
+        yield pane, tmp_path
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+
+
+def _quit_emacs(pane: OwnServerPane) -> None:
+    pane.keys("C-x", "C-c")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        screen = pane.screen()
+        if "(y or n)" in screen or "(yes or no)" in screen:
+            pane.text("y" if "(y or n)" in screen else "yes")
+            pane.keys("Enter")
+        if screen.rstrip().endswith("user$"):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"Emacs did not quit:\n{pane.screen()}")
+
+
+def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
+                                     fake_server: str) -> None:
+    pane, tmp = user
+    # First run: every question shows its default.
+    pane.shell("emacs -nw")
+    pane.wait_for(r"scratch", timeout=60)
+    pane.keys("M-x")
+    pane.text("tandem")
+    pane.keys("Enter")
+    pane.wait_for(r"Provider \(default Anthropic\):", timeout=60)
+    pane.text("OpenAI-c")
+    pane.keys("Tab", "Enter")
+    pane.wait_for(r"Base URL of the server \(with /v1\) \(default http://127\.0\.0\.1:8080/v1\)")
+    pane.text(fake_server)
+    pane.keys("Enter")
+    pane.wait_for(r"Where is the openai key \(default no key")
+    pane.keys("Enter")  # a local server: no key, the default shown
+    screen = pane.wait_for(r"Model \(default fake-model\):", timeout=60)
+    pane.keys("Enter")
+    pane.wait_for(r"Permission mode .*\(default ask\)")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"chat ❯", timeout=60)
+    assert "openai:fake-model" in screen
+    # The header's percentages are drawn, not eaten as %-constructs.
+    assert "context 0% of 128.0k (compacts at 80%)" in screen, screen
+    # The setup said where it saved the answers.
+    assert "saved in" in screen and "settings.json" in screen, screen
+    pane.text("Hello, what is this?")
+    pane.keys("C-c", "C-c")
+    pane.wait_for(r"answer streamed from the local", timeout=60)
+    pane.wait_for(r"✔ succeeded", timeout=30)
+    _quit_emacs(pane)
+
+    # The shell: the same configuration, no flag and no variable.
+    pane.keys("C-l")
+    pane.shell("tandem ask 'and from the shell?'; echo exit=$?")
+    screen = pane.wait_for(r"exit=\d+", timeout=90)
+    assert ANSWER in screen, screen
+    assert "exit=0" in screen, screen
+    assert "No provider chosen" not in screen and "no API key" not in screen
+
+    # A restart asks nothing again, and the session is there.
+    pane.keys("C-l")
+    pane.shell("emacs -nw main.py")
+    pane.wait_for(r"main\.py", timeout=60)
+    pane.keys("M-x")
+    pane.text("tandem")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"chat ❯", timeout=60)
+    assert "Provider" not in screen.splitlines()[-1]
+    assert "Hello, what is this?" in screen or "and from the shell?" in screen, screen
+
+    # The overview: the session's title (its first request) and the header's counts.
+    counts = re.search(r"(\d\S* in · \d\S* out)", screen)
+    assert counts, screen
+    pane.keys("M-x")
+    pane.text("tandem-sessions-list")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"Hello, what is this\?", timeout=30)
+    row = next(line for line in screen.splitlines() if "Hello, what is this?" in line)
+    assert counts.group(1) in row, (counts.group(1), screen)
+    assert "(untitled)" not in row
+    pane.keys("q")
+
+    # The manual, where Emacs looks for it.
+    pane.keys("C-h", "i")
+    pane.wait_for(r"Info", timeout=30)
+    pane.keys("m")
+    pane.text("tandem")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"tandem", timeout=30)
+    assert "No match" not in screen
+    pane.wait_for(r"Top", timeout=10)
+    pane.keys("q")
+    _quit_emacs(pane)
+    settings = json.loads((tmp / "config" / "tandem" / "settings.json").read_text())
+    assert settings["default_provider"] == "openai:fake-model"
