@@ -7,19 +7,22 @@
 
 ;; The composer is the last part of a session buffer: a read-only prompt
 ;; prefix, then the editable draft up to the end of the buffer.  RET
-;; inserts a newline; C-c C-c sends (or cancels while a turn is in
-;; flight); M-p / M-n walk the history.
+;; inserts a newline; C-c C-c always sends: while a turn is in flight it
+;; queues the message for after it (`tandem-composer-queue-function'),
+;; it never cancels; C-c C-k cancels the turn in flight; M-p / M-n walk
+;; the history.
 ;;
 ;; It has a scope: chat (the default) or a directive with its next action,
 ;; e.g. (:directive "D7" :action implement).  The scope shows in the
 ;; prefix, the header line and the mode line; it is sticky across sends
-;; and left only with C-c C-k (Back to chat), which restores the chat
+;; and left only with C-c C-b (Back to chat), which restores the chat
 ;; draft that entering the directive scope stashed.
 ;;
 ;; The composer does not talk to the backend itself: the buffer that hosts
-;; it sets `tandem-composer-send-function', `tandem-composer-cancel-function'
-;; and `tandem-composer-busy-function'.  Directive sends go through
-;; `tandem-composer-directive-send-function' (set by the directive code).
+;; it sets `tandem-composer-send-function', `tandem-composer-queue-function',
+;; `tandem-composer-cancel-function' and `tandem-composer-busy-function'.
+;; Directive sends go through `tandem-composer-directive-send-function'
+;; (set by the directive code).
 ;;
 ;; Public API:
 ;;   `tandem-composer-setup'       -- insert the composer at the buffer's end.
@@ -42,11 +45,26 @@
 It signals an error when the text could not be sent; the draft is then
 kept.  Set by the buffer hosting the composer.")
 
+(defvar-local tandem-composer-queue-function nil
+  "Function called as (FUNCTION TEXT) to queue the draft while a turn is in flight.
+The message goes as the next turn once the running one ends well.  It
+signals an error when the text could not be queued; the draft is then
+kept.  While nil, sending during a turn fails with a message.")
+
 (defvar-local tandem-composer-cancel-function nil
-  "Function called with no argument to cancel the turn in flight.")
+  "Function called with no argument to cancel the turn in flight (C-c C-k).")
 
 (defvar-local tandem-composer-busy-function nil
-  "Function returning non-nil while a turn is in flight (C-c C-c cancels).")
+  "Function returning non-nil while a turn is in flight (C-c C-c then queues).")
+
+(defvar-local tandem-composer-note nil
+  "A short note the rule line shows after the keys, or nil.
+For example, which queued message is being edited.")
+
+(defvar-local tandem-composer-after-send-draft nil
+  "Draft to show after the next successful send instead of an empty one.
+Used once, then cleared: editing a queued message restores the draft it
+set aside.")
 
 (defvar tandem-composer-directive-send-function nil
   "Function called as (FUNCTION ID ACTION TEXT BUFFER) for a directive send.
@@ -100,15 +118,16 @@ a message and the draft is kept.")
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "RET") #'newline)
     (define-key map (kbd "C-c C-c") #'tandem-composer-send)
-    (define-key map (kbd "C-c C-k") #'tandem-composer-back-to-chat)
+    (define-key map (kbd "C-c C-k") #'tandem-composer-cancel)
+    (define-key map (kbd "C-c C-b") #'tandem-composer-back-to-chat)
     (define-key map (kbd "M-p") #'tandem-composer-history-previous)
     (define-key map (kbd "M-n") #'tandem-composer-history-next)
     map)
   "Keys of the composer; a session buffer's mode map inherits them.")
 
-;; While a turn runs, C-c C-c cancels it: an error that names
+;; C-c C-k cancels the turn in flight: an error that names
 ;; `tandem-cancel-turn' as the way out shows that key here.
-(put 'tandem-cancel-turn 'tandem-hint-command #'tandem-composer-send)
+(put 'tandem-cancel-turn 'tandem-hint-command #'tandem-composer-cancel)
 
 ;;;; Scope
 
@@ -230,8 +249,10 @@ the composer keeps working while the transcript changes above it."
   (let* ((busy (tandem-composer-busy-p))
          (directive (not (eq tandem-composer--scope 'chat)))
          (label (tandem-composer-scope-label))
-         (keys (concat (if busy "C-c C-c cancel the running turn" "C-c C-c send")
-                       (if directive " · C-c C-k back to chat" " · M-p/M-n history")))
+         (keys (concat (if busy "C-c C-c queue · C-c C-k cancel the running turn"
+                         "C-c C-c send")
+                       (if directive " · C-c C-b back to chat" " · M-p/M-n history")
+                       (if tandem-composer-note (concat " · " tandem-composer-note) "")))
          (rule (format "── %s · %s " (if directive (concat "directive " label) "chat") keys)))
     (concat (propertize (concat rule (make-string (max 3 (- 72 (string-width rule))) ?─) "\n")
                         'font-lock-face 'tandem-composer-rule)
@@ -320,36 +341,52 @@ Point moves to the end of the draft when it was in it."
 ;;;; Sending and history
 
 (defun tandem-composer-send ()
-  "Send the draft in the current scope; while a turn is in flight, cancel it.
-Return what the send function returned (for chat: the turn number)."
+  "Send the draft in the current scope; it never cancels anything.
+While a turn is in flight, a chat draft is queued: it goes as the next
+turn once the running one ends well (`tandem-composer-queue-function').
+Return what the send or queue function returned (for a chat send: the
+turn number)."
   (interactive nil tandem-view-mode)
-  (cond
-   ((tandem-composer-busy-p)
-    (unless tandem-composer-cancel-function (user-error "Nothing can cancel this turn"))
-    (funcall tandem-composer-cancel-function))
-   (t
-    (let ((text (string-trim (tandem-composer-draft)))
-          (scope tandem-composer--scope)
-          (result nil))
-      (when (string-empty-p text) (user-error "The draft is empty"))
-      (setq result
-	    (if (eq scope 'chat)
-		(progn
-		  (unless tandem-composer-send-function
-		    (user-error "This buffer cannot send"))
-		  (funcall tandem-composer-send-function text scope))
-              (unless tandem-composer-directive-send-function
-		(user-error "Directive actions are not available (tandem-directive is not loaded)"))
-              (funcall tandem-composer-directive-send-function
-                       (plist-get scope :directive) (plist-get scope :action) text
-                       (current-buffer))))
-      ;; Sent: only now is the draft cleared (a failure above keeps it).
-      (unless (equal text (car tandem-composer-history))
-        (push text tandem-composer-history))
-      (setq tandem-composer--history-index -1 tandem-composer--history-saved nil)
-      (tandem-composer-set-draft "")
-      (tandem-composer-refresh)
-      result))))
+  (let ((text (string-trim (tandem-composer-draft)))
+        (scope tandem-composer--scope)
+        (busy (tandem-composer-busy-p))
+        (result nil))
+    (when (string-empty-p text) (user-error "The draft is empty"))
+    (setq result
+          (cond
+           ((and busy (eq scope 'chat))
+            (unless tandem-composer-queue-function
+              (user-error "A turn is running and this buffer cannot queue; C-c C-k cancels it"))
+            (funcall tandem-composer-queue-function text))
+           ((eq scope 'chat)
+            (unless tandem-composer-send-function
+              (user-error "This buffer cannot send"))
+            (funcall tandem-composer-send-function text scope))
+           (busy
+            (user-error "A turn is running: a directive action waits for it (C-c C-b back \
+to chat queues a message, C-c C-k cancels the turn)"))
+           (t
+            (unless tandem-composer-directive-send-function
+              (user-error "Directive actions are not available (tandem-directive is not loaded)"))
+            (funcall tandem-composer-directive-send-function
+                     (plist-get scope :directive) (plist-get scope :action) text
+                     (current-buffer)))))
+    ;; Sent: only now is the draft cleared (a failure above keeps it).
+    (unless (equal text (car tandem-composer-history))
+      (push text tandem-composer-history))
+    (setq tandem-composer--history-index -1 tandem-composer--history-saved nil)
+    (tandem-composer-set-draft (or tandem-composer-after-send-draft ""))
+    (setq tandem-composer-after-send-draft nil)
+    (tandem-composer-refresh)
+    result))
+
+(defun tandem-composer-cancel ()
+  "Cancel the turn in flight (the host asks first when it already did work).
+The draft is never touched."
+  (interactive nil tandem-view-mode)
+  (cond ((not (tandem-composer-busy-p)) (message "No turn is running"))
+        ((not tandem-composer-cancel-function) (user-error "Nothing can cancel this turn"))
+        (t (funcall tandem-composer-cancel-function))))
 
 (defun tandem-composer--history-move (delta)
   "Show the history item DELTA places older (negative: newer) in the draft."

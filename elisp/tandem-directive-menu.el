@@ -126,6 +126,11 @@ A prefix argument asks which system directive to use."
   (interactive)
   (tandem-directive--in-menu (tandem-directive-view-changes tandem-directive--menu-id)))
 
+(transient-define-suffix tandem-directive-menu-show-result ()
+  "Show the result's turn in the session buffer."
+  (interactive)
+  (tandem-directive-show-result tandem-directive--menu-id tandem-directive--menu-root))
+
 (transient-define-suffix tandem-directive-menu-rewind ()
   "Rewind the bound session to before the latest implementation."
   (interactive)
@@ -159,10 +164,15 @@ A prefix argument asks which system directive to use."
                    tandem-directive-menu-implement-this tandem-directive-menu-discuss-result
                    tandem-directive-menu-request-changes tandem-directive-menu-retry
                    tandem-directive-menu-preview tandem-directive-menu-inspect
-                   tandem-directive-menu-changes tandem-directive-menu-rewind
+                   tandem-directive-menu-changes tandem-directive-menu-show-result
+                   tandem-directive-menu-rewind
                    tandem-directive-menu-edit tandem-directive-menu-rebind
                    tandem-directive-menu-archive))
   (function-put command 'completion-predicate #'ignore))
+
+(defun tandem-directive--no-result-p ()
+  "Return non-nil when the menu's directive has no result yet."
+  (not (consp (plist-get tandem-directive--menu-record :result))))
 
 (defun tandem-directive--no-attempt-p ()
   "Return non-nil when the menu's directive has no surviving attempt."
@@ -188,6 +198,7 @@ A prefix argument asks which system directive to use."
    ["Record"
     ("p" "Preview…" tandem-directive-menu-preview)
     ("I" "Inspect" tandem-directive-menu-inspect)
+    ("s" "Show result" tandem-directive-menu-show-result :inapt-if tandem-directive--no-result-p)
     ("v" "View changes" tandem-directive-menu-changes :inapt-if tandem-directive--no-attempt-p)
     ("R" "Rewind before this implementation…" tandem-directive-menu-rewind
      :inapt-if tandem-directive--no-attempt-p)]

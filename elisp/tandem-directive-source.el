@@ -12,10 +12,17 @@
 ;; source-missing; when it comes back, one exact unique match of the anchor
 ;; text reattaches them, otherwise they wait for `tandem-directive-reattach'.
 ;; Saving a buffer tells the backend where its anchors are now.
+;;
+;; Once the directive has a result (the backend's one-line `:result' of its
+;; latest exchange: the answer's first line, "N files changed", or the
+;; failure), a second line shows it with the menu keys of its follow-ups.
+;; A click on that line, or RET with point at the region's start (just
+;; under it), shows the exchange's turn in the session buffer.
 
 ;;; Code:
 
 (require 'cl-lib)
+(require 'seq)
 (require 'subr-x)
 (require 'tandem-client)
 
@@ -23,6 +30,12 @@
 (declare-function tandem-directive-list "tandem-directive" (&optional root archived))
 (declare-function tandem-directive-menu "tandem-directive-menu" (&optional id))
 (declare-function tandem-directive--region-lines "tandem-directive" (beg end))
+(declare-function tandem-directive-record "tandem-directive" (id &optional root))
+(declare-function tandem-directive--root "tandem-directive" (&optional root))
+(declare-function tandem-directive-id-at-point "tandem-directive" (&optional ask))
+(declare-function tandem-directive-session-buffer "tandem-directive"
+                  (session root &optional no-select))
+(declare-function tandem-view-goto-turn "tandem-view-commands" (turn))
 (defvar tandem-directive-id-functions)
 (defvar tandem-directive-changed-functions)
 
@@ -55,9 +68,100 @@
   "Face of a directive's one-line label."
   :group 'tandem-directive)
 
+(defface tandem-directive-result
+  '((t :inherit font-lock-doc-face))
+  "Face of a directive's one-line result, under its label."
+  :group 'tandem-directive)
+
+(defface tandem-directive-result-failed
+  '((t :inherit error))
+  "Face of the one-line result of a failed or aborted exchange."
+  :group 'tandem-directive)
+
+(defcustom tandem-directive-ret-shows-result t
+  "Non-nil: RET at the start of a directive's region shows its result.
+The start of the region is just under the result line (point can never
+be on the line itself: it is display text).  Elsewhere in the region RET
+is the buffer's own; with nil it is everywhere, and a click on the line
+or \`s' in `tandem-directive-menu' shows the result."
+  :type 'boolean
+  :group 'tandem-directive)
+
+(defconst tandem-directive-followups
+  '(("implement-this" "t" "implement this") ("request-changes" "c" "request changes")
+    ("retry" "y" "retry") ("discuss-result" "r" "discuss result")
+    ("discuss" "d" "discuss") ("implement" "i" "implement"))
+  "The follow-ups a result line may offer: (ACTION KEY WORDS).
+KEY is ACTION's key in `tandem-directive-menu'.")
+
+(defconst tandem-directive--followup-order
+  '(("discussion" "implement-this" "discuss" "implement")
+    ("attempt" "retry" "request-changes" "discuss-result" "implement-this" "discuss"))
+  "By the kind of the result, the follow-ups most wanted first.")
+
+(defconst tandem-directive--followups-shown 2
+  "How many follow-ups a result line names.")
+
+(defun tandem-directive--result-overlay (pos)
+  "Return the directive overlay with a result whose start is POS, or nil."
+  (cl-find-if (lambda (ov) (and (overlay-get ov 'tandem-result)
+                                (eql (overlay-start ov) pos)))
+              (overlays-at pos)))
+
+(defun tandem-directive-show-result (id &optional root)
+  "Show directive ID's result: its latest exchange's turn in the session buffer.
+The session buffer is selected with that turn at the top of its window.
+ROOT is the project root (default: the current one).  Return the buffer."
+  (interactive (list (tandem-directive-id-at-point t)))
+  (let* ((root (tandem-directive--root root))
+         (result (plist-get (tandem-directive-record id root) :result)))
+    (unless (consp result)
+      (user-error "%s has no result yet (C-c C-d for its actions)" id))
+    (let ((buffer (tandem-directive-session-buffer (plist-get result :session) root)))
+      (when buffer
+        (with-current-buffer buffer
+          (unless (tandem-view-goto-turn (plist-get result :turn))
+            (message "Turn %s of the session is not shown (rewound?)"
+                     (plist-get result :turn)))))
+      buffer)))
+
+(defun tandem-directive-show-result-here (&optional event)
+  "Show the result of the directive whose result line is at point.
+With a mouse EVENT, the one clicked on.  The exchange's turn is shown in
+the session buffer."
+  (interactive (list last-nonmenu-event))
+  (let* ((pos (if (mouse-event-p event) (posn-point (event-start event)) (point)))
+         (buffer (if (mouse-event-p event) (window-buffer (posn-window (event-start event)))
+                   (current-buffer)))
+         (ov (with-current-buffer buffer
+               (or (tandem-directive--result-overlay pos)
+                   (cl-find-if (lambda (o) (overlay-get o 'tandem-result))
+                               (overlays-at pos))))))
+    (unless ov (user-error "No directive result here"))
+    (tandem-directive-show-result (overlay-get ov 'tandem-directive)
+                                  (overlay-get ov 'tandem-root))))
+
+;; Bound on the result line only: M-x offers `tandem-directive-show-result'.
+(function-put 'tandem-directive-show-result-here 'completion-predicate #'ignore)
+
+(defvar tandem-directive-result-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map [mouse-1] #'tandem-directive-show-result-here)
+    (define-key map [mouse-2] #'tandem-directive-show-result-here)
+    map)
+  "Keys on a directive's result line (clicks: the line is display text).")
+
 (defvar tandem-directive-overlay-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "C-c C-d") #'tandem-directive-menu)
+    ;; RET shows the result only at the region's start, under the result
+    ;; line; elsewhere in the region it is the buffer's own RET.
+    (define-key map (kbd "RET")
+                `(menu-item "" tandem-directive-show-result-here
+                            :filter ,(lambda (command)
+                                       (and tandem-directive-ret-shows-result
+                                            (tandem-directive--result-overlay (point))
+                                            command))))
     map)
   "Keys on a directive's region.")
 
@@ -82,15 +186,56 @@
   "Return TEXT's first line cut to WIDTH characters."
   (truncate-string-to-width (car (split-string (or text "") "\n")) width nil nil "…"))
 
+(defun tandem-directive--followups (row)
+  "Return the follow-ups ROW's actions allow, as a string of menu keys and words."
+  (let* ((actions (plist-get row :actions))
+         (kind (plist-get (plist-get row :result) :kind))
+         (again (equal kind "discussion"))
+         (wanted (cl-remove-if-not (lambda (a) (member a actions))
+                                   (cdr (assoc kind tandem-directive--followup-order))))
+         (shown (seq-take (mapcar (lambda (a) (assoc a tandem-directive-followups)) wanted)
+                          tandem-directive--followups-shown)))
+    (mapconcat (lambda (f)
+                 (format "%s %s" (nth 1 f)
+                         (if (and again (equal (car f) "discuss")) "discuss again" (nth 2 f))))
+               shown ", ")))
+
+(defun tandem-directive--result-line (row)
+  "Return the result line of ROW (with its keys), or \"\" before any result."
+  (let ((result (plist-get row :result)))
+    (if (not (consp result)) ""
+      (let ((followups (tandem-directive--followups row))
+            (face (if (equal (plist-get result :outcome) "succeeded")
+                      'tandem-directive-result 'tandem-directive-result-failed)))
+        (concat
+         (propertize "  ↳ " 'face 'tandem-directive-label)
+         (propertize (or (plist-get result :text) "") 'face face)
+         (propertize (concat "  — RET: show"
+                             (if (string-empty-p followups) ""
+                               (concat " · C-c C-d " followups)))
+                     'face 'tandem-directive-label)
+         "\n")))))
+
 (defun tandem-directive--label (row detached)
-  "Return the label line of ROW; DETACHED gives the compact detached form."
-  (propertize
-   (if detached
-       (format "◇ %s detached — %s  (M-x tandem-directive-reattach)\n"
-               (plist-get row :id) (tandem-directive--first-line (plist-get row :request) 50))
-     (format "◆ %s · %s — %s\n" (plist-get row :id) (tandem-directive-state-label row)
-             (tandem-directive--first-line (plist-get row :request) 60)))
-   'face 'tandem-directive-label))
+  "Return the label line of ROW; DETACHED gives the compact detached form.
+An attached directive with a result has a second line: the result."
+  (if detached
+      (propertize (format "◇ %s detached — %s  (M-x tandem-directive-reattach)\n"
+                          (plist-get row :id)
+                          (tandem-directive--first-line (plist-get row :request) 50))
+                  'face 'tandem-directive-label)
+    (let ((line (tandem-directive--result-line row)))
+      (unless (string-empty-p line)
+        (add-text-properties 0 (length line)
+                             (list 'keymap tandem-directive-result-map 'mouse-face 'highlight
+                                   'help-echo "mouse-1 or RET: show the result in the \
+session buffer")
+                             line))
+      (concat (propertize (format "◆ %s · %s — %s\n" (plist-get row :id)
+                                  (tandem-directive-state-label row)
+                                  (tandem-directive--first-line (plist-get row :request) 60))
+                          'face 'tandem-directive-label)
+              line))))
 
 (defun tandem-directive--locate (row)
   "Return (BEG . END) of ROW's anchor in the current buffer, or nil."
@@ -120,6 +265,8 @@
   "Give overlay OV the face and label of ROW."
   (let ((detached (overlay-get ov 'tandem-detached)))
     (overlay-put ov 'tandem-row row)
+    (overlay-put ov 'tandem-result (and (not detached) (consp (plist-get row :result))
+                                        (plist-get row :result)))
     (overlay-put ov 'face (unless detached (tandem-directive--face row)))
     (overlay-put ov 'before-string (tandem-directive--label row detached))
     (overlay-put ov 'help-echo (format "%s: %s (C-c C-d for actions)" (plist-get row :id)

@@ -345,7 +345,7 @@ attempt a discuss-result attaches."
              (fboundp 'tandem-composer-set-scope) (fboundp 'tandem-view-show)
              (null system))
         (progn (tandem-directive-enter-scope id action attempt nil root)
-               (message "%s %s: type in the composer, C-c C-c sends, C-c C-k back to chat"
+               (message "%s %s: type in the composer, C-c C-c sends, C-c C-b back to chat"
                         id action))
       (let ((text (if (memq action '(implement implement-this)) ""
                     (tandem-directive--read-text action)))

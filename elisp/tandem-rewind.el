@@ -213,10 +213,30 @@ asked about again."
           (when window (quit-window nil window)))
         (tandem-rewind--after session))
       (tandem-review-rewound session (mapcar (lambda (n) (cons n t)) (plist-get result :turns)))
-      (message "Rewound before turn %s: %d file(s) restored, %d deleted" turn
-               (length (plist-get result :restored)) (length (plist-get result :deleted)))
+      (message "Rewound before turn %s: %d file(s) restored, %d deleted; undo: %s"
+               turn (length (plist-get result :restored)) (length (plist-get result :deleted))
+               (tandem-rewind--undo-hint))
       (run-hook-with-args 'tandem-rewind-finished-functions session result))
     result))
+
+(declare-function transient-get-suffix "transient" (prefix loc))
+
+(defun tandem-rewind--undo-hint ()
+  "Return how to undo a rewind: the key of `tandem-rewind-undo' and its name.
+A direct binding of the session buffer wins; else the session menu's key
+followed by the menu's own key for it."
+  (let* ((maps (delq nil (mapcar (lambda (m) (and (boundp m) (symbol-value m)))
+                                 '(tandem-view-mode-map tandem-view-transcript-map))))
+         (direct (where-is-internal 'tandem-rewind-undo maps t))
+         (menu (where-is-internal 'tandem-session-menu maps t))
+         (suffix (and menu (fboundp 'transient-get-suffix)
+                      (ignore-errors (transient-get-suffix 'tandem-session-menu
+                                                           'tandem-rewind-undo))))
+         (key (cond (direct (key-description direct))
+                    ((and menu (plist-get (nth 2 suffix) :key))
+                     (concat (key-description menu) " " (plist-get (nth 2 suffix) :key))))))
+    (if key (format "%s in the session buffer (M-x tandem-rewind-undo)" key)
+      "M-x tandem-rewind-undo")))
 
 (defun tandem-rewind--session-here ()
   "Return this buffer's session id, or nil."

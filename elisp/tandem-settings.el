@@ -117,6 +117,16 @@ Unset keeps every checkpoint while its session's journal exists."
   "Whether a long session is compacted automatically before a turn."
   (choice (const :tag "On" on) (const :tag "Off" off)))
 
+(tandem-settings--option tandem-protected-paths
+  "Paths whose writes are always asked about, in every permission mode.
+Writing them would change what runs or how tandem is configured: an
+agent's hooks, an .envrc, a CI workflow.  Each entry is a path relative
+to the project, a folder ending in /; it matches at any depth, in any
+case.  Setting this replaces the default list (.tandem/ .claude/
+.mcp.json .envrc .dir-locals.el .vscode/ .github/workflows/); a project
+can add to it, never shorten it."
+  (repeat (string :tag "Path")))
+
 (defconst tandem-settings-keys
   '(("default_provider" . tandem-provider)
     ("permission_mode" . tandem-permission-mode)
@@ -141,7 +151,8 @@ Unset keeps every checkpoint while its session's journal exists."
     ("compaction_keep_turns" . tandem-compaction-keep-turns)
     ("checkpoints.keep_turns" . tandem-checkpoints-keep-turns)
     ("checkpoints.keep_days" . tandem-checkpoints-keep-days)
-    ("auto_compact" . tandem-auto-compact))
+    ("auto_compact" . tandem-auto-compact)
+    ("protected_paths" . tandem-protected-paths))
   "Each settings.json key (dotted) and the user option that sets it.
 default_provider, permission_mode and acp_agents are sent by
 `tandem-configure' in their own fields; the rest by `tandem-settings-json'.")
@@ -154,6 +165,7 @@ default_provider, permission_mode and acp_agents are sent by
   (pcase value
     ('on t)
     ('off :json-false)
+    ((pred (lambda (v) (and (consp v) (stringp (car v))))) (vconcat value)) ; strings
     ((pred (lambda (v) (and (consp v) (consp (car v)) (stringp (caar v)))))
      ;; An alist by name: an object; an entry's plist becomes an object too.
      (mapcar (lambda (pair)

@@ -18,6 +18,14 @@
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
+(require 'tandem-view-queue)
+
+(defcustom tandem-view-cancel-confirm-function #'y-or-n-p
+  "Function asked, with a prompt, before cancelling a turn that already did work.
+A turn did work once a tool ran in it (a file may have changed).  It
+returns non-nil to cancel."
+  :type 'function
+  :group 'tandem-view)
 
 (defun tandem-view--part-at (pos)
   "Return (BLOCK . PART) at POS for folding, or nil."
@@ -61,6 +69,25 @@ The choice is remembered for this buffer and wins over the defaults."
                        (or (next-single-property-change next 'tandem-header nil tail)
                            next))))))))
 
+(declare-function tandem-view-load-older "tandem-view-live" (&optional all))
+
+(defun tandem-view-goto-turn (turn)
+  "Move point to the start of TURN, loading older history while it is not shown.
+Windows showing the buffer start there.  Return point, or nil when the
+session shows no such turn (a rewind hid it)."
+  (tandem-view-flush)
+  (let ((st tandem-view--state) (block nil))
+    (while (and (null (setq block (gethash turn (tandem-view-state-by-turn st))))
+                (let ((first (tandem-view-state-first-seq st))) (and first (> first 1)))
+                (condition-case nil (tandem-view-load-older) (user-error nil))))
+    (when (and block (markerp (tandem-view-block-start block))
+               (marker-position (tandem-view-block-start block)))
+      (goto-char (tandem-view-block-start block))
+      (dolist (w (get-buffer-window-list nil nil t))
+        (set-window-point w (point))
+        (set-window-start w (line-beginning-position)))
+      (point))))
+
 (defun tandem-view-previous-turn (&optional n)
   "Move to the header of the previous turn (N times)."
   (interactive "p" tandem-view-mode)
@@ -93,7 +120,14 @@ Nothing happens unless POS is on a pending interaction row."
     (message "Answer with the key shown in brackets (or RET on a button)")))
 
 (defun tandem-view--send (text _scope)
-  "Send TEXT as a chat turn of this buffer's session; return the turn number."
+  "Send TEXT as a chat turn of this buffer's session; return the turn number.
+While a queued message is being edited, TEXT is saved as its text instead."
+  (if (tandem-view-queue-editing)
+      (tandem-view-queue-submit text)
+    (tandem-view--send-turn text)))
+
+(defun tandem-view--send-turn (text)
+  "Send TEXT as a new chat turn of this buffer's session; return the turn number."
   (let* ((reply (tandem-send text (tandem-view-state-session tandem-view--state)))
          (turn (cdr reply))
          (block (gethash turn (tandem-view-state-by-turn tandem-view--state))))
@@ -103,12 +137,28 @@ Nothing happens unless POS is on a pending interaction row."
     (tandem-view-flush)
     turn))
 
+(defun tandem-view--tools-run (turn)
+  "Return how many tools ran in TURN so far (a refused one did nothing)."
+  (let ((block (gethash turn (tandem-view-state-by-turn tandem-view--state))))
+    (cl-count-if (lambda (e) (and (equal (plist-get e :type) "tool_result")
+                                  (not (equal (plist-get e :status) "refused"))))
+                 (and block (tandem-view-block-entries block)))))
+
 (defun tandem-view-cancel ()
-  "Cancel the turn in flight in this session."
+  "Cancel the turn in flight in this session.
+When it already did work (a tool ran), ask `tandem-view-cancel-confirm-function'
+first; what a cancelled turn changed stays (Rewind takes it back)."
   (interactive nil tandem-view-mode)
-  (let ((cancelled (tandem-cancel-turn (tandem-view-state-session tandem-view--state))))
-    (message (if cancelled "Cancelling the turn…" "No turn to cancel"))
-    cancelled))
+  (let* ((turn (plist-get (tandem-view-state-running tandem-view--state) :turn))
+         (tools (if turn (tandem-view--tools-run turn) 0)))
+    (if (and (> tools 0)
+             (not (funcall tandem-view-cancel-confirm-function
+                           (format "Turn %s already ran %d tool%s; cancel it? " turn tools
+                                   (if (= tools 1) "" "s")))))
+        (progn (message "The turn goes on") nil)
+      (let ((cancelled (tandem-cancel-turn (tandem-view-state-session tandem-view--state))))
+        (message (if cancelled "Cancelling the turn…" "No turn to cancel"))
+        cancelled))))
 
 (provide 'tandem-view-commands)
 ;;; tandem-view-commands.el ends here

@@ -327,7 +327,7 @@ the session from its journal" lost)
                       (substitute-command-keys
                        "\\<tandem-view-mode-map>\\[tandem-view-goto-question] goes to \
 the question, \\[tandem-answer] answers it from anywhere"))
-            (format "⏵ Turn %s running · %s · C-c C-c in the composer cancels"
+            (format "⏵ Turn %s running · %s · C-c C-k cancels it, C-c C-c queues a message"
                     (plist-get running :turn) elapsed))
           'font-lock-face (if waiting 'tandem-view-interaction 'tandem-view-muted))
          "\n\n"))))))
@@ -344,13 +344,27 @@ the question, \\[tandem-answer] answers it from anywhere"))
    tandem-composer--start
    #'tandem-view--insert-progress))
 
+(defvar tandem-view-progress-rows-functions nil
+  "Functions returning rows to show under the progress row.
+Each is called in a session buffer and returns a string, maybe empty,
+e.g. the queued messages.  Text with a `keymap' property keeps it; the
+rest gets the transcript keymap.")
+
 (defun tandem-view--insert-progress ()
-  "Insert the progress row at point."
+  "Insert the progress row at point, then the rows of other features.
+Those are what `tandem-view-progress-rows-functions' return."
   (let ((start (point)))
     (insert (tandem-view--progress-text))
+    (dolist (fn tandem-view-progress-rows-functions)
+      (insert (funcall fn)))
     (add-text-properties start (point) (list 'read-only t 'tandem-progress t
-                                             'keymap tandem-view-transcript-map
-                                             'front-sticky '(read-only)))))
+                                             'front-sticky '(read-only)))
+    (let ((pos start) (end (point)))
+      (while (< pos end)
+        (let ((next (next-single-property-change pos 'keymap nil end)))
+          (unless (get-text-property pos 'keymap)
+            (put-text-property pos next 'keymap tandem-view-transcript-map))
+          (setq pos next))))))
 
 (defun tandem-view--release (block)
   "Detach BLOCK's markers from the buffer (they slow every edit otherwise)."

@@ -78,6 +78,32 @@ header line names the host.")
                (tandem-view-render--first-line (format "%s" (or (plist-get step :content) "")) 100))
        nil))))
 
+(defun tandem-view-kinds--queue-words (entry)
+  "Return what ENTRY, a `queue' change, did, in words."
+  (let ((item (plist-get entry :item)))
+    (pcase (plist-get entry :op)
+      ("add" (format "queued %s · %s" item
+                     (tandem-view-render--first-line (format "%s" (or (plist-get entry :text) ""))
+                                                     60)))
+      ("edit" (format "edited queued %s" item))
+      ("remove" (format "deleted queued %s" item))
+      ("sent" (format "queued %s sent as turn %s" item (plist-get entry :sent-turn)))
+      ("hold" (format "held: %s" (plist-get entry :reason)))
+      ("resume" "sent on")
+      (op (format "%s %s" op item)))))
+
+(defun tandem-view-kinds--queue (_block entry _folded-p)
+  "Insert the row of ENTRY, a `queue' change, where one is rendered on its own.
+The session buffer shows none of these entries in its transcript: the rows
+under the running turn show the queue as it is (tandem-view-queue.el)."
+  (tandem-view-render--line
+   (propertize (format "⧗ Queue: %s · %s" (tandem-view-kinds--queue-words entry)
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
+(setf (alist-get "queue" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--queue)
 (setf (alist-get "plan" tandem-view-render-kind-functions nil nil #'equal)
       #'tandem-view-kinds--plan)
 (setf (alist-get "acp_session" tandem-view-render-kind-functions nil nil #'equal)

@@ -27,6 +27,7 @@
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
 (require 'tandem-view-gc)
+(require 'tandem-view-queue)
 
 ;;;; Full rendering
 
@@ -87,6 +88,7 @@ during one (from a timer) is left to the running one."
                                     (tandem-error-message err)))))
         (setf (tandem-view-state-refreshing st) nil)
         (tandem-view-usage-update)
+        (tandem-view-queue-fetch)
         (let ((events (nreverse (tandem-view-state-queued st))))
           (setf (tandem-view-state-queued st) nil)
           ;; Never drawn (a failed first refresh): nothing to apply them to.
@@ -124,6 +126,11 @@ The buffer follows the connection it fetched from from now on."
           (tandem-view-state-newest st) nil
           (tandem-view-state-dirty st) nil
           (tandem-view-state-live-dirty st) nil)
+    ;; Blocks a rewind entry doomed before this refresh are gone with the
+    ;; old text: left for the next frame, their markers (collapsed to the
+    ;; buffer's start) would delete the first blocks of the new text.
+    (dolist (b (tandem-view-state-doomed st)) (tandem-view--release b))
+    (setf (tandem-view-state-doomed st) nil)
     (tandem-view--index)
     (when live
       (let ((b (gethash (tandem-view-block-turn live) (tandem-view-state-by-turn st))))
@@ -386,6 +393,8 @@ belongs to entries already in the buffer."
         (let ((b (tandem-view--new-block entry)))
           (push entry (tandem-view-block-entries b))
           (tandem-view--append-block b))))
+     ;; Not conversation: the rows under the running turn show the queue.
+     ((equal type "queue") (tandem-view-queue-fetch))
      ((null turn)
       (let ((b (tandem-view--new-block entry)))
         (push entry (tandem-view-block-entries b))

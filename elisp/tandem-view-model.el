@@ -93,6 +93,8 @@ state."
     (dolist (e entries)
       (let ((turn (plist-get e :turn)) (type (plist-get e :type)))
         (cond
+         ;; The queue is not conversation: its rows under the running turn show it.
+         ((equal type "queue"))
          ((and (equal type "rewind") (not (memq (plist-get e :seq) cancelled)))
           (let ((before (plist-get e :before-turn)))
             (setq blocks (cl-remove-if (lambda (b) (and (tandem-view-block-turn b)

@@ -269,7 +269,10 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
        (tandem-view-render--tool block entry (funcall folded-p (list 'tool (plist-get entry :call-id)))))
       ("interaction" (tandem-view-render--interaction block entry))
       ("turn_end"
-       (let ((files (tandem-view-block-files-changed block)))
+       ;; The live `turn-ended' event names the files; a turn read back
+       ;; from the journal has them in its `turn_end' entry's patch.
+       (let ((files (or (tandem-view-block-files-changed block)
+                        (tandem-view-render--patch-files entry))))
          (tandem-view-render--line
           (concat tandem-view-render-indent
                   (tandem-view-render--outcome (plist-get entry :outcome) (plist-get entry :error))
@@ -290,6 +293,14 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
                       (concat " — " (tandem-view-render--first-line summary 70)) "")))
         nil))
       (_ (tandem-view-render--other block entry folded-p tandem-view-render-indent)))))
+
+(defun tandem-view-render--patch-files (end)
+  "Return the paths of the files changed in the turn END closes.
+END is a `turn_end' entry; its patch names the files."
+  (let ((patch (plist-get end :patch)))
+    (and (consp patch)
+         (delq nil (mapcar (lambda (f) (and (consp f) (plist-get f :path)))
+                           (append (plist-get patch :files) nil))))))
 
 (defun tandem-view-render--usage (block end)
   "Return the token counts (and cost) of BLOCK's turn, ended by END, or \"\"."

@@ -57,6 +57,7 @@
 (require 'tandem-view-live)
 (require 'tandem-view-commands)
 (require 'tandem-view-kinds)
+(require 'tandem-view-queue)
 
 ;;;; Mode
 
@@ -92,6 +93,7 @@ In the composer:
   (setq-local header-line-format
               '(:eval (string-replace "%" "%%" (tandem-view--header-line))))
   (setq-local tandem-composer-send-function #'tandem-view--send)
+  (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
               (lambda () (and (tandem-view-state-running tandem-view--state) t)))

@@ -30,6 +30,8 @@ from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store.journal import Journal
 from tandem.store.layout import rewind_intent_path
+from tandem.turns import queue
+from tandem.turns.engine import TurnEnded
 from tandem.turns.service import GitCheckpoints, TurnService, retention_from
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
     from tandem.directives.service import WorkspaceService
     from tandem.history.compaction import CompactionService
+    from tandem.history.queue import QueueService
     from tandem.history.rewind import RewindService
     from tandem.overview.facts import FactsCache
     from tandem.protocol.remote import RemoteTarget
@@ -66,8 +69,15 @@ class App:
                                            lambda session: has_target(self.home, session))
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
         self.turns.remote_target = self._remote_target  # an attached session runs remotely
+        # A turn that ends sends the session's queue on, or holds it.
+        self.turns.engine.after_end.append(self._after_turn)
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
         self.sessions.manager.on_open.append(self._recover_on_open)
+
+    def _after_turn(self, ended: TurnEnded) -> None:
+        # Only a session with queued messages needs the queue's driver.
+        if queue.fold(self.sessions.entries(self.sessions.journal(ended.session))).items:
+            self.queue.on_turn_ended(ended)
 
     def _recover_on_open(self, journal: Journal) -> None:
         # Only a session a crash left mid-rewind needs the rewind service.
@@ -124,6 +134,13 @@ class App:
         return CompactionService(self.events, self.sessions, self.turns, self.gate)
 
     @cached_property
+    def queue(self) -> QueueService:
+        """Each session's queue of messages sent while a turn ran (the backend sends it on)."""
+        from tandem.history.queue import QueueService
+
+        return QueueService(self.events, self.turns, lambda: self.compactions)
+
+    @cached_property
     def rewinds(self) -> RewindService:
         """Rewind, its undo and their crash recovery."""
         from tandem.history.rewind import RewindService
@@ -156,5 +173,7 @@ class App:
     async def aclose(self) -> None:
         """Stop in reverse order: running turns end through their terminal path and the
         providers stop, then the sessions' journals are released."""
+        if "queue" in self.__dict__:  # sends a turn's end started go first, then are cancelled
+            await self.queue.background_done()
         await self.turns.aclose()
         self.sessions.close()

@@ -110,8 +110,9 @@ async def ask_on_terminal(request: PermissionRequest, interaction: str) -> Permi
     if not _Lines.at_line_start:
         _Lines.text("\n")
     with reader, writer:
-        writer.write(f"Allow {request.tool}: {request.title}? [y]es once / [a]lways this "
-                     "session / [N]o: ".encode())
+        always = "" if request.once_only else " / [a]lways this session"
+        writer.write(f"Allow {request.tool}: {request.title}? [y]es once{always} / [N]o: "
+                     .encode())
         line = await asyncio.to_thread(reader.readline)
     return _choice(line)
 

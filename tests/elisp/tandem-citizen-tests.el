@@ -120,7 +120,8 @@
     ("provider_change" :provider "openai:m" :model "m" :outside t)
     ("acp_option" :agent "claude" :option "mode" :value "plan" :outside t)
     ("revert" :of-turn 1 :path "a.txt" :hunk 0 :outside t)
-    ("rewind_undo" :before-turn 1 :rewind-seq 5 :outside t))
+    ("rewind_undo" :before-turn 1 :rewind-seq 5 :outside t)
+    ("queue" :op "add" :item "q1" :text "next" :outside t))
   "A minimal entry of each kind, as the view receives them.")
 
 (ert-deftest tandem-citizen-every-entry-kind-speaks ()

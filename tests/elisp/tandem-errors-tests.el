@@ -81,10 +81,10 @@
                                    (tandem-error-message (funcall busy))))
           (should (string-suffix-p "(M-x tandem-cancel-turn)"
                                    (tandem-error-message (funcall busy)))))
-        ;; The composer: C-c C-c cancels a running turn, so that key is shown.
+        ;; The composer: C-c C-k cancels a running turn, so that key is shown.
         (with-temp-buffer
           (use-local-map tandem-composer-mode-map)
-          (should (string-suffix-p "cancel it first (C-c C-c)"
+          (should (string-suffix-p "cancel it first (C-c C-k)"
                                    (tandem-error-message (funcall busy)))))
         (tandem-answer-interaction session (plist-get ask :interaction-id) "reject")
         (should (equal (plist-get (tandem-wait-turn session turn 60) :outcome)

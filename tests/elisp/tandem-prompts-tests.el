@@ -212,6 +212,7 @@
     tandem-compact tandem-compact-cancel tandem-compact-status tandem-continue
     tandem-directive tandem-directive-archive tandem-directive-edit tandem-directive-menu
     tandem-directive-reattach tandem-directive-rebind tandem-directive-rewind-before
+    tandem-directive-show-result
     tandem-directive-view-changes tandem-directives tandem-doctor tandem-indicator-mode
     tandem-inspect-directive tandem-install-backend tandem-manual tandem-mcp
     tandem-open-session-file

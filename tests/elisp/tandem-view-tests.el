@@ -287,16 +287,17 @@
 
 ;;;; Cancel and gaps
 
-(ert-deftest tandem-view-send-key-cancels-running-turn ()
-  "While a turn runs, the prefix says so and the send key cancels it."
+(ert-deftest tandem-view-cancel-key-cancels-running-turn ()
+  "While a turn runs, the prefix says so and the cancel key cancels it."
   (tandem-view-test-with-session '(:steps [(:reply (:text "Thinking forever" :stall t))])
     (let ((turn (tandem-view-test-send "never ends")))
       (tandem-test-wait-until (lambda () (string-match-p "Thinking forever" (tandem-view-test-text))))
-      (should (string-match-p "C-c C-c cancel the running turn" (tandem-view-test-text)))
+      (should (string-match-p "C-c C-c queue · C-c C-k cancel the running turn"
+                              (tandem-view-test-text)))
       (should (string-match-p "⏵ Turn 1 running" (tandem-view-test-text)))
       (goto-char (point-max))
       (insert "next question")
-      (execute-kbd-macro (kbd "C-c C-c"))
+      (execute-kbd-macro (kbd "C-c C-k"))
       (tandem-view-test-wait-turn turn)
       (should (string-match-p "⊘ aborted: cancelled" (tandem-view-test-text)))
       ;; Cancelling never consumed the draft.
@@ -362,7 +363,7 @@
       (tandem-composer-set-scope buffer '(:directive "D7" :action implement))
       (should (equal (tandem-composer-draft) ""))
       (should (string-match-p "D7 implement ❯ \\'" (tandem-view-test-text)))
-      (should (string-match-p "directive D7 implement · C-c C-c send · C-c C-k back to chat"
+      (should (string-match-p "directive D7 implement · C-c C-c send · C-c C-b back to chat"
                               (tandem-view-test-text)))
       (should (string-match-p "D7 · next: implement" (tandem-view--header-line)))
       (should (string-match-p "D7 implement" mode-line-process))
@@ -379,9 +380,9 @@
       (should (equal sent (list "D7" 'implement "make it async" buffer)))
       (should (equal (tandem-composer-scope) '(:directive "D7" :action implement)))
       (should (equal (tandem-composer-draft) ""))
-      ;; C-c C-k: back to chat with the stashed draft.
+      ;; C-c C-b: back to chat with the stashed draft.
       (goto-char (point-max))
-      (execute-kbd-macro (kbd "C-c C-k"))
+      (execute-kbd-macro (kbd "C-c C-b"))
       (should (eq (tandem-composer-scope) 'chat))
       (should (equal (tandem-composer-draft) "my chat draft"))
       (should (string-match-p "chat ❯ my chat draft\\'" (tandem-view-test-text)))

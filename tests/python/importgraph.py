@@ -88,6 +88,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.server.main", "tandem.turns.engine"): _PORT_LINE,
     ("tandem.app", "tandem.history.compaction"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.history.rewind"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.history.queue"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.overview.facts"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.review.revert"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.directives.service"): _ABOVE_ENGINE,

@@ -96,8 +96,10 @@ async def workspace_info(app: App, p: RootParams) -> dict[str, Any]:
 
 METHODS: list[MethodSpec] = [
     MethodSpec("directives/create", CreateParams, create, "Create a directive on a region."),
-    MethodSpec("directives/list", ListParams, list_directives, "List a workspace's directives."),
-    MethodSpec("directives/get", GetParams, get, "A directive's record."),
+    MethodSpec("directives/list", ListParams, list_directives,
+               "List a workspace's directives (each row with its one-line `result`)."),
+    MethodSpec("directives/get", GetParams, get,
+               "A directive's record (with its one-line `result`, a DirectiveResult)."),
     MethodSpec("directives/preview", ActionParams, preview, "The exact prompt of an action."),
     MethodSpec("directives/act", ActParams, act, "Run an action as a turn."),
     MethodSpec("directives/edit", EditParams, edit, "Edit request or references."),

@@ -1,4 +1,5 @@
-"""Turn methods (``turns/…``): send, cancel, answer, status, wait, configure, set-provider."""
+"""Turn methods (``turns/…``): send, cancel, answer, status, wait, configure, set-provider,
+and the queue (queue, queue-edit, queue-remove, queue-list, queue-send)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from tandem.protocol.turns import (
     Accepted,
     AnswerParams,
     ConfigureParams,
+    QueueEditParams,
+    QueueItemParams,
+    QueueParams,
+    QueueReply,
     SendParams,
     SessionParams,
     SetProviderParams,
@@ -60,6 +65,31 @@ async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:
     return requests.set_provider(app.sessions, app.events, p.session, p.provider)
 
 
+async def queue(app: App, p: QueueParams) -> QueueReply:
+    """Queue TEXT in SESSION; it goes as the next turn when the running one ends well."""
+    return await app.queue.add(p.session, p.text)
+
+
+async def queue_edit(app: App, p: QueueEditParams) -> QueueReply:
+    """Replace the text of queued message ITEM."""
+    return app.queue.edit(p.session, p.item, p.text)
+
+
+async def queue_remove(app: App, p: QueueItemParams) -> QueueReply:
+    """Delete queued message ITEM."""
+    return app.queue.remove(p.session, p.item)
+
+
+async def queue_list(app: App, p: SessionParams) -> QueueReply:
+    """SESSION's queue (one left waiting by a stopped backend is held here)."""
+    return app.queue.list(p.session)
+
+
+async def queue_send(app: App, p: SessionParams) -> QueueReply:
+    """Send a held queue on: its first message now, or after the running turn."""
+    return await app.queue.resume(p.session)
+
+
 METHODS = [
     MethodSpec("turns/send", SendParams, send, "Send a chat turn; returns its identity."),
     MethodSpec("turns/cancel", SessionParams, cancel, "Cancel the turn in flight."),
@@ -70,4 +100,11 @@ METHODS = [
                "Set ACP agents, credentials and defaults (memory only)."),
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,
                "Switch a session's provider and model (a journal entry)."),
+    MethodSpec("turns/queue", QueueParams, queue,
+               "Queue a message for after the running turn (a journal entry)."),
+    MethodSpec("turns/queue-edit", QueueEditParams, queue_edit, "Edit a queued message."),
+    MethodSpec("turns/queue-remove", QueueItemParams, queue_remove, "Delete a queued message."),
+    MethodSpec("turns/queue-list", SessionParams, queue_list, "A session's queue."),
+    MethodSpec("turns/queue-send", SessionParams, queue_send,
+               "Send a held queue on (after a failed or cancelled turn)."),
 ]

@@ -17,6 +17,7 @@ from typing import Any
 
 from tandem.config import strict_json
 from tandem.config.model import (
+    DEFAULT_PROTECTED_PATHS,
     MAX_FILE_BYTES,
     MODE_ORDER,
     NativeSettings,
@@ -221,10 +222,11 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
                 del native[name]
         if not native:
             kept.pop("native")
+    _protected_union(kept, user, ignored)
     return kept, ignored
 
 
-LIMITED_KEYS = ("permission_mode", "native")
+LIMITED_KEYS = ("permission_mode", "native", "protected_paths")
 """Keys an untrusted project may set only tighter than the user's."""
 
 
@@ -251,6 +253,27 @@ def _value(data: dict[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         data = data[part]
     return data
+
+
+def _protected_union(kept: dict[str, Any], user: dict[str, Any], ignored: list[str]) -> None:
+    """An untrusted project's ``protected_paths`` add to the user's list, never shorten it."""
+    wanted = kept.get("protected_paths")
+    if not isinstance(wanted, list):
+        return
+    base = user.get("protected_paths")
+    base = list(base) if isinstance(base, list) else list(DEFAULT_PROTECTED_PATHS)
+    folded = {str(p).casefold() for p in wanted}
+    missing = [p for p in base if str(p).casefold() not in folded]
+    if missing:
+        ignored.append(f"protected_paths (a project may add to the list, not remove "
+                       f"{', '.join(missing)})")
+    kept["protected_paths"] = add_protected(base, wanted)
+
+
+def add_protected(base: list[Any], more: list[Any]) -> list[Any]:
+    """BASE with the entries of MORE it lacks (compared case-insensitively) appended."""
+    have = {str(p).casefold() for p in base}
+    return [*base, *(p for p in more if str(p).casefold() not in have)]
 
 
 # -- resolution ----------------------------------------------------------------------
@@ -326,5 +349,9 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
             # The front end's layer is the user's own word too (Emacs' `tandem-provider`).
             kept, ignored = untrusted_view(project.raw, merge(user.raw, overlay or {}))
     merged = merge(merge(user.raw, kept), overlay or {})
+    added = project.raw.get("protected_paths") if project is not None and not trusted else None
+    if isinstance(added, list):
+        # The front end's list replaces the user file's; the project's additions stay.
+        merged["protected_paths"] = add_protected(merged["protected_paths"], added)
     settings = validate(merged, "(merged)")
     return Resolved(settings, user, project, trusted, ignored, changed, project_kept=kept)

@@ -43,6 +43,16 @@ MAX_FILE_BYTES = 1 << 20
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
+DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
+    ".tandem/", ".claude/", ".mcp.json", ".envrc", ".dir-locals.el", ".vscode/",
+    ".github/workflows/",
+)
+"""Paths whose files make other programs run or reconfigure tandem (``protected_paths``).
+
+A write to one is always asked about, in every permission mode; git hooks
+(``.git/hooks``, refused outright, and the folder ``core.hooksPath`` names)
+are protected whatever the list says (`tandem.tools.protected`)."""
+
 
 def _check_url(value: str) -> str:
     parts = urlsplit(value)
@@ -65,6 +75,19 @@ EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,12
 Arg = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 EnvValue = Annotated[str, StringConstraints(max_length=32768)]
 Seconds = Annotated[float, Field(ge=0, le=86400)]
+
+
+def _check_protected(value: str) -> str:
+    parts = value.strip("/").split("/")
+    if not value.strip("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{value!r} must be a relative path such as .claude/ or .envrc")
+    if any(ord(c) < 32 for c in value) or "\\" in value:
+        raise ValueError(f"{value!r} holds a control character or a backslash")
+    return value
+
+
+ProtectedPath = Annotated[str, StringConstraints(min_length=1, max_length=256),
+                          AfterValidator(_check_protected)]
 
 
 class Section(BaseModel):
@@ -192,6 +215,15 @@ class SettingsModel(Section):
     compaction_keep_turns: int | None = Field(default=None, ge=0, le=10_000)
     auto_compact: bool | None = None
     checkpoints: CheckpointSettings | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
+    protected_paths: list[ProtectedPath] | None = Field(default=None, max_length=256)
+    """Writes here are always asked (`DEFAULT_PROTECTED_PATHS` when unset); an untrusted
+    project may add entries, never remove one (`tandem.config.layers`)."""
+
+    def protected(self) -> tuple[str, ...]:
+        """The effective protected paths: the setting, or the defaults."""
+        if self.protected_paths is None:
+            return DEFAULT_PROTECTED_PATHS
+        return tuple(self.protected_paths)
 
     def plain(self) -> dict[str, Any]:
         """The keys that were set, as plain JSON data."""

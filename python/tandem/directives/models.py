@@ -13,7 +13,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tandem.protocol.directives import Action, Anchor, Record, Reference, SystemDirective
+from tandem.protocol.directives import (
+    Action,
+    Anchor,
+    DirectiveResult,
+    Record,
+    Reference,
+    SystemDirective,
+)
 
 ACTIONS: tuple[Action, ...] = ("discuss", "implement", "implement-this", "discuss-result",
                                "request-changes", "retry")
@@ -148,3 +155,5 @@ class DirectiveState(BaseModel):
     next_discussion: int = 1
     last_activity: int = 0
     """Log seq of the event that decided the state (0: none)."""
+    result: DirectiveResult | None = None
+    """The one-line result of the latest surviving exchange (`tandem.directives.results`)."""

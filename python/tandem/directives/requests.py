@@ -37,7 +37,8 @@ def summary(state: DirectiveState) -> dict[str, Any]:
             "anchor_status": state.anchor.status, "anchor_text": state.anchor.text,
             "attempts": len(state.attempts), "discussion": len(state.discussion),
             "session": state.session, "archived": state.archived,
-            "actions": available(state)}
+            "actions": available(state),
+            "result": state.result.model_dump() if state.result else None}
 
 
 def create(svc: WorkspaceService, root: str, path: str, start_line: int, end_line: int,

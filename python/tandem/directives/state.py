@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tandem.directives.models import Attempt, DirectiveState, Discussion, Event
+from tandem.directives.results import result_of
 from tandem.protocol.directives import Anchor, Reference
 
 ID_RE = re.compile(r"^D([1-9][0-9]{0,8})$")
@@ -77,12 +78,16 @@ def fold(events: Iterable[Event], hidden: Hidden | None = None) -> dict[str, Dir
         if state is None:
             continue
         _apply(state, e, body, hidden)
+    for state in out.values():  # only the latest exchange's result is ever made
+        latest = state.pop("latest", None)
+        if latest is not None:
+            state["result"] = result_of(latest)
     return {d: DirectiveState.model_construct(**{**DEFAULTS, **state}) for d, state in out.items()}
 
 
 DEFAULTS: dict[str, Any] = {"session": None, "archived": False, "state": "ready",
                             "request_changed": False, "next_attempt": 1, "next_discussion": 1,
-                            "last_activity": 0}
+                            "last_activity": 0, "result": None}
 """The fields of a `DirectiveState` no creation sets (`model_construct` sets no default)."""
 
 
@@ -112,6 +117,7 @@ def _apply(state: dict[str, Any], e: Event, body: dict[str, Any], hidden: Hidden
                 state["discarded"]["attempts"].append(attempt.seq)
                 return
             state["attempts"] = [a for a in state["attempts"] if a.seq != attempt.seq] + [attempt]
+            state["latest"] = attempt
             state.update(state="implemented" if attempt.outcome == "succeeded" else "failed",
                          request_changed=False, last_activity=e.seq)
         elif e.kind == "discussion_recorded":
@@ -121,6 +127,7 @@ def _apply(state: dict[str, Any], e: Event, body: dict[str, Any], hidden: Hidden
                 state["discarded"]["discussion"].append(turn.seq)
                 return
             state["discussion"] = [t for t in state["discussion"] if t.seq != turn.seq] + [turn]
+            state["latest"] = turn
             if turn.outcome == "succeeded":  # a failed exchange decides nothing
                 state.update(state="discussed", request_changed=False, last_activity=e.seq)
     except (KeyError, ValidationError):

@@ -82,6 +82,23 @@ class SystemDirective(Record):
         return value
 
 
+class DirectiveResult(BaseModel):
+    """What a directive's latest surviving exchange came to, in one line.
+
+    ``directives/get`` and ``directives/list`` carry it as ``result`` (null
+    before any exchange); the source overlay shows ``text``.
+    """
+
+    kind: Literal["attempt", "discussion"]
+    seq: int = Field(description="The attempt's or discussion turn's number.")
+    outcome: Literal["succeeded", "failed", "aborted"]
+    text: str = Field(description="One clean line, at most 120 characters: the answer's first "
+                      "line, \"N files changed\", or the outcome and the error's first line.")
+    files: int = Field(default=0, description="Files an attempt changed (0 for a discussion).")
+    session: str
+    turn: int = Field(description="The turn of SESSION the exchange ran as.")
+
+
 class RootParams(Params):
     """A workspace, by project root."""
 

@@ -111,3 +111,50 @@ class SetProviderParams(Params):
 
     session: str = SessionId
     provider: str = Field(min_length=1, max_length=300)
+
+
+QUEUE_TEXT_MAX = 1_000_000
+"""Characters of one queued message: as a sent one (``turns/send``)."""
+
+
+class QueueParams(Params):
+    """Queue TEXT in SESSION: it goes as the next turn once the running one ends well."""
+
+    session: str = SessionId
+    text: str = Field(min_length=1, max_length=QUEUE_TEXT_MAX)
+
+
+class QueueItemParams(Params):
+    """A method about one queued message ITEM (``q1``, ``q2``…) of SESSION."""
+
+    session: str = SessionId
+    item: str = Field(min_length=1, max_length=40)
+
+
+class QueueEditParams(QueueItemParams):
+    """Make TEXT the queued message ITEM's text."""
+
+    text: str = Field(min_length=1, max_length=QUEUE_TEXT_MAX)
+
+
+class QueuedMessage(Reply):
+    """One message waiting in a session's queue."""
+
+    id: str
+    text: str
+    ts: str
+
+
+class QueueReply(Reply):
+    """A session's queue, oldest first, and whether it goes on by itself."""
+
+    session: str
+    items: list[QueuedMessage] = Field(default_factory=list)
+    held: str | None = None
+    """Why the queue waits for `turns/queue-send` (a turn that did not end well), or None."""
+    running: int | None = None
+    """The turn in flight the queue waits for, or None."""
+    sent_turn: int | None = None
+    """The turn this call started from the queue, if it started one."""
+    limit: int = 50
+    """How many messages the queue may hold."""

@@ -122,6 +122,8 @@ class AcpProvider:
         self._start_lock = asyncio.Lock()
         self._root_lock = asyncio.Lock()
         self._turns: set[AcpTurn] = set()
+        self._edit_grants: set[str] = set()
+        """Edit tools allowed for the session (`AcpTurn.grants`), kept across its turns."""
         self._cancel_requested = asyncio.Event()
         self._closed = False
 
@@ -467,7 +469,7 @@ class AcpProvider:
                 outcome="failed",
                 error=error_text(exc) if isinstance(exc, RequestError) else str(exc),
             )
-        turn = AcpTurn(request, sink)
+        turn = AcpTurn(request, sink, self._edit_grants)
         self._client.turns[acp_id] = turn
         self._turns.add(turn)
         try:

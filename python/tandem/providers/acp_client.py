@@ -95,7 +95,8 @@ class AcpClient:
         turn = self._turn(session_id, "fs/write_text_file")
         try:
             await acp_fs.write_text_file(
-                self.editor, turn.request.root, path, content, read_only=turn.read_only)
+                self.editor, turn.request.root, path, content, read_only=turn.read_only,
+                protected=turn.request.protected_paths, ask=turn.allow_protected_write)
         except acp_fs.FsRefused as exc:
             raise RequestError.invalid_params({"message": str(exc), "path": path}) from None
         return WriteTextFileResponse()

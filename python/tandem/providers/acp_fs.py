@@ -4,8 +4,10 @@ Both are confined to the turn's workspace root like the native tools
 (`tandem.tools.paths`). A read comes from the Emacs buffer visiting the file
 when there is one (unsaved edits included), else from disk through the
 bounded, non-blocking reads of `tandem.tools.fsread`. A write is refused in a
-read-only turn and under ``.git``; it goes through the visiting buffer when
-there is one, else to disk atomically.
+read-only turn and under ``.git``; a write to a protected path
+(`tandem.tools.protected`) goes ahead only when the user allows it (ASK: the
+turn's question), in every permission mode; it goes through the visiting
+buffer when there is one, else to disk atomically.
 
 Why a buffer write is also saved: the checkpoint after the turn and its patch
 are taken from disk, and the agent's other tools (grep, a shell command) read
@@ -16,6 +18,7 @@ undoable change) and clears its modified flag because buffer and disk agree.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio.to_thread
@@ -25,6 +28,8 @@ from tandem.tools.base import ToolError
 from tandem.tools.edit import MAX_WRITE, write_atomic
 from tandem.tools.fsread import BINARY_SNIFF, is_binary, iter_lines, open_regular, read_upto
 from tandem.tools.paths import display_path, refuse_git, resolve_in_root
+from tandem.tools.protected import DEFAULT_PROTECTED_PATHS
+from tandem.tools.protected import check as protected_check
 
 MAX_READ = MAX_WRITE
 """Bytes of one read (the whole file, or the lines asked for); more is an error."""
@@ -111,13 +116,19 @@ def _write_disk(root: Path, real: Path, content: str) -> None:
     write_atomic(real, content)
 
 
+AskWrite = Callable[[Path, str, str], Awaitable[bool]]
+"""Asks the user about a protected write: (resolved path, path as given, why) → allowed."""
+
+
 async def write_text_file(
-    editor: EditorBridge, root: Path, path: str, content: str, *, read_only: bool
+    editor: EditorBridge, root: Path, path: str, content: str, *, read_only: bool,
+    protected: Sequence[str] = DEFAULT_PROTECTED_PATHS, ask: AskWrite | None = None,
 ) -> Path:
     """Write CONTENT to PATH (inside ROOT, never under ``.git``); return where.
 
     Through the visiting buffer (then saved) when there is one, else to disk
-    atomically. READ_ONLY (a discussion, or read-only mode) refuses it.
+    atomically. READ_ONLY (a discussion, or read-only mode) refuses it; a path
+    under PROTECTED (or the git hooks folder) is written only if ASK says yes.
     """
     if read_only:
         raise FsRefused(f"{path}: refused: this turn is read-only (no file may change)")
@@ -126,6 +137,9 @@ async def write_text_file(
         refuse_git(root, path, real)
     except ToolError as exc:
         raise FsRefused(str(exc)) from None
+    reason = await anyio.to_thread.run_sync(protected_check, root, path, real, protected)
+    if reason is not None and (ask is None or not await ask(real, path, reason)):
+        raise FsRefused(f"{path}: refused: {reason} and the user did not allow this write")
     if len(content.encode("utf-8")) > MAX_WRITE:
         raise FsRefused(f"{path}: content too large (limit {MAX_WRITE} bytes)")
     try:

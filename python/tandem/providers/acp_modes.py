@@ -10,12 +10,14 @@ answers tandem gives stay the real enforcement; the mode keeps agents from
 skipping the question.
 
 Permission mode names map onto agent modes where they match
-(`PERMISSION_MODE_NAMES`): ``ask`` → ``default``, ``auto-edit`` →
-``acceptEdits`` (edits approved, commands asked: the same rule),
-``read-only`` → ``plan``/``read-only``. A mode the user chose for the session
-(`tandem-acp-set-mode`) wins over the mapping unless it would let the agent
-skip a question the permission mode asks (an auto-approving mode under
-``ask``), and never lifts a read-only turn out of its read-only mode.
+(`PERMISSION_MODE_NAMES`): ``ask`` and ``auto-edit`` → ``default``,
+``read-only`` → ``plan``/``read-only``. ``auto-edit`` is not the agent's
+``acceptEdits``: an agent in that mode writes files without asking, so a
+write to a protected path (``.claude/settings.json``…, `tandem.tools.protected`)
+would never reach tandem's question; in ``default`` the agent asks for each
+edit and tandem answers an ordinary one itself. A mode the user chose for the
+session (`tandem-acp-set-mode`) wins over the mapping unless it is one that
+approves on its own, and never lifts a read-only turn out of its read-only mode.
 
 Models come as the session's config option of category ``model`` (ACP's
 stable ``configOptions``; the older unstable ``models`` field and
@@ -40,7 +42,7 @@ AUTO_APPROVE_MODES = frozenset({"auto", "acceptEdits", "bypassPermissions", "ful
 ASKING_MODE = "default"
 PERMISSION_MODE_NAMES: dict[PermissionMode, tuple[str, ...]] = {
     "ask": (ASKING_MODE,),
-    "auto-edit": ("acceptEdits", "auto-edit"),
+    "auto-edit": (ASKING_MODE,),
     "read-only": READ_ONLY_MODES,
 }
 """The agent modes each tandem permission mode maps onto, in order of preference."""
@@ -96,10 +98,9 @@ class SessionModels:
 
 
 def _allowed(mode: str, permission_mode: PermissionMode) -> bool:
-    """Whether MODE keeps the questions PERMISSION_MODE asks."""
-    if mode not in AUTO_APPROVE_MODES:
-        return True
-    return permission_mode == "auto-edit" and mode in PERMISSION_MODE_NAMES["auto-edit"]
+    """Whether MODE keeps the questions PERMISSION_MODE asks (tandem answers the
+    ordinary edits of ``auto-edit`` itself, so no mode may skip asking)."""
+    return mode not in AUTO_APPROVE_MODES
 
 
 def wanted_mode(

@@ -38,6 +38,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from tandem.providers.acp_protect import reason_for
 from tandem.providers.base import (
     Outcome,
     PermissionAnswer,
@@ -48,6 +49,7 @@ from tandem.providers.base import (
     TurnSink,
     Usage,
 )
+from tandem.tools.protected import question
 
 log = logging.getLogger(__name__)
 
@@ -149,14 +151,20 @@ class _Call:
     """A permission question about it was answered with an allow."""
     terminal: str | None = None
     """The terminal that runs it (execute-class calls whose agent asked tandem for one)."""
+    protected: set[Path] = field(default_factory=set)
+    """Protected paths (resolved) the user allowed this call to write, once each."""
 
 
 class AcpTurn:
     """The state of one ``session/prompt`` while it runs."""
 
-    def __init__(self, request: TurnRequest, sink: TurnSink) -> None:
+    def __init__(self, request: TurnRequest, sink: TurnSink,
+                 grants: set[str] | None = None) -> None:
         self.request = request
         self.sink = sink
+        self.grants = grants if grants is not None else set()
+        """Edit tools the user allowed for the session: tandem answers them itself, the
+        agent never gets an "always" (it would stop asking, protected paths included)."""
         self.calls: dict[str, _Call] = {}
         self._message_open = False
         self._message_id: str | None = None
@@ -372,19 +380,51 @@ class AcpTurn:
         if self.read_only:
             self.auto_rejected += 1
             return "reject"
-        if request.permission_mode == "auto-edit" and call.kind == "edit":
+        reason, call.protected = (await reason_for(request.root, call.paths,
+                                                   request.protected_paths)
+                                  if call.kind != "read" else (None, set()))
+        if reason is None and call.kind == "edit" and (
+                request.permission_mode == "auto-edit" or call.name in self.grants):
             return "allow_once"
-        ask = asyncio.ensure_future(
-            self.sink.ask_permission(
-                PermissionRequest(
-                    call_id=call.call_id,
-                    tool=call.name,
-                    kind=call.kind,
-                    title=call.title,
-                    input=call.input,
-                )
-            )
-        )
+        answer = await self._ask(PermissionRequest(
+            call_id=call.call_id, tool=call.name, kind=call.kind, input=call.input,
+            title=call.title if reason is None else question(call.title, reason),
+            once_only=reason is not None))
+        if answer == "allow_session" and (reason is not None or call.kind == "edit"):
+            if reason is None:
+                self.grants.add(call.name)
+            return "allow_once"
+        return answer
+
+    async def allow_protected_write(self, real: Path, path: str, reason: str) -> bool:
+        """Whether the agent's ``fs/write_text_file`` of PATH (REAL, protected for REASON)
+        may go ahead: allowed by the question about its call, else asked now, once."""
+        for call in self.calls.values():
+            if call.allowed and real in call.protected:
+                call.protected.discard(real)
+                return True
+        self._terminal_calls += 1
+        call = _Call(call_id=f"write-{self.request.turn}-{self._terminal_calls}",
+                     name="fs/write_text_file", kind="edit", title=f"Write {path}",
+                     input={"path": path})
+        self.calls[call.call_id] = call
+        self.end_message()
+        self._report(call)
+        answer = None if self.cancelled else await self._ask(PermissionRequest(
+            call_id=call.call_id, tool=call.name, kind=call.kind, input=call.input,
+            title=question(call.title, reason), once_only=True))
+        call.finished = True
+        if answer in ("allow_once", "allow_session"):
+            call.allowed = True
+            self.sink.tool_result(call.call_id, "completed", f"allowed: {path}")
+            return True
+        call.refused = True
+        self.sink.tool_result(call.call_id, "refused", f"the user refused the write ({reason})")
+        return False
+
+    async def _ask(self, asked: PermissionRequest) -> PermissionAnswer | None:
+        """Ask the user ASKED; None when it was withdrawn (the turn is being cancelled)."""
+        ask = asyncio.ensure_future(self.sink.ask_permission(asked))
         self._asks.add(ask)
         try:
             return await ask

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from tandem.tools.base import Tool
+from tandem.tools.protected import DEFAULT_PROTECTED_PATHS
 from tandem.tools.types import PermissionAnswer, PermissionMode, PermissionRequest, ToolKind
 
 __all__ = [
@@ -68,6 +69,8 @@ class TurnRequest(BaseModel):
     isolated: bool = False
     """A directive request: ACP opens a fresh session and stores no id."""
     max_tokens: int = 8192
+    protected_paths: tuple[str, ...] = DEFAULT_PROTECTED_PATHS
+    """The ``protected_paths`` setting of the root: a write there is always asked about."""
 
 
 ToolSource = Callable[[TurnRequest], Awaitable[list[Tool]]]

@@ -312,6 +312,7 @@ class NativeProvider:
             shell_timeout=self.limits.shell_timeout,
             output_cap=self.limits.output_cap,
             tool_timeout=self.limits.tool_timeout,
+            protected_paths=request.protected_paths,
         )
         tools = self.tools if self.tools is not None else default_tools()
         if self.tool_source is not None:

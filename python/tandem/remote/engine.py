@@ -37,6 +37,7 @@ from tandem.remote.errors import RemoteError
 from tandem.remote.events_map import Action, EventMap, minus, usage_of
 from tandem.remote.stream import SessionStream
 from tandem.tools.permissions import SessionGrants, decide
+from tandem.tools.protected import question, remote_reason
 
 log = logging.getLogger("tandem.remote.engine")
 
@@ -242,11 +243,18 @@ class RemoteProvider:
         for action in pending:
             decision = decide(action.kind, request.permission_mode, request.read_only,
                               self.grants.granted(request.session_id, action.tool))
+            path = action.input.get("path")
+            reason = (remote_reason(path, self.target.resolved_working_dir,
+                                    request.protected_paths)
+                      if action.kind == "edit" and isinstance(path, str) else None)
+            if reason is not None and decision != "refuse":
+                decision = "ask"  # in every mode, whatever was allowed for the session
             if decision == "ask":
                 answer = await sink.ask_permission(PermissionRequest(
                     call_id=action.call_id, tool=action.tool, kind=action.kind,
-                    title=action.title, input=action.input))
-                if answer == "allow_session":
+                    title=action.title if reason is None else question(action.title, reason),
+                    input=action.input, once_only=reason is not None))
+                if answer == "allow_session" and reason is None:
                     self.grants.grant(request.session_id, action.tool)
                 decision = "refuse" if answer == "reject" else "allow"
             if decision == "refuse":

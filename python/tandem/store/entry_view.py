@@ -261,12 +261,24 @@ class ProviderChangeEntry(_Base):
     model: NotRequired[str]
 
 
+class QueueEntry(_Base):
+    """``queue``: one change to the session's queue of messages (never conversation)."""
+
+    type: Literal["queue"]
+    turn: NotRequired[int]
+    op: Literal["add", "edit", "remove", "sent", "hold", "resume"]
+    item: NotRequired[str]
+    text: NotRequired[str]
+    sent_turn: NotRequired[int | None]
+    reason: NotRequired[str]
+
+
 JournalEntry = Union[  # noqa: UP007 - a type alias mypy narrows on "type"
     TurnStartEntry, UserEntry, AssistantEntry, ReasoningEntry, ToolCallEntry, ToolResultEntry,
     InteractionEntry, InteractionAnswerEntry, TurnEndEntry, DirectiveOpenEntry,
     DirectiveCloseEntry, RewindEntry, RewindUndoEntry, RewindRecoveryEntry, RevertEntry,
     CompactionEntry, AcpSessionEntry, AcpOptionEntry, RemoteTurnEntry, PlanEntry,
-    ProviderChangeEntry,
+    ProviderChangeEntry, QueueEntry,
 ]
 """Any journal entry after the header, as read (see the module doc)."""
 

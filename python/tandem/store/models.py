@@ -265,6 +265,25 @@ class ProviderChange(Entry):
     model: str = ""
 
 
+class Queue(Entry):
+    """One change to the session's queue: messages waiting for the running turn to end.
+
+    Not conversation: the projection ignores it. ``op`` is ``add`` (ITEM
+    with TEXT joins the end), ``edit`` (ITEM's text becomes TEXT), ``remove``
+    (the user deleted ITEM), ``sent`` (ITEM went as turn SENT_TURN, an
+    ordinary turn from then on), ``hold`` (a turn that did not end well
+    stops the queue, REASON says which) or ``resume`` (the user sends the
+    held queue on). No ``turn`` key: the entry belongs to no turn.
+    """
+
+    type: Literal["queue"] = "queue"
+    op: Literal["add", "edit", "remove", "sent", "hold", "resume"]
+    item: str = ""
+    text: str = ""
+    sent_turn: int | None = None
+    reason: str = ""
+
+
 ENTRY_TYPES: dict[str, type[Entry]] = {
     cls.model_fields["type"].default: cls
     for cls in (
@@ -289,6 +308,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         RemoteTurn,
         Plan,
         ProviderChange,
+        Queue,
     )
 }
 """Known entry types by their ``type`` value."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from tandem.config.model import DEFAULT_PROTECTED_PATHS
 from tandem.tools.types import ToolKind
 
 
@@ -46,6 +47,10 @@ class ToolContext:
     """Time budget (seconds) of one file tool call (walk, read, grep, write)."""
     ran_shell: list[str] = field(default_factory=list)
     """Shell commands run during the turn (any of them may write outside the root)."""
+    protected_paths: tuple[str, ...] = DEFAULT_PROTECTED_PATHS
+    """Writes under these are refused unless the user allowed that very write."""
+    approved: set[Path] = field(default_factory=set)
+    """Protected paths (resolved) the user allowed for the call now running."""
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[str]]
@@ -63,6 +68,8 @@ class Tool:
     run: Runner
     title: Callable[[Any], str]
     """A one-line human title for a call (``Edit src/a.py``)."""
+    writes: Callable[[Any], list[str]] | None = None
+    """The paths a call writes, as given (for the protected-path question)."""
 
     def schema(self) -> dict[str, Any]:
         """JSON schema of the arguments, as both wire formats take it."""

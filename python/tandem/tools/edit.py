@@ -12,6 +12,7 @@ from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError
 from tandem.tools.budget import Deadline, run_blocking
 from tandem.tools.fsread import open_regular, read_upto
 from tandem.tools.paths import display_path, refuse_git, resolve_in_root
+from tandem.tools.protected import check as protected_check
 
 MAX_WRITE = 10 * 1024 * 1024
 
@@ -62,9 +63,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def _target(ctx: ToolContext, path: str) -> Path:
-    """PATH resolved inside the root, refused under ``.git``."""
+    """PATH resolved inside the root, refused under ``.git`` and, unless the user allowed
+    this very write, under a protected path (the executor asks first)."""
     real = resolve_in_root(ctx.root, path)
     refuse_git(ctx.root, path, real)
+    if real not in ctx.approved:
+        reason = protected_check(ctx.root, path, real, ctx.protected_paths)
+        if reason is not None:
+            raise ToolError(f"{path}: refused: {reason} and the user did not allow this write")
     return real
 
 
@@ -125,6 +131,7 @@ EDIT_TOOLS = [
         EditArgs,
         edit_file,
         lambda a: f"Edit {a.path}",
+        lambda a: [a.path],
     ),
     Tool(
         "write_file",
@@ -133,6 +140,7 @@ EDIT_TOOLS = [
         WriteArgs,
         write_file,
         lambda a: f"Write {a.path}",
+        lambda a: [a.path],
     ),
 ]
 """The edit-capability tools."""

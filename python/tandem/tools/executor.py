@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import ValidationError
 
-from tandem.tools.base import INVALID_INPUT, Tool, ToolContext, ToolError
+from tandem.tools.base import INVALID_INPUT, Tool, ToolArgs, ToolContext, ToolError
 from tandem.tools.edit import EDIT_TOOLS
 from tandem.tools.files import READ_TOOLS
+from tandem.tools.paths import resolve_in_root
 from tandem.tools.permissions import GRANTS, SessionGrants, decide
+from tandem.tools.protected import check as protected_check
+from tandem.tools.protected import mentioned, question
 from tandem.tools.shell import SHELL_TOOLS
 from tandem.tools.types import PermissionRequest, ToolSink, ToolTurn
 
@@ -99,26 +104,61 @@ class ToolExecutor:
             return self._done(
                 call_id, name, "refused", f"Refused: {why}; {name} ({tool.kind}) is not allowed."
             )
+        reason, protected = await self._protected(tool, args)
+        if reason is not None:
+            # Always asked, whatever the mode or an earlier "allow for this session".
+            decision = "ask"
+            title = question(title, reason)
         if decision == "ask":
             answer = await self.sink.ask_permission(
                 PermissionRequest(
-                    call_id=call_id, tool=name, kind=tool.kind, title=title, input=input_dict
+                    call_id=call_id, tool=name, kind=tool.kind, title=title, input=input_dict,
+                    once_only=reason is not None,
                 )
             )
             if answer not in ("allow_once", "allow_session"):
                 # Anything but an explicit allow (reject, a dismissed prompt) refuses.
+                why = f" ({reason})" if reason else ""
                 return self._done(
-                    call_id, name, "refused", "The user rejected this tool call; it did not run."
-                )
-            if answer == "allow_session":
+                    call_id, name, "refused",
+                    f"The user rejected this tool call{why}; it did not run.")
+            if answer == "allow_session" and reason is None:
                 self.grants.grant(self.request.session_id, name)
+        self.ctx.approved = set(protected)
         try:
             output = await tool.run(self.ctx, args)
         except ToolError as exc:
             return self._done(call_id, name, "failed", str(exc))
         except OSError as exc:
             return self._done(call_id, name, "failed", f"{name}: {exc.strerror or exc}")
+        finally:
+            self.ctx.approved = set()
         return self._done(call_id, name, "completed", output)
+
+    async def _protected(self, tool: Tool, args: ToolArgs) -> tuple[str | None, list[Path]]:
+        """Why the call writes a protected path (None: it does not), and those paths."""
+        command = getattr(args, "command", None)
+        if tool.kind == "execute" and isinstance(command, str):
+            return mentioned(command, self.request.protected_paths), []
+        if tool.writes is None or tool.kind == "read":
+            return None, []
+        root, entries = self.ctx.root, self.request.protected_paths
+
+        def look() -> tuple[str | None, list[Path]]:
+            first: str | None = None
+            found: list[Path] = []
+            for path in tool.writes(args) if tool.writes else []:
+                try:
+                    real = resolve_in_root(root, path)
+                except ToolError:
+                    continue  # the tool refuses it with its own sentence
+                reason = protected_check(root, path, real, entries)
+                if reason is not None:
+                    first = first or reason
+                    found.append(real)
+            return first, found
+
+        return await anyio.to_thread.run_sync(look)
 
     def _done(self, call_id: str, name: str, status: str, output: str) -> ToolOutcome:
         output = self.scrub(output)

@@ -29,6 +29,9 @@ class PermissionRequest(BaseModel):
     kind: ToolKind
     title: str
     input: dict[str, Any] = Field(default_factory=dict)
+    once_only: bool = False
+    """Only "allow once" and "reject" are offered (a protected write): an answer of
+    "allow for this session" counts as once and is never remembered."""
 
 
 class ToolTurn(Protocol):
@@ -45,6 +48,10 @@ class ToolTurn(Protocol):
     @property
     def read_only(self) -> bool:
         """The capability ceiling: every write or execute is refused."""
+
+    @property
+    def protected_paths(self) -> tuple[str, ...]:
+        """The ``protected_paths`` setting: writes there are always asked about."""
 
 
 class ToolSink(Protocol):

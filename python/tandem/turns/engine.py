@@ -27,6 +27,7 @@ from typing import Any
 import anyio.to_thread
 
 from tandem.checkpoints.hooks import Checkpoints
+from tandem.config.model import DEFAULT_PROTECTED_PATHS
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
@@ -124,8 +125,11 @@ class TurnEngine:
                  entries_of: Callable[[Journal], list[JournalEntry]] | None = None,
                  gate: SessionGate | None = None,
                  index_of: Callable[[Journal], TurnIndex] | None = None,
-                 projection_of: Callable[[Journal], list[Message]] | None = None) -> None:
+                 projection_of: Callable[[Journal], list[Message]] | None = None,
+                 protected_of: Callable[[Path], tuple[str, ...]] | None = None) -> None:
         self.events = events
+        self.protected_of = protected_of or (lambda _root: DEFAULT_PROTECTED_PATHS)
+        """A root's ``protected_paths`` setting, read afresh for each turn."""
         self.root_of = root_of or (lambda j: Path(j.header.cwd))
         self.entries_of = entries_of or journal_dicts
         """A journal's entries (the typed view; the service passes an incremental cache)."""
@@ -144,6 +148,8 @@ class TurnEngine:
         self._repaired: set[str] = set()
         self._unrecorded: dict[tuple[str, int], str] = {}
         """Turns that ended failed without a durable ``turn_end``, with why."""
+        self.after_end: list[Callable[[TurnEnded], None]] = []
+        """Called with each ended turn once its session is free again (the queue's driver)."""
 
     # -- accepting ---------------------------------------------------------
 
@@ -170,6 +176,7 @@ class TurnEngine:
         context = self.projection_of(journal) if spec.messages is None else spec.messages
         turn = self.index_of(journal).next_turn()
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
+        protected = self.protected_of(root)
         try:
             checkpoint = await self.checkpoints.before(root, spec.session, turn)
         except OSError as e:  # a full or read-only home: one sentence, nothing written
@@ -204,7 +211,7 @@ class TurnEngine:
                               system=spec.system, messages=messages,
                               permission_mode=spec.permission_mode,
                               read_only=spec.read_only or spec.permission_mode == "read-only",
-                              isolated=spec.directive is not None)
+                              isolated=spec.directive is not None, protected_paths=protected)
         task = asyncio.create_task(self._run(spec, turn, sink, provider, request, checkpoint,
                                              root))
         hold.started = True  # released by `_run` once the terminal path is done
@@ -240,11 +247,17 @@ class TurnEngine:
             result.outcome = "aborted"
             result.error = result.error or "Cancelled by the user."
         try:
-            return await self._finish(spec, turn, sink, result, checkpoint, root, provider)
+            ended = await self._finish(spec, turn, sink, result, checkpoint, root, provider)
         finally:
             done = self.running.pop(spec.session, None)
             if done is not None:
                 self.gate.release(done.hold)
+        for listener in self.after_end:
+            try:
+                listener(ended)
+            except Exception:  # a listener's bug must not change how the turn ended
+                log.exception("after-turn listener of %s/%s failed", spec.session, turn)
+        return ended
 
     async def _finish(self, spec: TurnSpec, turn: int, sink: JournalSink, result: TurnResult,
                       checkpoint: str | None, root: Path, provider: Provider) -> TurnEnded:

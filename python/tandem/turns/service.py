@@ -146,7 +146,9 @@ class TurnService:
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  root_of=sessions.root_of, entries_of=sessions.entries,
                                  gate=gate, index_of=sessions.index,
-                                 projection_of=lambda j: sessions.projection(j).messages())
+                                 projection_of=lambda j: sessions.projection(j).messages(),
+                                 protected_of=lambda root: sessions.resolved(
+                                     root).settings.protected())
 
     @property
     def config(self) -> ClientConfig:

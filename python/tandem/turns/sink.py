@@ -28,6 +28,9 @@ OPTIONS = [
     {"id": "reject", "label": "Reject", "key": "n"},
 ]
 
+ONCE_ONLY = [o for o in OPTIONS if o["id"] != "allow_session"]
+"""The answers of a question about one protected write: never for the whole session."""
+
 Asker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
 """How a headless turn asks (a terminal prompt); None means ask Emacs."""
 
@@ -114,9 +117,10 @@ class JournalSink:
         """Ask the user about a tool call and wait for the answer."""
         self.end_message()
         interaction = f"{self.turn}.{next(self._ids)}"
+        options = ONCE_ONLY if request.once_only else OPTIONS
         self.write({"type": "interaction", "interaction_id": interaction, "kind": "permission",
                     "call_id": request.call_id, "title": request.title, "tool": request.tool,
-                    "tool_kind": request.kind, "options": OPTIONS})
+                    "tool_kind": request.kind, "options": options})
         if self.asker is not None:
             answer = await self.asker(request, interaction)
         else:
@@ -125,11 +129,13 @@ class JournalSink:
             self.pending[interaction] = future
             self.events.publish(self.session, InteractionEvent(
                 turn=self.turn, interaction_id=interaction, title=request.title,
-                tool=request.tool, options=OPTIONS))
+                tool=request.tool, options=options))
             try:
                 answer = await future
             finally:
                 self.pending.pop(interaction, None)
+        if request.once_only and answer == "allow_session":
+            answer = "allow_once"  # not offered: an allow counts for this write only
         self.write({"type": "interaction_answer", "interaction_id": interaction,
                     "answer": answer})
         return answer

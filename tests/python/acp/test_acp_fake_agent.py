@@ -144,20 +144,24 @@ def _write_script(target: Path, kind: str = "edit") -> dict[str, Any]:
     }
 
 
+# An "always" for an edit stays with tandem (the agent gets "allow"): an agent told
+# "always" stops asking, and a later write to a protected path would go unasked.
 @pytest.mark.parametrize(
-    ("answer", "option"), [("allow_once", "yes"), ("allow_session", "yes-always")]
+    ("answer", "kind", "option"), [("allow_once", "edit", "yes"),
+                                   ("allow_session", "edit", "yes"),
+                                   ("allow_session", "execute", "yes-always")]
 )
 def test_permission_answer_maps_to_agent_option(
-    tmp_path: Path, root: Path, answer: str, option: str
+    tmp_path: Path, root: Path, answer: str, kind: str, option: str
 ) -> None:
     target = root / "out.txt"
-    agent = Agent(tmp_path, _write_script(target))
+    agent = Agent(tmp_path, _write_script(target, kind))
     sink = RecordingSink(answer)  # type: ignore[arg-type]
     (result,) = run(_run_and_close(agent.provider(), (chat(root, "write"), sink)))
     assert result.outcome == "succeeded"
     assert target.read_text() == "x"
     (asked,) = sink.asked
-    assert (asked.call_id, asked.kind, asked.title) == ("w1", "edit", "Write out.txt")
+    assert (asked.call_id, asked.kind, asked.title) == ("w1", kind, "Write out.txt")
     assert asked.input == {"file_path": str(target), "content": "x"}
     assert agent.log("permission-outcome")[0]["params"]["option"] == option
     assert sink.kinds().index("tool_call") < sink.kinds().index("ask")

@@ -52,8 +52,16 @@ class OwnServerPane(Pane):
 @pytest.fixture
 def fake_server(tmp_path: Path) -> Iterator[str]:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"default": {"text": ANSWER, "chunk_size": 4,
-                                              "delay": 0.01}}))
+    script.write_text(json.dumps({
+        "default": {"text": ANSWER, "chunk_size": 4, "delay": 0.01},
+        "steps": [
+            {"match": {"last_user_contains": "keep a notes file"},
+             "reply": {"text": "I will write it.", "tool_calls": [{
+                 "name": "write_file",
+                 "input": {"path": "notes.txt", "content": "first line\nsecond line\n"}}]}},
+            {"match": {"last_user_contains": "notes.txt"},
+             "reply": {"text": "Done: notes.txt is written."}},
+        ]}))
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fakes/openai_server.py"),
                              "--port", "0", "--script", str(script)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -86,7 +94,9 @@ def user(tmp_path: Path) -> Iterator[tuple[OwnServerPane, Path]]:
         f"(require 'tandem)\n"
         f"(setq inhibit-startup-screen t)\n")
     env = {
-        "HOME": str(home), "TERM": "xterm-256color", "LANG": "C.UTF-8",
+        # Inside tmux; screen's terminal setup sends Emacs no query whose
+        # late reply (under load) would arrive as typed text.
+        "HOME": str(home), "TERM": "screen-256color", "LANG": "C.UTF-8",
         "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "TANDEM_HOME": str(tmp_path / "state"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
@@ -174,6 +184,17 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
     screen = pane.wait_for(r"chat ❯", timeout=60)
     assert "Provider" not in screen.splitlines()[-1]
     assert "Hello, what is this?" in screen or "and from the shell?" in screen, screen
+
+    # A permission question, answered with the key the screen shows.
+    pane.text("Please keep a notes file")
+    pane.keys("C-c", "C-c")
+    screen = pane.wait_for(r"write_file", timeout=60)
+    screen = pane.wait_for(r"\[y\] Allow once", timeout=30)
+    assert "C-c C-q goes to the question" in screen
+    pane.keys("C-c", "C-q")
+    pane.keys("y")
+    pane.wait_for(r"notes\.txt is written", timeout=60)
+    assert (tmp / "project" / "notes.txt").read_text() == "first line\nsecond line\n"
 
     # The overview: the session's title (its first request) and the header's counts.
     counts = re.search(r"(\d\S* in · \d\S* out)", screen)

@@ -125,6 +125,7 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "acp_option": {"agent": "claude", "option": "mode", "value": "plan"},
         "plan": {"turn": 1, "entries": [{"content": "c", "status": "pending"}]},
         "provider_change": {"provider": "openai:m", "model": "m"},
+        "queue": {"op": "add", "item": "q1", "text": "next"},
     }
     assert set(samples) == set(ENTRY_TYPES)
     with Journal.create(home, str(tmp_path)) as j:
