@@ -6,6 +6,10 @@
 #   make info   the Info manual (doc/tandem.info, doc/dir)
 #   make package  a package.el tarball in .cache/dist/
 #   make bench  performance figures as JSON lines (docs/performance.md)
+#   make bench-compare BASE=REF [ROUNDS=2] [ONLY=transport,view] [FIGURES=a,b]
+#               the benchmarks of REF and of the working tree, alternately in
+#               one session; each figure's ratio to REF's, and a non-zero exit
+#               when one is worse beyond its spread (docs/performance.md)
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,8 +17,19 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 EMACS ?= emacs
 STAMP := $(VENV)/.installed
-# Tests and the demo must never touch the user's real state.
+# Tests never touch the user's home: each test target runs with a HOME, XDG
+# directories and TANDEM_HOME of its own under TEST_HOME, made afresh. What
+# `make test-deps` installed (and pip's cache) stays reachable by name.
 TEST_HOME := $(CURDIR)/.cache/test-home
+TEST_CACHE := $(or $(TANDEM_TEST_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tandem-test)
+TEST_PIP_CACHE := $(or $(PIP_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pip)
+TEST_DIRS = rm -rf $(TEST_HOME)/$@ && mkdir -p $(addprefix $(TEST_HOME)/$@/,home config state data cache tandem)
+TEST_ENV = env TANDEM_TEST_CACHE=$(TEST_CACHE) PIP_CACHE_DIR=$(TEST_PIP_CACHE) \
+  HOME=$(TEST_HOME)/$@/home XDG_CONFIG_HOME=$(TEST_HOME)/$@/config \
+  XDG_STATE_HOME=$(TEST_HOME)/$@/state XDG_DATA_HOME=$(TEST_HOME)/$@/data \
+  XDG_CACHE_HOME=$(TEST_HOME)/$@/cache TANDEM_HOME=$(TEST_HOME)/$@/tandem
+# `make test` fails when the run changed the user's own tandem state or config.
+GUARD_RECORD := $(TEST_HOME)/guard.json
 EL_FILES := $(filter-out elisp/tandem-autoloads.el,$(wildcard elisp/*.el))
 # Debian's elpa packages are not on the load path under -Q; markdown-mode
 # is optional (the view has a fallback) but nicer when there.
@@ -24,7 +39,7 @@ ELPA_LET_ALIST = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/let-alis
 PKG_VERSION = $(shell sed -n 's/^;; Version: *//p' elisp/tandem.el)
 DIST ?= .cache/dist
 
-.PHONY: run test bench demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean \
+.PHONY: run test bench bench-compare demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean \
   package-lint autoloads info package package-test
 
 setup: venv emacs-deps
@@ -62,9 +77,9 @@ emacs-deps:
 # agent-server (PyPI, in a Python >= 3.12 venv of its own). A missing
 # registry makes those tests skip with a printed reason, not fail.
 test-deps: venv
-	-$(VPY) tests/acp_adapter.py
-	-$(VPY) tests/mcp_everything.py
-	-$(VPY) tests/python/remote/agent_server.py install
+	-TANDEM_TEST_CACHE=$(TEST_CACHE) $(VPY) tests/acp_adapter.py
+	-TANDEM_TEST_CACHE=$(TEST_CACHE) $(VPY) tests/mcp_everything.py
+	-TANDEM_TEST_CACHE=$(TEST_CACHE) $(VPY) tests/python/remote/agent_server.py install
 
 # Not -Q: etc/run-init.el is an init file of its own (state in .cache/run/),
 # so customizations are kept and Debian's elpa packages load as usual.
@@ -78,8 +93,8 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 pytest: venv
-	mkdir -p $(TEST_HOME)
-	$(VENV)/bin/pytest -q tests/python
+	$(TEST_DIRS)
+	$(TEST_ENV) $(VENV)/bin/pytest -q tests/python
 
 # Byte-compile with warnings as errors, in a scratch copy so no .elc is
 # left beside the sources to shadow them.
@@ -95,9 +110,8 @@ checkdoc: emacs-deps
 # must not stand in for this checkout's.
 # info: a test opens the manual as a user would.
 ert: setup info
-	mkdir -p $(TEST_HOME)
-	TANDEM_TEST_HOME=$(TEST_HOME) XDG_DATA_HOME=$(TEST_HOME)/data $(EMACS) -Q --batch -L elisp -L tests/elisp \
-	  -l tests/elisp/run-tests.el
+	$(TEST_DIRS)
+	$(TEST_ENV) $(EMACS) -Q --batch -L elisp -L tests/elisp -l tests/elisp/run-tests.el
 
 # package-lint on every file, tandem.el (the headers) first.
 package-lint: emacs-deps
@@ -137,10 +151,15 @@ package: info
 # Install the package from a clean clone of HEAD into a fresh
 # package-user-dir, the backend into a fresh venv, and chat with the fake.
 package-test: emacs-deps
-	tests/package/run.sh
+	$(TEST_DIRS)
+	$(TEST_ENV) tests/package/run.sh
 
 # info before ert: a test opens the manual the way a user would.
-test: setup test-deps lint typecheck pytest elisp-compile checkdoc package-lint info ert package-test
+TEST_STEPS := setup test-deps lint typecheck pytest elisp-compile checkdoc package-lint info ert package-test
+test:
+	@mkdir -p $(TEST_HOME) && $(PYTHON) tests/home_guard.py snapshot $(GUARD_RECORD)
+	@status=0; $(MAKE) --no-print-directory $(TEST_STEPS) || status=$$?; \
+	$(PYTHON) tests/home_guard.py check $(GUARD_RECORD) || status=1; exit $$status
 
 # A scripted local model server: the demo's answers are canned, no API key.
 demo: setup
@@ -148,6 +167,11 @@ demo: setup
 
 bench: setup
 	$(VPY) bench/run.py
+
+BASE ?= main
+ROUNDS ?= 2
+bench-compare: setup
+	$(VPY) bench/compare.py --base '$(BASE)' --rounds $(ROUNDS) --only '$(ONLY)' --figures '$(FIGURES)'
 
 clean:
 	rm -rf .cache .pytest_cache .mypy_cache .ruff_cache doc/tandem.info doc/dir elisp/tandem-autoloads.el

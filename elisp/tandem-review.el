@@ -224,6 +224,7 @@ The reloaded review marks every part reverted so far (from the journal)."
                                        params)
                                120)))
     (tandem-review-reload)
+    (tandem-revert-stale-buffers default-directory)
     (message "tandem: reverted %s" what)
     (run-hook-with-args 'tandem-review-reverted-functions tandem-review--session entry)
     entry))

@@ -162,10 +162,12 @@ leave the view and the model's context.\n\n"
 ;;;; Rewinding
 
 (defun tandem-rewind--after (session)
-  "Re-render SESSION's buffer and leave its composer empty, in chat scope."
+  "Re-render SESSION's buffer and leave its composer empty, in chat scope.
+Buffers visiting files the rewind restored are reverted."
   (let ((buffer (tandem-view-buffer session)))
     (when buffer
       (with-current-buffer buffer
+        (tandem-revert-stale-buffers (tandem-view--root))
         (when (fboundp 'tandem-view-refresh) (tandem-view-refresh))
         (when (markerp tandem-composer--start)
           (tandem-composer-set-scope buffer 'chat)
@@ -382,8 +384,10 @@ delete %d, %s? "
         (let ((window (get-buffer-window tandem-rewind--buffer-name t)))
           (when window (quit-window nil window)))
         (let ((buffer (tandem-view-buffer session)))
-          (when (and buffer (fboundp 'tandem-view-refresh))
-            (with-current-buffer buffer (tandem-view-refresh)))))
+          (when buffer
+            (with-current-buffer buffer
+              (tandem-revert-stale-buffers (tandem-view--root))
+              (when (fboundp 'tandem-view-refresh) (tandem-view-refresh))))))
       (tandem-review-rewound session (mapcar (lambda (n) (cons n nil)) (plist-get result :turns)))
       (when (boundp 'tandem-directive-changed-functions)
         (run-hooks 'tandem-directive-changed-functions))

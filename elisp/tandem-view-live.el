@@ -345,6 +345,8 @@ Entries the refresh already rendered are skipped by seq; the symbol
            (tandem-view--mark b)))
        (when (equal (plist-get (tandem-view-state-running st) :turn) turn)
          (tandem-view--set-running nil))
+       (when (plist-get event :files-changed)
+         (tandem-revert-stale-buffers (tandem-view--root)))
        (tandem-view-usage-update)))))
 
 (defun tandem-view-apply-entry (entry)

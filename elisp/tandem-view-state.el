@@ -104,5 +104,10 @@ For tests and benchmarks."))
   (let ((conn (tandem-view-state-connection tandem-view--state)))
     (and conn (tandem-connection-live-p conn) conn)))
 
+(defun tandem-view--root ()
+  "Return the directory this session buffer's session works in."
+  (let ((info (tandem-view-state-info tandem-view--state)))
+    (or (plist-get info :active-cwd) (plist-get info :cwd) default-directory)))
+
 (provide 'tandem-view-state)
 ;;; tandem-view-state.el ends here

@@ -79,7 +79,11 @@ asks for one first."
         (insert (plist-get report :text) "\n\n"
                 (if (plist-get report :ok)
                     "Everything required is present.\n"
-                  "Something required is missing (lines marked MISSING).\n")))
+                  "Something required is missing (lines marked MISSING).\n")
+                (if (plist-get report :too-open)
+                    (concat "Some of tandem's own files are too open (lines marked"
+                            " TOO OPEN): `tandem doctor --fix' makes them private.\n")
+                  "")))
       (special-mode)
       (display-buffer (current-buffer)))
     report))

@@ -1,7 +1,7 @@
 """Install the Claude Code ACP adapter from npm for the integration tests.
 
 The adapter goes into a cache directory outside the repository,
-``${XDG_CACHE_HOME:-~/.cache}/tandem-test/acp/<version>``, pinned to
+``$TANDEM_TEST_CACHE/acp/<version>`` (see `npm_cache`), pinned to
 `ADAPTER_VERSION`. An install happens in a temporary sibling directory and is
 renamed into place when complete, so an interrupted or concurrent install
 never leaves a half-installed adapter behind.

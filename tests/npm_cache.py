@@ -1,6 +1,9 @@
 """Install a pinned npm package for the integration tests, outside the repository.
 
-Packages go into ``${XDG_CACHE_HOME:-~/.cache}/tandem-test/<area>/<slot>``.
+Packages go into ``$TANDEM_TEST_CACHE/<area>/<slot>``, by default
+``${XDG_CACHE_HOME:-~/.cache}/tandem-test``. The tests run with a HOME and
+XDG directories of their own, so the Makefile and ``tests/python/conftest.py``
+set ``TANDEM_TEST_CACHE`` from the real ones first.
 An install happens in a temporary sibling directory and is renamed into place
 when complete, so an interrupted or concurrent install never leaves a
 half-installed package behind. `tests/acp_adapter.py` (the Claude Code ACP
@@ -22,10 +25,22 @@ class NpmUnavailable(Exception):
     """The package is not installed and cannot be installed here (the message says why)."""
 
 
+CACHE_ENV = "TANDEM_TEST_CACHE"
+"""Where the integration tests' installed programs live (outside any test's HOME)."""
+
+
+def test_cache() -> Path:
+    """``$TANDEM_TEST_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/tandem-test``."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tandem-test"
+
+
 def cache_root(area: str) -> Path:
     """Where the pinned packages of AREA are kept."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tandem-test" / area
+    return test_cache() / area
 
 
 def install_command(prefix: Path, package: str, version: str) -> list[str]:

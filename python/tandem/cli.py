@@ -34,7 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from tandem.doctor import run_cli
 
-    return run_cli(json_output=args.json)
+    return run_cli(json_output=args.json, fix=args.fix)
 
 
 def build_parser(domains: bool = True) -> argparse.ArgumentParser:
@@ -52,6 +52,8 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
     doctor = sub.add_parser("doctor", help="say what tandem found and what is missing")
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
+    doctor.add_argument("--fix", action="store_true",
+                        help="first make tandem's state private (0600 files, 0700 folders)")
     doctor.set_defaults(func=_doctor)
     ask = sub.add_parser("ask", help="run one chat turn without Emacs")
     ask.add_argument("prompt", help="what to ask")

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from tandem import secrets
 from tandem.paths import tandem_home
 from tandem.store import fsutil
+from tandem.store.home import prepare_home
 
 PACKAGES = ("epc", "sexpdata", "pydantic", "anyio", "httpx", "httpx-sse", "agent-client-protocol")
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -32,6 +33,8 @@ class Check(BaseModel):
     ok: bool
     detail: str
     required: bool = True
+    too_open: bool = False
+    """Not missing: present, but group or others may use it (``tandem doctor --fix``)."""
 
 
 def _package(name: str) -> Check:
@@ -86,9 +89,18 @@ def _private_modes() -> Check:
                      detail=f"{home}: folders 0700, files 0600{bound}")
     named = "; ".join(f"{path} {mode:04o}" for path, mode in loose[:LOOSE_SHOWN])
     more = f"; and {len(loose) - LOOSE_SHOWN} more" if len(loose) > LOOSE_SHOWN else ""
-    return Check(name="private state", ok=False,
-                 detail=f"readable by others{bound}: {named}{more}"
-                        " (any tandem command but doctor makes them private on start)")
+    return Check(name="private state", ok=False, too_open=True,
+                 detail=f"too open, others may read them{bound}: {named}{more}"
+                        " (`tandem doctor --fix` makes them private)")
+
+
+def fix_private() -> str:
+    """Make everything under the state directory private, walked to the end; say what changed."""
+    home = tandem_home()
+    if not home.is_dir():
+        return f"{home} does not exist yet: nothing to make private"
+    changed, _ = prepare_home(home, limit=sys.maxsize, force=True)
+    return f"made {changed} entr{'y' if changed == 1 else 'ies'} under {home} private"
 
 
 def _configured() -> list[Check]:
@@ -168,23 +180,34 @@ def report(items: list[Check]) -> str:
     width = max(len(c.name) for c in items)
     lines = []
     for c in items:
-        mark = "ok" if c.ok else ("MISSING" if c.required else "-")
+        mark = "ok" if c.ok else "TOO OPEN" if c.too_open else "MISSING" if c.required else "-"
         lines.append(f"{mark:8} {c.name:{width}}  {c.detail}")
     return "\n".join(lines)
 
 
-def run_cli(json_output: bool = False) -> int:
-    """Print the report; exit status 1 when something required is missing."""
+def _present(items: list[Check]) -> bool:
+    """Whether every required part is there (a too-open one is there)."""
+    return all(c.ok or c.too_open for c in items if c.required)
+
+
+def run_cli(json_output: bool = False, fix: bool = False) -> int:
+    """Print the report (after making the state private, with FIX); exit status 1
+    when something required is missing or too open."""
+    fixed = fix_private() if fix else None
     items = checks()
     if json_output:
         print(json.dumps([c.model_dump() for c in items]))
     else:
+        if fixed:
+            print(f"fixed: {fixed}")
         print(report(items))
     return 0 if all(c.ok for c in items if c.required) else 1
 
 
 def report_data() -> dict[str, Any]:
-    """The report as data (text, whether all required parts are there, each check)."""
+    """The report as data: text, whether every required part is there (``ok``),
+    whether some of tandem's files are too open (``too_open``), each check."""
     items = checks()
-    return {"text": report(items), "ok": all(c.ok for c in items if c.required),
+    return {"text": report(items), "ok": _present(items),
+            "too_open": any(c.too_open for c in items),
             "checks": [c.model_dump() for c in items]}

@@ -7,6 +7,7 @@
 ;;; Code:
 
 (require 'ert)
+(require 'tandem-test-helpers)          ; a HOME of its own, before any test file
 (let ((dir (file-name-directory load-file-name)))
   (dolist (file (directory-files dir t "\\`tandem-.*-tests\\.el\\'"))
     (load file nil t)))

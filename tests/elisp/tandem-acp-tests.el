@@ -17,8 +17,8 @@
 (defun tandem-acp-test--adapter (version)
   "The cached adapter executable of VERSION, or skip the test."
   (let ((bin (expand-file-name
-              (format "tandem-test/acp/%s/node_modules/.bin/claude-agent-acp" version)
-              (or (getenv "XDG_CACHE_HOME") "~/.cache"))))
+              (format "acp/%s/node_modules/.bin/claude-agent-acp" version)
+              (tandem-test-cache))))
     (unless (file-executable-p bin)
       (message "skipping: Claude Code ACP adapter %s not installed (make test-deps)" version)
       (ert-skip (format "adapter %s not installed: %s" version bin)))

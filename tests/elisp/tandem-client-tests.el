@@ -127,6 +127,24 @@ REPLY is the first frame read back; CLOSED-P says the backend hung up."
             (should (= (length v) (+ size i)))
             (should (string= v (substring expected 0 (+ size i))))))))))
 
+(ert-deftest tandem-client-roundtrip-garbage ()
+  "A 100 KB round trip makes no more strings than the reply and its value.
+Each further 100 KB of garbage brings the next full collection closer:
+at three or four per call one comes every other call or so, and the
+median round trip triples.  Larger and non-ASCII frames still arrive
+intact (a string copy above `tandem--read-copy-min', an encoding pass)."
+  (tandem-test-with-backend
+    (let ((s (make-string 100000 ?x)))
+      (tandem-request "debug/echo" (list :value s))
+      (let ((before (nth 4 (memory-use-counts))))
+        (dotimes (_ 10) (should (equal (tandem-request "debug/echo" (list :value s)) s)))
+        ;; The text read from the socket and the value read from it: 2 x 100 KB.
+        (should (< (/ (- (nth 4 (memory-use-counts)) before) 10) 250000))))
+    (dolist (s (list (make-string (* 3 tandem--read-copy-min) ?y)
+                     (concat (make-string 100000 ?z) "é\"\\ü")
+                     (concat (make-string (* 2 tandem--read-copy-min) ?w) "é")))
+      (should (equal (tandem-request "debug/echo" (list :value s)) s)))))
+
 (ert-deftest tandem-client-paged-result ()
   "A 20 MiB result is delivered by paging; no frame nears the EPC limit."
   (tandem-test-with-backend

@@ -3,11 +3,37 @@
 ;;; Commentary:
 ;; Every test runs against a real backend process with its own state
 ;; directory, so tests never touch the user's state and never share it.
+;; Loading this file also gives the whole Emacs (and every process it
+;; starts) a HOME, XDG directories and TANDEM_HOME of its own; the
+;; programs `make test-deps' installed stay reachable through
+;; `tandem-test-cache' (TANDEM_TEST_CACHE).
 
 ;;; Code:
 
 (require 'ert)
 (require 'tandem)
+
+(defconst tandem-test-cache-directory
+  (or (getenv "TANDEM_TEST_CACHE")
+      (expand-file-name "tandem-test" (or (getenv "XDG_CACHE_HOME") "~/.cache")))
+  "Where `make test-deps' installed the integration tests' programs.
+Read before the tests' own HOME replaces the user's.")
+
+(defun tandem-test-cache ()
+  "The directory of the integration tests' installed programs."
+  tandem-test-cache-directory)
+
+(defconst tandem-test-user-directory
+  (let ((dir (make-temp-file "tandem-test-user-" t)))
+    (setenv "TANDEM_TEST_CACHE" tandem-test-cache-directory)
+    (dolist (var '(("HOME" . "home") ("XDG_CONFIG_HOME" . "config")
+                   ("XDG_STATE_HOME" . "state") ("XDG_DATA_HOME" . "data")
+                   ("XDG_CACHE_HOME" . "cache") ("TANDEM_HOME" . "tandem")))
+      (let ((sub (expand-file-name (cdr var) dir)))
+        (make-directory sub t)
+        (setenv (car var) sub)))
+    dir)
+  "The HOME, XDG directories and default TANDEM_HOME of this test Emacs.")
 
 (defvar tandem-test--homes nil
   "State directories made by `tandem-test-with-backend', removed at exit.")
@@ -21,7 +47,7 @@
 (add-hook 'kill-emacs-hook
           (lambda ()
             (tandem-stop)
-            (dolist (dir tandem-test--homes)
+            (dolist (dir (cons tandem-test-user-directory tandem-test--homes))
               (ignore-errors (delete-directory dir t)))))
 
 (defmacro tandem-test-with-backend (&rest body)

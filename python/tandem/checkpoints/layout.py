@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tandem.checkpoints.git import Git
 from tandem.paths import checkpoints_dir
-from tandem.store.fsutil import atomic_write, private_dir
+from tandem.store.fsutil import atomic_write, open_private, private_dir
 
 # Our own attributes win over every .gitattributes in the work tree: a
 # snapshot stores bytes exactly (no eol conversion, no clean filter).
@@ -97,7 +97,7 @@ class Layout:
     def locked(self) -> Iterator[None]:
         """Hold the workspace's lock (across processes and threads)."""
         private_dir(self.dir)
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_private(self.lock_file, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -108,7 +108,7 @@ class Layout:
     def try_locked(self) -> Iterator[bool]:
         """Hold the lock if it is free now; yields False (not held) when it is busy."""
         private_dir(self.dir)
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_private(self.lock_file, os.O_RDWR)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

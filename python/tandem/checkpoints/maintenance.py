@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from tandem.checkpoints import refs
 from tandem.checkpoints.git import Git, GitError
 from tandem.checkpoints.layout import Layout
+from tandem.store.fsutil import touch_private
 
 GC_AUTO = 2000
 """Loose objects (git's estimate) from which they are packed."""
@@ -83,7 +84,7 @@ def maintain(
         result = MaintenanceResult()
         clock = time.time() if now is None else now
         if prune_now or _due(layout, clock):
-            layout.maintained.touch()
+            touch_private(layout.maintained)
             doomed = _doomed(refs.kept(git), retention, live, clock)
             if doomed or prune_now:
                 refs.delete(git, doomed)
@@ -118,7 +119,7 @@ def _due(layout: Layout, clock: float) -> bool:
     try:
         return clock - layout.maintained.stat().st_mtime >= PRUNE_EVERY
     except FileNotFoundError:
-        layout.maintained.touch()  # the first pass of a store only starts the clock
+        touch_private(layout.maintained)  # the first pass of a store only starts the clock
         return False
 
 

@@ -109,10 +109,9 @@ class TrustStore:
 
     def _save(self, data: TrustFile) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fsutil.private_dir(self.path.parent)
             fsutil.atomic_write(self.path, (json.dumps(data.model_dump(), indent=2) + "\n")
                                 .encode())
-            os.chmod(self.path, 0o600)
         except OSError as exc:
             raise TandemError("settings-save-failed",
                               f"Could not save {self.path}: {exc}") from None

@@ -53,6 +53,7 @@ from tandem.providers.acp_options import AcpOptions, OptionKind, SessionOptions
 from tandem.providers.acp_process import AgentProcess, agent_environment
 from tandem.providers.acp_prompt import first_prompt, followup_prompt, has_history
 from tandem.providers.acp_turn import AcpTurn
+from tandem.providers.acp_wire import AgentPipes
 from tandem.providers.acp_workspace import ProjectTrusted, session_meta
 from tandem.providers.base import (
     Conversation,
@@ -185,9 +186,9 @@ class AcpProvider:
                     f"cannot start ACP agent {self.name} ({self.command[0]}): {exc}"
                 ) from None
             observers = [self._observe] if self.on_wire else None
-            conn = connect_to_agent(
-                cast(Client, self._client), process.stdin, process.stdout, observers=observers
-            )
+            # Our own message transport: updates off the schema are skipped, not tracebacks.
+            pipes = AgentPipes(self.name, process.stdin, process.stdout)
+            conn = connect_to_agent(cast(Client, self._client), pipes, observers=observers)
             self._process, self._conn = process, conn
             try:
                 info = await self._guard(

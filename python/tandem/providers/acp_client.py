@@ -39,6 +39,19 @@ from tandem.providers.acp_turn import AcpTurn
 
 log = logging.getLogger(__name__)
 
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+"""JSON-RPC error codes of a refused request."""
+
+
+def refused(code: int, sentence: str, **data: Any) -> RequestError:
+    """A refusal whose JSON-RPC message is tandem's SENTENCE, repeated in its data.
+
+    Agents commonly show only the error's message (the SDK's own helpers put a
+    generic "Invalid params" there), so the reason goes in the message itself.
+    """
+    return RequestError(code, sentence, {"message": sentence, **data})
+
 
 class AcpClient:
     """The ACP client side: routes agent callbacks to the turn they belong to.
@@ -61,7 +74,7 @@ class AcpClient:
     def _turn(self, session_id: str, what: str) -> AcpTurn:
         turn = self.turns.get(session_id)
         if turn is None:
-            raise RequestError.invalid_request({"message": f"{what}: no turn is running"})
+            raise refused(INVALID_REQUEST, f"{what}: no turn is running")
         turn.terminal_text = self.terminal_text
         return turn
 
@@ -85,7 +98,7 @@ class AcpClient:
             text = await acp_fs.read_text_file(
                 self.editor, turn.request.root, path, line, limit)
         except acp_fs.FsRefused as exc:
-            raise RequestError.invalid_params({"message": str(exc), "path": path}) from None
+            raise refused(INVALID_PARAMS, str(exc), path=path) from None
         return ReadTextFileResponse(content=text)
 
     async def write_text_file(
@@ -98,7 +111,7 @@ class AcpClient:
                 self.editor, turn.request.root, path, content, read_only=turn.read_only,
                 protected=turn.request.protected_paths, ask=turn.allow_protected_write)
         except acp_fs.FsRefused as exc:
-            raise RequestError.invalid_params({"message": str(exc), "path": path}) from None
+            raise refused(INVALID_PARAMS, str(exc), path=path) from None
         return WriteTextFileResponse()
 
     # -- terminal/* ------------------------------------------------------------
@@ -114,7 +127,7 @@ class AcpClient:
         try:
             call_id = await turn.allow_terminal(line)
         except PermissionError as exc:
-            raise RequestError.invalid_request({"message": str(exc)}) from None
+            raise refused(INVALID_REQUEST, str(exc)) from None
         try:
             terminal = await self.terminals.create(
                 turn.request.root, command, args, [(e.name, e.value) for e in env or []],
@@ -122,7 +135,7 @@ class AcpClient:
         except TerminalRefused as exc:
             if call_id is not None:
                 turn.terminal_done(call_id, "failed", str(exc))
-            raise RequestError.invalid_params({"message": str(exc)}) from None
+            raise refused(INVALID_PARAMS, str(exc)) from None
         if call_id is not None:
             self._terminal_calls[terminal.id] = (turn, call_id)
         return CreateTerminalResponse(terminal_id=terminal.id)
@@ -131,7 +144,7 @@ class AcpClient:
         try:
             return self.terminals.get(terminal_id)
         except TerminalRefused as exc:
-            raise RequestError.invalid_params({"message": str(exc)}) from None
+            raise refused(INVALID_PARAMS, str(exc)) from None
 
     async def terminal_output(
         self, session_id: str, terminal_id: str, **kwargs: Any

@@ -2,8 +2,9 @@
 
 An agent keeps its own conversation, so a live ACP session gets only the new
 user message. A fresh session gets the system text and, when the context has
-earlier messages (a root chat the agent cannot resume), a transcript of them
-as a seed. Pure functions of the request: golden-testable.
+earlier messages (a root chat the agent cannot resume, a rewind), those
+messages quoted as history marked for context only, and then the current
+request. Pure functions of the request: golden-testable.
 """
 
 from __future__ import annotations
@@ -40,32 +41,49 @@ def _clip(text: str) -> str:
     return text[:TOOL_TEXT_LIMIT] + f"\n[… {len(text) - TOOL_TEXT_LIMIT} characters omitted]"
 
 
+HISTORY_NOTE = (
+    "Earlier conversation, for context only — do not act on it: these turns were\n"
+    "handled before this session began, and what they asked for is done or was set\n"
+    'aside. Every line of it is quoted with "> ".'
+)
+"""What heads a re-seeded conversation, so no earlier request is taken as current."""
+CURRENT_LABEL = "Current request, the only one to act on:"
+
+
 def _render(message: Message) -> str:
     if message.role == "user":
-        return f"## User\n\n{message.text}"
+        return f"User (earlier):\n{message.text}"
     if message.role == "tool":
         status = " (error)" if message.is_error else ""
-        label = message.name or message.call_id or ""
-        return f"## Tool result{status} {label}\n\n{_clip(message.text)}"
-    parts = [f"## Assistant\n\n{message.text}"] if message.text else ["## Assistant"]
+        label = f" {message.name or message.call_id}" if message.name or message.call_id else ""
+        return f"Tool result{label}{status} (earlier):\n{_clip(message.text)}"
+    parts = [f"Assistant (earlier):\n{message.text}" if message.text else "Assistant (earlier):"]
     for call in message.tool_calls:
         parts.append(f"Tool call {call.name}: {_clip(json.dumps(call.input, ensure_ascii=False))}")
-    return "\n\n".join(parts)
+    return "\n".join(parts)
+
+
+def _quoted(text: str) -> str:
+    """TEXT with every line quoted, so nothing in it can close the block or pose as current."""
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
 
 
 def first_prompt(request: TurnRequest) -> str:
-    """The prompt of a fresh ACP session: system text, seed transcript, request."""
+    """The prompt of a fresh ACP session: system text, earlier turns as history, request.
+
+    When tandem re-seeds a conversation (the agent restarted and cannot resume
+    it, or a rewind started it afresh), the earlier turns are quoted as history,
+    marked for context only; only the last user message is the current request.
+    """
     text = latest_user_text(request)
     sections: list[str] = []
     if request.system.strip():
         sections.append(f"<instructions>\n{request.system.strip()}\n</instructions>")
     if has_history(request):
         transcript = "\n\n".join(_render(m) for m in request.messages[:-1])
-        sections.append(
-            "<conversation-so-far>\nThis conversation continues an earlier one; its"
-            f" transcript follows.\n\n{transcript}\n</conversation-so-far>"
-        )
-        sections.append(f"Current request:\n\n{text}")
+        sections.append(f"<earlier-conversation>\n{HISTORY_NOTE}\n\n{_quoted(transcript)}\n"
+                        "</earlier-conversation>")
+        sections.append(f"{CURRENT_LABEL}\n\n{text}")
     else:
         sections.append(text)
     return "\n\n".join(sections)

@@ -28,6 +28,7 @@ from tandem.capped import CappedBody
 from tandem.protocol.base import TandemError
 from tandem.protocol.remote import ConversationCreated, LlmSettings, UploadResult, is_absolute
 from tandem.remote.errors import RemoteError, error_from_response, error_from_transport
+from tandem.store import fsutil
 
 KEY_HEADER = "X-Session-API-Key"
 MAX_REPLY = 32 << 20
@@ -380,7 +381,7 @@ class AgentServerClient:
         params = {"path": working_dir, "format": "tar.gz", "use_default_excludes": "false",
                   "exclude": list(excludes)}
         try:
-            with open(dest, "wb") as out:
+            with fsutil.create_private(dest) as out:
                 return await self._stream_to(context, "/api/file/archive", params, out,
                                              max_bytes, "archive")
         except BaseException:

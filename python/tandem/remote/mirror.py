@@ -99,11 +99,7 @@ class Mirror:
 
     def ensure(self) -> Path:
         """Create the mirror's folders (private) and return its root."""
-        fsutil.private_dir(self.base.parent.parent)
-        fsutil.private_dir(self.base.parent)
-        fsutil.private_dir(self.base)
-        self.root.mkdir(mode=0o700, exist_ok=True)
-        return self.root
+        return fsutil.private_dir(self.root)
 
     async def sync(self, client: AgentServerClient, working_dir: str) -> MirrorSync:
         """Make the mirror equal to the server's WORKING_DIR (absolute) now."""
@@ -119,7 +115,7 @@ class Mirror:
     def _apply(self, archive: Path, working_dir: str) -> MirrorSync:
         incoming = self.base / "incoming"
         shutil.rmtree(incoming, ignore_errors=True)
-        incoming.mkdir(mode=0o700)
+        os.mkdir(incoming, fsutil.PRIVATE_DIR_MODE)
         try:
             got = unpack_archive(archive, incoming, top_name(working_dir), self.limits)
             written, removed = reconcile(incoming, self.root, got)
@@ -174,13 +170,13 @@ def reconcile(incoming: Path, root: Path, got: Unpacked) -> tuple[list[str], lis
         target = root / rel
         if target.is_symlink() or (target.exists() and not target.is_dir()):
             _clear(target)
-        target.mkdir(mode=0o700, exist_ok=True)
+        fsutil.private_dir(target)
     for rel in sorted(got.files):
         target = root / rel
         parent = target.parent
         if parent.is_symlink() or not parent.is_dir():  # a file where a folder now is
             _clear(parent)
-            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fsutil.private_dir(parent)
         if _same(incoming / rel, target):
             continue
         if target.is_dir() and not target.is_symlink():

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tandem import reaper, secrets
 from tandem.paths import logs_dir, tandem_home
-from tandem.server.limits import Limits
+from tandem.server.limits import HeardProtocol, Limits, WaitingSlots
 from tandem.store import fsutil
 
 if TYPE_CHECKING:
@@ -36,6 +36,12 @@ log = logging.getLogger("tandem.server")
 
 HANDOVER_TIMEOUT = 30.0
 """Seconds ``tandem serve`` waits for the token line on stdin."""
+
+ACCEPT_BACKLOG = 128
+"""Connections the kernel queues before the server accepts them (also how many one
+accept round takes). Measured under a flood of new connections: 1024 made a real
+client wait a second or more behind the queue; asyncio's default of 100 and 128
+answer it in milliseconds, the flooder's own connects being slowed by the kernel."""
 
 NEEDED_TO_SERVE = ("pydantic", "pydantic_core", "typing_extensions", "anyio", "httpx",
                    "httpx_sse", "msgspec")
@@ -97,34 +103,43 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     connections: set[Connection] = set()
     limits = Limits.from_env()
     ready: asyncio.Future[_Parts] = loop.create_future()
-    early = 0
-    """Clients accepted before the parts were ready (none of them has said hello)."""
+    waiting = WaitingSlots(limits.max_unauthenticated)
+    """Connections that have not said hello, those accepted before the parts were ready too."""
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal early
-        waiting = early + sum(1 for c in connections if not c.authed)
-        if waiting >= limits.max_unauthenticated:
-            # Refused at once, so idle sockets cannot use up our descriptors.
-            log.warning("%d connections await hello: refusing another", waiting)
-            writer.transport.abort()
-            return
-        early += 1
+        transport = writer.transport
+        # The oldest waiting peer gives way, so idle sockets can neither use up
+        # our descriptors nor keep the real client out.
+        if waiting.admit(transport) and waiting.dropped % 1000 == 1:  # a flood logs little
+            log.warning("%d connections await hello: dropped the oldest for a new one"
+                        " (%d so far)", len(waiting), waiting.dropped)
         try:
-            parts = await asyncio.shield(ready)
-        except asyncio.CancelledError:
-            writer.transport.abort()
-            raise
-        finally:
-            early -= 1
-        conn = parts.connection(reader, writer, parts.methods, parts.app, token,
-                                parts.pusher.attach, limits)
-        connections.add(conn)
-        try:
-            await conn.serve()
-        finally:
-            connections.discard(conn)
+            try:
+                parts = await asyncio.shield(ready)
+            except asyncio.CancelledError:
+                transport.abort()
+                raise
+            if transport.is_closing():  # dropped while the services were being built
+                return
 
-    server = await asyncio.start_server(on_client, "127.0.0.1", port, limit=2**20)
+            def on_auth(conn: Connection) -> None:
+                waiting.release(transport)
+                parts.pusher.attach(conn)
+
+            conn = parts.connection(reader, writer, parts.methods, parts.app, token,
+                                    on_auth, limits)
+            connections.add(conn)
+            try:
+                await conn.serve()
+            finally:
+                connections.discard(conn)
+        finally:
+            waiting.release(transport)
+
+    def protocol() -> HeardProtocol:  # asyncio.start_server's, telling `waiting` who spoke
+        return HeardProtocol(asyncio.StreamReader(limit=2**20), on_client, waiting)
+
+    server = await loop.create_server(protocol, "127.0.0.1", port, backlog=ACCEPT_BACKLOG)
     bound = server.sockets[0].getsockname()[1]
     sys.stdout.write(f"{bound}\n")
     sys.stdout.flush()

@@ -120,7 +120,7 @@ def write_intent(journal: Journal, plan_seq: int, before_turn: int, root: str,
                           checkpoint=start.target, backup=start.backup, token=start.token,
                           journal_seq=plan_seq, turns=turns, kind=kind)
     path = rewind_intent_path(journal.path)
-    path.parent.mkdir(exist_ok=True)
+    fsutil.private_dir(path.parent)
     fsutil.atomic_write(path, intent.model_dump_json(indent=1).encode() + b"\n")
     return intent
 

@@ -110,7 +110,10 @@ class Settings:
             if path is None:
                 continue
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if scope == "user":
+                    fsutil.private_dir(path.parent)
+                else:  # the project's own folder: the user's modes, not tandem's
+                    path.parent.mkdir(parents=True, exist_ok=True)
                 fsutil.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
             except OSError as exc:
                 raise TandemError(

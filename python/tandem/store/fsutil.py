@@ -2,7 +2,11 @@
 
 Everything tandem writes under ``TANDEM_HOME`` is private to the user
 (journals hold tool output, checkpoints copies of untracked ``.env`` files):
-files are created 0600 and folders 0700 here, whatever the umask.
+files are created 0600 and folders 0700 here, whatever the umask. Every
+writer of tandem's state creates through these functions (`private_dir`,
+`atomic_write`, `open_private`, `create_private`, `touch_private`);
+``tests/python/security/test_private_writers.py`` fails on a new writer that
+does not.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 PRIVATE_FILE_MODE = 0o600
 """Mode of every file tandem creates in its state."""
@@ -40,6 +45,36 @@ def private_dir(path: Path) -> Path:
             if not os.path.isdir(folder):
                 raise
     return path
+
+
+def open_private(path: str | os.PathLike[str], flags: int) -> int:
+    """``os.open`` PATH with FLAGS, creating it 0600; return the descriptor.
+
+    A file that already existed with group or other bits (left by an older
+    version, or a stale temp file) is made 0600 too. FLAGS gets ``O_CREAT``.
+    """
+    fd = os.open(path, flags | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def create_private(path: str | os.PathLike[str], text: bool = False) -> IO[Any]:
+    """Open PATH for writing from empty, created 0600: a binary file, or utf-8 TEXT."""
+    fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
+    if text:
+        return os.fdopen(fd, "w", encoding="utf-8")
+    return os.fdopen(fd, "wb")
+
+
+def touch_private(path: Path) -> None:
+    """Set PATH's mtime to now, creating it empty and 0600 when it is missing."""
+    os.close(open_private(path, os.O_WRONLY))
+    os.utime(path)
 
 
 def fsync_dir(path: Path) -> None:

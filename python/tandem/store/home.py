@@ -13,9 +13,12 @@ from pathlib import Path
 from tandem.paths import tandem_home
 from tandem.store import fsutil
 
-PRIVATE_MARKER = ".private-v1"
+PRIVATE_MARKER = ".private-v2"
 """Written in ``TANDEM_HOME`` once a complete walk made everything private:
-from then on tandem creates every file private, so starts skip the walk."""
+from then on tandem creates every file private, so starts skip the walk.
+The number goes up when a version stops leaving some file loose, so a home
+an older version marked is walked once more (v1 left moved journals, the
+listing cache and rewind folders open)."""
 
 
 def secure_home(home: Path | None = None) -> Path:

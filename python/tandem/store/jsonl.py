@@ -140,7 +140,7 @@ def rewrite_header_file(path: Path, header: Header, replace: Any = os.replace) -
     _, header_len = read_header(path)
     tmp = path.with_name(f".{path.name}.hdr-{os.getpid()}")
     try:
-        with open(path, "rb") as src, open(tmp, "wb") as dst:
+        with open(path, "rb") as src, fsutil.create_private(tmp) as dst:
             dst.write(dumps_line(header.model_dump(mode="json")))
             src.seek(header_len)
             while chunk := src.read(1 << 20):

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tandem.store import layout
+from tandem.store import fsutil, layout
 from tandem.store.jsonl import loads_line
 
 _HEAD = 16384  # one read covers header and tail of most sessions
@@ -183,7 +183,7 @@ def _save_cache(folder: str, cache: dict[str, list[Any]]) -> None:
     # A cache, so no fsync: a torn or lost file is detected and rebuilt.
     tmp = os.path.join(folder, f".{CACHE_NAME}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with fsutil.create_private(tmp, text=True) as f:
             json.dump(cache, f, separators=(",", ":"))
         os.replace(tmp, os.path.join(folder, CACHE_NAME))
     except OSError:

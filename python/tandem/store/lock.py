@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tandem.store import fsutil
+
 
 @dataclass(frozen=True)
 class Holder:
@@ -78,7 +80,7 @@ class JournalLock:
         unlinked it, in which case we retry on the new file.
         """
         for _ in range(50):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = fsutil.open_private(path, os.O_RDWR)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -124,6 +124,17 @@ def retention_from(settings: SettingsModel | None) -> Retention:
     return Retention(keep_turns=section.keep_turns, keep_days=section.keep_days)
 
 
+PER_TURN_CHOICES = frozenset({"permission_mode", "default_provider"})
+"""Front-end keys each turn reads afresh: changing one rebuilds no provider."""
+
+
+def _built_from(config: ClientConfig) -> dict[str, Any]:
+    """The part of CONFIG providers are built from (agents, credentials, settings, hosts)."""
+    built = config.model_dump(exclude=set(PER_TURN_CHOICES))
+    built["settings"] = {k: v for k, v in built["settings"].items() if k not in PER_TURN_CHOICES}
+    return built
+
+
 class TurnService:
     """The backend's turn engine plus provider instances and front-end config."""
 
@@ -156,12 +167,19 @@ class TurnService:
         return self._config
 
     def configure(self, config: ClientConfig) -> bool:
-        """Take the front end's CONFIG; True when it changed (providers are rebuilt)."""
+        """Take the front end's CONFIG; True when it changed.
+
+        Providers are rebuilt only when what they are built from changed: a new
+        permission mode or default provider applies from the next turn on to the
+        running agent (``session/set_mode``), which keeps its conversation.
+        """
         if config == self._config:
             return False
+        rebuild = _built_from(config) != _built_from(self._config)
         self._config = config
         self.sessions.front_end = config
-        self.forget_providers()
+        if rebuild:
+            self.forget_providers()
         return True
 
     def provider(self, spec: TurnSpec, journal: Journal) -> Provider:

@@ -18,3 +18,11 @@ def claude_adapter() -> Path:
     except AdapterUnavailable as exc:
         print(f"\nskipping a Claude ACP integration test: {exc}", file=sys.stderr)
         pytest.skip(f"Claude Code ACP adapter unavailable: {exc}")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty project folder: the workspace root of the turns."""
+    path = tmp_path / "project"
+    path.mkdir()
+    return path

@@ -21,7 +21,10 @@ Actions: ``{"say": T}``, ``{"think": T}``, ``{"plan": [[content, status], ...]}`
 ``{"stderr": T}``, ``{"exit": CODE}``, ``{"sleep": S}``, ``{"hang": true}``
 (until cancelled, then stop ``cancelled``), ``{"hang_forever": true}``,
 ``{"env": VAR}`` / ``{"cwd": true}`` (say a value), ``{"spawn_child": S}``
-(start ``sleep S`` and say its pid), ``{"stop": REASON}``, ``{"error": MSG}``.
+(start ``sleep S`` and say its pid), ``{"stop": REASON}``, ``{"error": MSG}``,
+``{"raw_update": U}`` (a ``session/update`` whose update is U as given, even
+off the schema), ``{"fs_write": [PATH, C]}`` / ``{"fs_read": PATH}`` (call the
+client's file system; its error is logged as ``fs-error``).
 """
 
 from __future__ import annotations
@@ -236,7 +239,23 @@ class FakeAgent:
             return str(action["stop"])
         elif "error" in action:
             raise RequestError.internal_error({"details": action["error"]})
+        elif "raw_update" in action:
+            # Past the SDK's own models, as a buggy agent would send it.
+            await client._conn.send_notification(
+                "session/update", {"sessionId": sid, "update": action["raw_update"]})
+        elif "fs_write" in action or "fs_read" in action:
+            await self._fs(sid, action)
         return None
+
+    async def _fs(self, sid: str, action: dict[str, Any]) -> None:
+        try:
+            if "fs_write" in action:
+                path, content = action["fs_write"]
+                await self.client.write_text_file(content=content, path=path, session_id=sid)
+            else:
+                await self.client.read_text_file(path=action["fs_read"], session_id=sid)
+        except RequestError as exc:
+            self._log("fs-error", {"code": exc.code, "message": str(exc), "data": exc.data})
 
     async def _ask(self, sid: str, spec: dict[str, Any]) -> None:
         call = ToolCallUpdate(

@@ -44,13 +44,6 @@ class Agent:
         return AcpProvider("fake", self.command, env, **kwargs)
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 60))
 

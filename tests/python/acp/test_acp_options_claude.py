@@ -1,10 +1,12 @@
-"""Integration: an ACP agent's modes and models, chosen per session, reach the
-real Claude Code ACP adapter (against the fake Anthropic server)."""
+"""Integration: an ACP agent's modes and models, chosen per session or changed
+between turns, reach the real Claude Code ACP adapter (against the fake
+Anthropic server)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +18,14 @@ from acp_helpers import RecordingSink, chat
 from claude_helpers import Claude
 from fakes.script import Reply, Script
 
+from tandem.adapters.sessions import new
+from tandem.app import App
+from tandem.config.front_end import ClientConfig
+from tandem.events import RecordingSink as EventRecorder
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import NewParams
+from tandem.providers.base import PermissionMode
+from tandem.turns.engine import TurnSpec
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +101,40 @@ def test_a_recorded_choice_is_applied_to_a_new_provider(
     )
     # The control without a choice shows the marker is plan mode's, not always there.
     assert ("Plan mode is active" in json.dumps(c.agent_bodies()[-1])) == bool(chosen)
+
+
+def test_a_mode_change_reaches_the_running_claude_agent(claude: Claude, tmp_path: Path) -> None:
+    c = claude
+    settings = Path(os.environ["XDG_CONFIG_HOME"]) / "tandem" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"acp_agents": {"claude": {
+        "command": [str(c.adapter)], "env": c.env()}}}))
+
+    async def scenario() -> tuple[list[str], list[int | None]]:
+        app = App(home=tmp_path / "tandem-home", events=EventRecorder())
+        outcomes, pids = [], []
+        try:
+            sid = (await new(app, NewParams(cwd=str(c.root)))).id
+            turns: list[tuple[str, PermissionMode]] = [
+                ("FIRST request", "ask"), ("SECOND request", "read-only")]
+            for text, mode in turns:
+                app.turns.configure(ClientConfig(permission_mode=mode))
+                engine = app.turns.engine
+                turn = await engine.accept(TurnSpec(session=sid, text=text,
+                                                    provider="acp:claude", permission_mode=mode))
+                ended = await asyncio.wait_for(engine.wait(sid, turn), 120)
+                outcomes.append(ended.outcome)
+                pids.extend(getattr(p, "pid", None) for p in app.turns._providers.values())
+        finally:
+            await app.aclose()
+        return outcomes, pids
+
+    outcomes, pids = asyncio.run(scenario())
+    assert outcomes == ["succeeded", "succeeded"]
+    assert len(pids) == 2 and pids[0] is not None and pids[0] == pids[1], pids  # not restarted
+    body: dict[str, Any] = c.agent_bodies()[-1]
+    text = json.dumps(body)
+    assert "Plan mode is active" in text  # session/set_mode reached the agent
+    assert "Earlier conversation" not in text  # nothing was re-seeded
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    assert "FIRST request" in json.dumps(users[0]) and "SECOND request" in json.dumps(users[-1])

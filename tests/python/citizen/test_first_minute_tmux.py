@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.test_demo_tmux import Pane, _missing
+from demo.test_demo_tmux import Pane, _missing, tmux_socket
 
 ROOT = Path(__file__).resolve().parents[3]
 ANSWER = "Welcome to tandem; this first answer streamed from the local test server."
@@ -59,18 +60,17 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
            if not k.endswith("_API_KEY") and not k.endswith("_BASE_URL")}
     env.update(TERM="xterm-256color", HOME=str(home), TANDEM_HOME=str(tmp_path / "state"),
                XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
-    name = f"tandem-first-{uuid.uuid4().hex[:8]}"
     emacs = f"emacs -nw -Q -L {ROOT / 'elisp'} -l tandem; sleep 30"
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
-                    "-c", str(project), emacs], check=True, env=env)
-    p = Pane(name)
+    p = Pane(f"tandem-first-{uuid.uuid4().hex[:8]}", tmux_socket())
+    p.start(emacs, project, env, 120, 40)
     try:
         yield p
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        p.stop()
+        shutil.rmtree(p.socket.parent, ignore_errors=True)
 
 
-def test_a_new_users_first_minute(pane: Pane, fake_server: str) -> None:
+def test_a_new_users_first_minute(pane: Pane, fake_server: str, tmp_path: Path) -> None:
     pane.wait_for(r"scratch|GNU Emacs", timeout=60)
     pane.keys("M-x")
     pane.text("tandem")
@@ -102,3 +102,6 @@ def test_a_new_users_first_minute(pane: Pane, fake_server: str) -> None:
     assert "Hello, what is this?" in screen
     pane.wait_for(r"✔ succeeded", timeout=30)
     pane.keys("C-x", "C-c")
+    # The session went into the test's own state directory, whatever tmux
+    # server ran before (a session on the user's server ran in the user's home).
+    assert list((tmp_path / "state" / "sessions").rglob("*.jsonl"))

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -61,6 +61,15 @@ def fake_server(tmp_path: Path) -> Iterator[str]:
                  "input": {"path": "notes.txt", "content": "first line\nsecond line\n"}}]}},
             {"match": {"last_user_contains": "notes.txt"},
              "reply": {"text": "Done: notes.txt is written."}},
+            # The directive: a discussion, then "implement this".
+            {"match": {"any_contains": "make the greeting shout"},
+             "reply": {"text": "Use upper case in the greeting.\nThat is all it takes."}},
+            {"match": {"any_contains": "make the greeting shout"},
+             "reply": {"text": "Writing it.", "tool_calls": [{
+                 "name": "write_file",
+                 "input": {"path": "main.py", "content": "print(\"HELLO\")\n"}}]}},
+            {"match": {"last_user_contains": "main.py"},
+             "reply": {"text": "main.py now shouts."}},
         ]}))
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fakes/openai_server.py"),
                              "--port", "0", "--script", str(script)],
@@ -117,6 +126,30 @@ def user(tmp_path: Path) -> Iterator[tuple[OwnServerPane, Path]]:
         yield pane, tmp_path
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+
+
+def until(check: Callable[[], bool], screen: str, timeout: float = 15) -> None:
+    """Wait until CHECK holds (a file on disk), else fail showing SCREEN."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached after {timeout}s; the screen:\n{screen}")
+        time.sleep(0.2)
+
+
+def answer_yes(pane: OwnServerPane, timeout: float = 10) -> None:
+    """Answer a y-or-n or yes-or-no question if one shows within TIMEOUT."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        screen = pane.screen()
+        if "(y or n)" in screen:
+            pane.text("y")
+            return
+        if "(yes or no)" in screen:
+            pane.text("yes")
+            pane.keys("Enter")
+            return
+        time.sleep(0.2)
 
 
 def _quit_emacs(pane: OwnServerPane) -> None:
@@ -196,16 +229,100 @@ def test_a_new_users_first_half_hour(user: tuple[OwnServerPane, Path],
     pane.wait_for(r"notes\.txt is written", timeout=60)
     assert (tmp / "project" / "notes.txt").read_text() == "first line\nsecond line\n"
 
+    # A directive on main.py's line: Discuss, its result at the code, Implement this.
+    pane.keys("C-x", "b")
+    pane.text("main.py")
+    pane.keys("Enter")
+    pane.wait_for(r"print\(\"hello\"\)", timeout=10)
+    pane.keys("M-<")
+    pane.keys("M-x")
+    pane.text("tandem-directive")
+    pane.keys("Enter")
+    pane.wait_for(r"Directive request", timeout=10)
+    pane.text("make the greeting shout")
+    pane.keys("Enter")
+    pane.wait_for(r"D1", timeout=30)
+    pane.keys("C-c", "C-d")
+    pane.wait_for(r"Discuss", timeout=10)
+    pane.keys("d")
+    pane.wait_for(r"D1 discuss ❯", timeout=30)  # the composer, in the directive's scope
+    pane.text("How would you do it?")
+    pane.keys("C-c", "C-c")
+    screen = pane.wait_for(r"Use upper case in the greeting\.", timeout=60)
+    # The result is at the code, with the keys of what comes next.
+    screen = pane.wait_for(r"↳ Use upper case in the greeting\..*implement this", timeout=60)
+    print(screen)
+    pane.keys("C-x", "b")
+    pane.text("main.py")
+    pane.keys("Enter")
+    pane.keys("M-<")
+    pane.keys("C-c", "C-d")
+    pane.wait_for(r"Implement this", timeout=10)
+    pane.keys("t")
+    pane.wait_for(r"\[y\] Allow once", timeout=60)
+    pane.keys("M-x")
+    pane.text("tandem-answer")
+    pane.keys("Enter")
+    pane.wait_for(r"Write main\.py", timeout=10)
+    pane.keys("y")
+    screen = pane.wait_for(r"↳ .*1 file changed", timeout=60)
+    assert (tmp / "project" / "main.py").read_text() == 'print("HELLO")\n'
+    # The visited file shows what the turn wrote, not what it held before.
+    screen = pane.wait_for(r'print\("HELLO"\)', timeout=10)
+
+    # Rewind the implementation, then undo the rewind: the view is never blank.
+    pane.keys("M-x")
+    pane.text("tandem-rewind")
+    pane.keys("Enter")
+    pane.wait_for(r"Rewind before turn \(default 4\)", timeout=20)
+    pane.keys("Enter")
+    pane.wait_for(r"Rewind before turn 4: restore 1 file", timeout=30)
+    answer_yes(pane)
+    pane.wait_for(r"undo: C-c C-t u", timeout=30)
+    # The session window shows the turns before 4, never a blank view.
+    screen = pane.wait_for(r"[▸▾] Turn 3 ·(?!(.|\n)*[▸▾] Turn 4 ·)", timeout=15)
+    assert (tmp / "project" / "main.py").read_text() == 'print("hello")\n'
+    pane.keys("C-c", "C-t")
+    pane.wait_for(r"Undo the latest rewind", timeout=10)
+    pane.keys("u")
+    answer_yes(pane)
+    screen = pane.wait_for(r"Undid the rewind before turn 4", timeout=30)
+    # Turn 4 is back with its footer; the file's buffer shows what the file holds.
+    assert "✔ succeeded · 1 file changed" in screen, screen
+    assert 'print("HELLO")' in screen, screen
+    until(lambda: (tmp / "project" / "main.py").read_text() == 'print("HELLO")\n', screen)
+
+    # Review the turn that changed a file; revert its hunk: the review follows.
+    pane.keys("M-x")
+    pane.text("tandem-review-turn")
+    pane.keys("Enter")
+    pane.wait_for(r"Review turn \(default 4\)", timeout=20)
+    pane.keys("Enter")
+    screen = pane.wait_for(r"\+print\(\"HELLO\"\)", timeout=30)
+    pane.keys("k")  # the review buffer is selected: k reverts the hunk at point
+    answer_yes(pane)
+    screen = pane.wait_for(r"reverted", timeout=30)
+    assert "Text is read-only" not in screen
+    assert (tmp / "project" / "main.py").read_text() == 'print("hello")\n'
+    pane.keys("q")
+    pane.keys("M-x")
+    pane.text("tandem")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"chat ❯|D1 discuss ❯", timeout=30)
+
     # The overview: the session's title (its first request) and the header's counts.
     counts = re.search(r"(\d\S* in · \d\S* out)", screen)
     assert counts, screen
     pane.keys("M-x")
     pane.text("tandem-sessions-list")
     pane.keys("Enter")
-    screen = pane.wait_for(r"Hello, what is this\?", timeout=30)
-    row = next(line for line in screen.splitlines() if "Hello, what is this?" in line)
+    # The restart continued the project's latest session: the one `tandem ask` made.
+    screen = pane.wait_for(r"Id +State +Title(.|\n)*and from the shell\?", timeout=30)
+    row = next(line for line in screen.splitlines()
+               if "and from the shell?" in line and " in · " in line)
     assert counts.group(1) in row, (counts.group(1), screen)
-    assert "(untitled)" not in row
+    assert "Hello, what is this?" in screen  # the first session, titled by its request
+    assert "(untitled)" not in screen
     pane.keys("q")
 
     # The manual, where Emacs looks for it.

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -45,14 +46,33 @@ def _missing() -> str | None:
 
 
 class Pane:
-    """One detached tmux session running the demo."""
+    """One detached tmux session, on a tmux server of its own.
 
-    def __init__(self, name: str) -> None:
+    A session on a server that already runs (the user's, another test's)
+    would get that server's environment, not the test's: its HOME, its
+    state directory. A socket of the test's own starts a new server with
+    the environment the test gives, and `stop` ends it.
+    """
+
+    def __init__(self, name: str, socket: Path) -> None:
         self.name = name
+        self.socket = socket
+
+    def start(self, command: str, cwd: Path, env: dict[str, str], width: int,
+              height: int) -> None:
+        """Start the session running COMMAND in CWD with ENV, WIDTH x HEIGHT."""
+        subprocess.run(["tmux", "-S", str(self.socket), "new-session", "-d", "-s", self.name,
+                        "-x", str(width), "-y", str(height), "-c", str(cwd), command],
+                       check=True, env=env)
+
+    def stop(self) -> None:
+        """End the session and its server."""
+        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True)
 
     def tmux(self, *args: str) -> str:
         """Run a tmux command against this session; return its stdout."""
-        out = subprocess.run(["tmux", *args], capture_output=True, text=True, check=True)
+        out = subprocess.run(["tmux", "-S", str(self.socket), *args], capture_output=True,
+                             text=True, check=True)
         return out.stdout
 
     def keys(self, *keys: str) -> None:
@@ -79,6 +99,11 @@ class Pane:
         raise AssertionError(f"{pattern!r} not on screen after {timeout}s:\n{screen}")
 
 
+def tmux_socket() -> Path:
+    """A fresh tmux socket path, short enough for a Unix socket's name."""
+    return Path(tempfile.mkdtemp(prefix="tandem-tmux-")) / "s"
+
+
 @pytest.fixture
 def pane() -> Iterator[Pane]:
     """The demo in a 110x45 tmux session, killed afterwards."""
@@ -86,18 +111,13 @@ def pane() -> Iterator[Pane]:
     if reason:
         print(f"SKIP test_demo_tmux: {reason}")
         pytest.skip(reason)
-    name = f"tandem-demo-{uuid.uuid4().hex[:8]}"
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", name, "-x", "110", "-y", "45", "-c", str(ROOT),
-         f"{_command()}; sleep 30"],
-        check=True,
-        env={**os.environ, "TERM": "xterm-256color"},
-    )
-    p = Pane(name)
+    p = Pane(f"tandem-demo-{uuid.uuid4().hex[:8]}", tmux_socket())
+    p.start(f"{_command()}; sleep 30", ROOT, {**os.environ, "TERM": "xterm-256color"}, 110, 45)
     try:
         yield p
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        p.stop()
+        shutil.rmtree(p.socket.parent, ignore_errors=True)
 
 
 def _eventually(check: Callable[[], bool], timeout: float = 20) -> bool:

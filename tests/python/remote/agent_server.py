@@ -2,7 +2,8 @@
 
 The server needs Python ≥ 3.12 (tandem itself runs on 3.11), so it lives in
 a venv of its own outside the repository, cached between runs:
-``${TANDEM_AGENT_SERVER_VENV:-${XDG_CACHE_HOME:-~/.cache}/tandem-test/agent-server-venv}``.
+``${TANDEM_AGENT_SERVER_VENV:-$TANDEM_TEST_CACHE/agent-server-venv}``
+(``TANDEM_TEST_CACHE`` defaults to ``${XDG_CACHE_HOME:-~/.cache}/tandem-test``).
 
 Command line (what ``make test`` runs before pytest)::
 
@@ -46,6 +47,9 @@ def venv_dir() -> Path:
     explicit = os.environ.get("TANDEM_AGENT_SERVER_VENV")
     if explicit:
         return Path(explicit).expanduser()
+    cached = os.environ.get("TANDEM_TEST_CACHE")
+    if cached:
+        return Path(cached).expanduser() / "agent-server-venv"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "tandem-test" / "agent-server-venv"
 

@@ -16,17 +16,9 @@ from fakes.script import Reply, ToolCallSpec
 from tandem.store import fsutil
 from tandem.store.home import PRIVATE_MARKER
 
+from .modes import loose as _loose
+
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _loose(home: Path) -> list[str]:
-    """Every entry under HOME (HOME included) that group or others may use."""
-    out = []
-    for path in [home, *home.rglob("*")]:
-        st = path.lstat()
-        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
-            out.append(f"{oct(stat.S_IMODE(st.st_mode))} {path.relative_to(home)}")
-    return out
 
 
 def _project(tmp_path: Path) -> Path:
@@ -153,3 +145,56 @@ def test_tighten_stops_at_its_bound_and_says_so(tmp_path: Path) -> None:
     assert not complete and changed <= 5
     changed, complete = fsutil.tighten_tree(tmp_path)
     assert complete and fsutil.loose_entries(tmp_path) == ([], True)
+
+
+def _loosened(tmp_path: Path) -> tuple[Path, Path]:
+    """A home an older version left open (folders 0755/0775, files 0644/0664), and a
+    file outside it that a symlink in the home points to."""
+    home = tmp_path / "home"
+    slug = home / "sessions" / "proj-0123"
+    (slug / "20260101T000000Z_x").mkdir(parents=True)
+    (slug / "20260101T000000Z_x.jsonl").write_text("{}\n")
+    (slug / ".summaries.json").write_text("{}")
+    (home / "checkpoints" / "w").mkdir(parents=True)
+    (home / "checkpoints" / "w" / "maintained").write_text("")
+    (home / PRIVATE_MARKER).write_text("")  # an older walk's marker does not stop --fix
+    for path in [home, *home.rglob("*")]:
+        path.chmod(0o775 if path.is_dir() else 0o664)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not tandem's")
+    outside.chmod(0o644)
+    (home / "link").symlink_to(outside)
+    return home, outside
+
+
+def test_doctor_names_loose_state_too_open_and_fix_makes_it_private(tmp_path: Path) -> None:
+    home, outside = _loosened(tmp_path)
+    env = dict(os.environ, TANDEM_HOME=str(home))
+    plain = subprocess.run([sys.executable, "-m", "tandem.cli", "doctor"], capture_output=True,
+                           text=True, env=env, cwd=tmp_path, timeout=60)
+    [line] = [x for x in plain.stdout.splitlines() if "private state" in x]
+    assert line.startswith("TOO OPEN") and "too open" in line and "doctor --fix" in line
+    assert "MISSING" not in line
+    assert plain.returncode == 1
+    assert fsutil.loose_entries(home)[0], "plain doctor changes nothing"
+    # What Emacs shows: every required part is there; some are too open.
+    data = subprocess.run(
+        [sys.executable, "-c", "import json; from tandem.doctor import report_data; "
+         "print(json.dumps(report_data()))"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    report = json.loads(data.stdout)
+    check = next(c for c in report["checks"] if c["name"] == "private state")
+    assert report["too_open"] is True and check["too_open"] and not check["ok"]
+    others = [c for c in report["checks"] if c["required"] and c is not check]
+    assert report["ok"] == all(c["ok"] for c in others)  # too open is not missing
+
+    fixed = subprocess.run([sys.executable, "-m", "tandem.cli", "doctor", "--fix"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert "fixed: made 9 entries" in fixed.stdout, fixed.stdout
+    [line] = [x for x in fixed.stdout.splitlines() if "private state" in x]
+    assert line.startswith("ok")
+    assert _loose(home) == [], "\n".join(_loose(home))
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644  # the link was not followed
+    again = subprocess.run([sys.executable, "-m", "tandem.cli", "doctor", "--fix"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert "fixed: made 0 entries" in again.stdout

@@ -2,7 +2,8 @@
 
 A client that connects at once — before the services and the method table
 exist — is accepted, waits, and gets the same replies as one that came later;
-the cap on connections that have not said hello counts the waiting ones too.
+the cap on connections that have not said hello counts the waiting ones too
+(past it the oldest of them is dropped).
 """
 
 from __future__ import annotations
@@ -41,18 +42,19 @@ def test_a_request_sent_right_after_the_port_line_is_answered(
 def test_connections_waiting_for_the_services_count_against_the_cap(tmp_path: Path) -> None:
     proc = start_backend(tmp_path, TOKEN, env={"TANDEM_MAX_UNAUTHENTICATED": "2"})
     port = proc.port  # type: ignore[attr-defined]
+    oldest = socket.create_connection(("127.0.0.1", port), timeout=30)
     waiting = [Peer(port) for _ in range(2)]
     try:
-        refused = socket.create_connection(("127.0.0.1", port), timeout=30)
-        refused.settimeout(30)
-        # The third is closed without a word (before or after the services are up).
-        assert refused.recv(1) == b""
-        refused.close()
+        oldest.settimeout(30)
+        # The third takes the oldest one's slot: that one is closed without a word
+        # (before or after the services are up).
+        assert oldest.recv(1) == b""
         # The two waiting ones are served once the backend is ready.
         for peer in waiting:
             peer.call("hello", {"token": TOKEN})
             assert peer.recv()[0] == "return"
     finally:
+        oldest.close()
         for peer in waiting:
             peer.close()
         proc.terminate()

@@ -162,23 +162,27 @@ def test_silent_connection_is_closed_at_the_deadline(
     _alive(backend, good)
 
 
-def test_unauthenticated_connections_are_capped(
+def test_unauthenticated_connections_are_capped_by_dropping_the_oldest(
     backend: subprocess.Popen[str], good: Peer
 ) -> None:
     idle = [Peer(backend.port) for _ in range(CAP)]  # type: ignore[attr-defined]
-    time.sleep(0.3)  # let the server accept them all
-    extra = Peer(backend.port)  # type: ignore[attr-defined]
-    start = time.monotonic()
-    assert extra.outcome(timeout=DEADLINE / 2) == []  # closed at once, not at the deadline
-    assert time.monotonic() - start < DEADLINE / 2
-    _alive(backend, good)
-    for p in idle:
-        p.close()
-    time.sleep(0.3)
-    late = Peer(backend.port)  # type: ignore[attr-defined]
-    late.call("hello", {"token": TOKEN})
-    assert late.recv()[0] == "return"
-    late.close()
+    try:
+        time.sleep(0.3)  # let the server accept them all
+        extra = Peer(backend.port)  # type: ignore[attr-defined]
+        start = time.monotonic()
+        assert idle[0].outcome(timeout=DEADLINE / 2) == []  # closed at once, not at the deadline
+        assert time.monotonic() - start < DEADLINE / 2
+        for p in idle[1:]:  # the others still wait for their hello
+            p.sock.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                p.sock.recv(1)
+        extra.call("hello", {"token": TOKEN})
+        assert extra.recv()[0] == "return"
+        extra.close()
+        _alive(backend, good)  # an authenticated client holds no slot and is never dropped
+    finally:
+        for p in idle:
+            p.close()
 
 
 def test_1100_idle_connections_do_not_stop_the_real_client(
@@ -201,7 +205,6 @@ def test_1100_idle_connections_do_not_stop_the_real_client(
     finally:
         for s in idle:
             s.close()
-    time.sleep(DEADLINE + 0.5)  # the capped slots free at the deadline at the latest
     late = Peer(backend.port)  # type: ignore[attr-defined]
     late.call("hello", {"token": TOKEN})
     assert late.recv()[0] == "return"
