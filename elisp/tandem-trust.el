@@ -20,6 +20,7 @@
 
 ;;; Code:
 
+(require 'seq)
 (require 'tandem-client)
 
 (declare-function tandem-project-root "tandem" (&optional directory))
@@ -38,16 +39,27 @@ Tests bind it to give the answer.")
 
 (defun tandem-trust-report (&optional directory)
   "Return the backend's trust report of DIRECTORY's project settings.
-A plist with :path :exists :trusted :changed :sha256 :grants :restricted
-:files :error.  Each of :files (the files trust covers, read once) has
-:rel :path :exists :size :sha256 :text :error; each of :restricted (a key
-only trust allows, or only tighter than yours) has :key :file :value
-\(its parsed value as JSON) :needs-trust."
+A plist with :root :path :exists :trusted :changed :sha256 :grants
+:restricted :files :error.  Each of :files (the files trust covers,
+read once: the settings file, and each agent configuration file that is
+there) has :rel :path :exists :size :sha256 :text :error; each of
+:restricted (a key only trust allows, or only tighter than yours) has
+:key :file :value \(its parsed value as JSON) :needs-trust."
   (tandem-request "settings/report" (list :cwd (tandem-trust--root directory))))
 
 (defun tandem-trust--indent (text)
   "Return TEXT with every line indented by four spaces."
   (replace-regexp-in-string "^" "    " text))
+
+(defun tandem-trust--where (report)
+  "Return what REPORT is about: its settings file, else its project root.
+A project may hold no `.tandem/settings.json' but an agent's own
+configuration, which trust covers as well."
+  (if (seq-some (lambda (file) (and (plist-get file :exists)
+                                    (equal (plist-get file :path) (plist-get report :path))))
+                (plist-get report :files))
+      (plist-get report :path)
+    (plist-get report :root)))
 
 (defun tandem-trust--show (report)
   "Display REPORT in a help buffer: what trust grants, the values, each file whole.
@@ -57,7 +69,7 @@ follows whole, as the backend read it for the digest trust is given to."
   (with-current-buffer (get-buffer-create "*tandem-trust*")
     (let ((inhibit-read-only t))
       (erase-buffer)
-      (insert (format "Project settings: %s\n" (plist-get report :path))
+      (insert (format "Project settings: %s\n" (tandem-trust--where report))
               (if (plist-get report :changed)
                   "It changed since you trusted it.\n" "")
               "Trusting it lets it set:\n"
@@ -72,8 +84,11 @@ follows whole, as the backend read it for the digest trust is given to."
       (insert "\nIts content:\n")
       (dolist (file (plist-get report :files))
         (when (plist-get file :exists)
-          (insert (format "\n--- %s (%d bytes) ---\n"
-                          (plist-get file :rel) (or (plist-get file :size) 0))
+          (insert (format "\n--- %s (%d bytes%s) ---\n"
+                          (plist-get file :rel) (or (plist-get file :size) 0)
+                          (if (equal (plist-get file :path) (plist-get report :path))
+                              ""
+                            "; the agent's own configuration, trust lets it read it"))
                   (or (plist-get file :text) "")))))
     (goto-char (point-min))
     (special-mode)
@@ -92,22 +107,24 @@ trusted, nil otherwise."
          (report (tandem-request "settings/report" (list :cwd root))))
     (cond
      ((not (plist-get report :exists))
-      (user-error "No project settings at %s" (plist-get report :path)))
+      (user-error "Nothing to trust: no %s and no agent configuration"
+                  (plist-get report :path)))
      ((plist-get report :error)
-      (user-error "Cannot trust %s: %s" (plist-get report :path) (plist-get report :error)))
+      (user-error "Cannot trust %s: %s" (tandem-trust--where report)
+                  (plist-get report :error)))
      ((plist-get report :trusted)
-      (message "%s is already trusted" (plist-get report :path))
+      (message "%s is already trusted" (tandem-trust--where report))
       report)
      (t
       (tandem-trust--show report)
       (if (funcall tandem-trust-confirm-function
-                   (format "Trust %s (%s)? " (plist-get report :path)
+                   (format "Trust %s (%s)? " (tandem-trust--where report)
                            (or (mapconcat #'identity (plist-get report :grants) ", ")
                                "")))
           (prog1 (tandem-request "settings/trust"
                                  (list :cwd root :sha256 (plist-get report :sha256)))
-            (message "Trusted %s" (plist-get report :path)))
-        (message "Not trusted: %s" (plist-get report :path))
+            (message "Trusted %s" (tandem-trust--where report)))
+        (message "Not trusted: %s" (tandem-trust--where report))
         nil)))))
 
 ;;;###autoload

@@ -48,7 +48,10 @@ before commands, `read-only' refuses both.  When nil, the backend uses
   "ACP agents by name: an alist of (NAME :command LIST :env ALIST).
 For example:
   ((\"claude\" :command (\"claude-agent-acp\") :env ((\"FOO\" . \"1\"))))
-Use one as provider \"acp:NAME\"."
+Use one as provider \"acp:NAME\".  An entry may also say
+:project-config-files (a list of paths inside the project): the files the
+agent reads as its own configuration, so that tandem does not start it in a
+project you have not trusted while one of them is there."
   :type '(alist :key-type string :value-type plist)
   :group 'tandem)
 
@@ -79,7 +82,8 @@ Long because acceptance may first compact a long session."
             (list :name (car agent)
                   :command (plist-get (cdr agent) :command)
                   :env (mapcar (lambda (pair) (list (car pair) (cdr pair)))
-                               (plist-get (cdr agent) :env))))
+                               (plist-get (cdr agent) :env))
+                  :project-config-files (plist-get (cdr agent) :project-config-files)))
           tandem-acp-agents))
 
 (defun tandem-configure ()

@@ -140,14 +140,18 @@ def _project_trust() -> Check:
     if report.error:
         return Check(name="project settings", ok=False, required=False,
                      detail=f"{report.path}: {report.error}")
-    if report.trusted or not report.grants:
+    agent_files = [f.path for f in report.files if f.exists and f.path != report.path]
+    if report.trusted or not (report.grants or agent_files):
         state = "trusted" if report.trusted else "nothing needs trust"
         return Check(name="project settings", ok=True, required=False,
                      detail=f"{report.path} ({state})")
     why = "changed since you trusted it" if report.changed else "not trusted"
+    left = [f"{report.path}: ignored {', '.join(report.grants)}"] if report.grants else []
+    if agent_files:
+        left.append("agents start without their project configuration "
+                    + ", ".join(agent_files))
     return Check(name="project settings", ok=False, required=False,
-                 detail=f"{report.path}: ignored {', '.join(report.grants)} ({why}; "
-                        f"`tandem trust {report.root}` allows them)")
+                 detail=f"{'; '.join(left)} ({why}; `tandem trust {report.root}` allows them)")
 
 
 def checks() -> list[Check]:

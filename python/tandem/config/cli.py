@@ -57,7 +57,8 @@ def _hex(text: str) -> str:
 
 def register(sub: Any) -> None:
     """Add ``tandem trust`` and ``tandem untrust`` to the command line."""
-    p = sub.add_parser("trust", help="let DIR's .tandem/settings.json set URLs, agents, modes")
+    p = sub.add_parser("trust", help="let DIR's .tandem/settings.json set URLs, agents, modes, "
+                       "and its agents read their own configuration there")
     p.add_argument("dir", nargs="?", help="project root (default: here)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--show", action="store_true",

@@ -33,9 +33,10 @@ def trust_report(root: str | Path, home: Path, user_path: Path | None = None) ->
     try:
         user = read_layer(user_path or user_settings_path()).raw
         read = [read_shown(canon, rel) for rel in covered_files(canon, user)]
-        out.files = [_file(f) for f in read]
-        present = [(f.rel, f.sha256) for f in read if f.sha256 is not None]
-        out.exists = bool(present) or any(f.error for f in read)
+        # The settings file always (present or not); an agent file when it is there.
+        out.files = [_file(f) for f in read if f.rel == PROJECT_SETTINGS or f.counted]
+        present = [(f.rel, sha) for f in read if (sha := f.counted) is not None]
+        out.exists = bool(present)
         if not out.exists:
             return out
         out.sha256 = combined_digest(present)
@@ -80,7 +81,8 @@ def grant_trust(root: str | Path, home: Path, sha256: str | None = None,
     """
     report = trust_report(root, home, user_path)
     if not report.exists or report.sha256 is None:
-        raise TandemError("not-found", f"No project settings at {report.path}")
+        raise TandemError("not-found", f"Nothing to trust in {report.root}: no "
+                          f"{report.path} and no agent configuration")
     if report.error:
         raise TandemError("invalid-settings", report.error)
     if sha256 is not None and sha256 != report.sha256:
@@ -102,11 +104,15 @@ def describe(report: TrustReport, whole: bool = False) -> str:
     carriage return must not let a later line cover an earlier one).
     """
     if not report.exists:
-        return f"{report.path}: no project settings"
+        return f"{report.path}: no project settings, and no agent configuration"
     state = ("trusted" if report.trusted else
              "changed since trusted: not trusted" if report.changed else "not trusted")
     grants = ", ".join(report.grants) or "nothing beyond what applies anyway"
-    lines = [f"{report.path}: {state}", f"  trust grants: {grants}"]
+    settings = any(f.exists for f in report.files if f.rel == PROJECT_SETTINGS)
+    lines = [f"{report.path if settings else report.root}: {state}", f"  trust grants: {grants}"]
+    agents = [f.path for f in report.files if f.exists and f.rel != PROJECT_SETTINGS]
+    if agents:
+        lines.append("  and the agents' own configuration: " + ", ".join(agents))
     if report.error:
         lines.append(f"  cannot be trusted: {report.error}")
     for r in report.restricted:

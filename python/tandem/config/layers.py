@@ -178,13 +178,22 @@ def _drop(data: dict[str, Any], dotted: str) -> None:
             data.pop(head)
 
 
+def _users_native(provider: Any, user: dict[str, Any]) -> bool:
+    """Whether PROVIDER is ``openai:…``/``anthropic:…`` of a family USER's settings name."""
+    family = str(provider).partition(":")[0]
+    own = str(user.get("default_provider") or "").partition(":")[0]
+    return family in ("openai", "anthropic") and (family == own or family in user)
+
+
 def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[str, Any],
                                                                            list[str]]:
     """What an untrusted PROJECT object may set over USER's, and the keys it may not.
 
     Never: a trusted-only key (URLs, agent and server commands). Only when
     not looser than the user's: ``permission_mode``. Only when not above the
-    user's value (or the built-in default): the ``native`` limits.
+    user's value (or the built-in default): the ``native`` limits. Only a
+    native provider of a family the user's own configuration names (its
+    ``default_provider`` or its section): ``default_provider``.
     """
     kept = copy.deepcopy(project)
     ignored: list[str] = []
@@ -192,6 +201,10 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
         if _present(kept, dotted):
             ignored.append(dotted)
             _drop(kept, dotted)
+    provider = kept.get("default_provider")
+    if provider is not None and not _users_native(provider, user):
+        ignored.append(f"default_provider ({provider} is not a native provider you configured)")
+        kept.pop("default_provider")
     mode = kept.get("permission_mode")
     mine = user.get("permission_mode") or "ask"
     if isinstance(mode, str) and MODE_ORDER.get(mode, 0) > MODE_ORDER.get(mine, 1):
@@ -274,6 +287,7 @@ class Resolved:
     user: FileLayer
     project: FileLayer | None
     trusted: bool
+    """The user trusts the project as it is: its settings and its agents' files."""
     ignored: list[str] = field(default_factory=list)
     changed: bool = False
     """The project was trusted at another content: its file changed since."""
@@ -319,15 +333,21 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
     trusted = changed = False
     if project is not None and project.exists:
         project.typed()
-        canon = canonical_root(root or ".")
-        granted = TrustStore(home).granted(canon)
-        trusted = granted is not None and granted == project_digest(canon, project.sha256,
-                                                                    user.raw)
+    if root:
+        # Agent files alone can be trusted too: the grant is checked whenever
+        # there is a project, against everything it covers as it is now.
+        canon = canonical_root(root)
+        covered = project_digest(canon, project.sha256 if project is not None else None,
+                                 user.raw)
+        granted = TrustStore(home).granted(canon) if covered is not None else None
+        trusted = granted is not None and granted == covered
         changed = granted is not None and not trusted
+    if project is not None and project.exists:
         if trusted:
             kept = copy.deepcopy(project.raw)
         else:
-            kept, ignored = untrusted_view(project.raw, user.raw)
+            # The front end's layer is the user's own word too (Emacs' `tandem-provider`).
+            kept, ignored = untrusted_view(project.raw, merge(user.raw, overlay or {}))
     merged = merge(merge(user.raw, kept), overlay or {})
     added = project.raw.get("protected_paths") if project is not None and not trusted else None
     if isinstance(added, list):

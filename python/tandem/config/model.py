@@ -141,11 +141,25 @@ class CheckpointSettings(Section):
     keep_days: int | None = Field(default=None, ge=1, le=36_500)
 
 
+def _check_relative(value: str) -> str:
+    parts = value.split("/")
+    if value.startswith("/") or ".." in parts or "" in parts or "\0" in value:
+        raise ValueError(f"{value!r} must be a path inside the project, such as .agent/config")
+    return value
+
+
+RelPath = Annotated[str, StringConstraints(min_length=1, max_length=512),
+                    AfterValidator(_check_relative)]
+
+
 class AcpAgent(Section):
     """One ``acp_agents`` entry: the program to start and its extra environment."""
 
     command: list[Arg] = Field(min_length=1, max_length=256)
     env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=256)
+    project_config_files: list[RelPath] = Field(default_factory=list, max_length=64)
+    """Project files the agent reads as its configuration (beyond those tandem knows):
+    while the project is untrusted and one exists, tandem does not start the agent."""
 
 
 class McpStdioServer(Section):

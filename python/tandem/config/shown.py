@@ -1,10 +1,11 @@
 """The files a trust grant covers, each read once: what is shown is what is hashed.
 
 A grant is given for the `combined_digest` of every covered file's relative
-path and bytes. `covered_files` names them (today the project's
-``.tandem/settings.json``; an agent's own project configuration joins the
-list there); `read_shown` reads one of them in a single open, so its text,
-its digest and whatever is parsed from it come from the same bytes.
+path and bytes. `covered_files` names them (the project's
+``.tandem/settings.json`` and the files its ACP agents read as their own
+configuration, `tandem.config.agent_files`); `read_shown` reads one of them
+in a single open, so its text, its digest and whatever is parsed from it come
+from the same bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tandem.config.agent_files import listed_files
 from tandem.config.trust import combined_digest, digest
 from tandem.protocol.settings import SHOWN_BYTES
 
@@ -73,6 +75,15 @@ class Shown:
         """The digest of the bytes read (None when missing)."""
         return None if self.data is None else digest(self.data)
 
+    @property
+    def counted(self) -> str | None:
+        """What the combined digest counts for this file: its digest, a mark, or nothing.
+
+        A file that is there but cannot be read still counts (as a mark), so
+        its appearing changes the digest; a missing file does not count.
+        """
+        return self.sha256 or ("unreadable" if self.error else None)
+
 
 def read_shown(root: str | Path, rel: str, limit: int = SHOWN_BYTES) -> Shown:
     """ROOT/REL read once: shown whole, or with a sentence saying why it cannot be."""
@@ -100,12 +111,15 @@ def read_shown(root: str | Path, rel: str, limit: int = SHOWN_BYTES) -> Shown:
 def covered_files(root: str | Path, user: dict[str, Any]) -> list[str]:
     """The files under ROOT a grant covers, relative to it.
 
-    USER (the user's settings, trusted) is where a per-agent list of its
-    project configuration files comes from; those join the settings file
-    here, and the report, `project_digest` and the grant follow.
+    The settings file, then every agent file (those tandem knows for the
+    agents it can start, and those the ``project_config_files`` of USER's
+    ``acp_agents`` entries name: USER is the user's own settings, trusted).
+    Listed whether or not they exist: a file that appears changes the digest.
     """
-    del root, user  # the settings file alone, whatever the user configures
-    return [PROJECT_SETTINGS]
+    del root  # the same list for every project: what may appear there counts
+    agents = user.get("acp_agents")
+    listed = listed_files(agents if isinstance(agents, dict) else None)
+    return [PROJECT_SETTINGS, *(rel for rel in listed if rel != PROJECT_SETTINGS)]
 
 
 def project_digest(root: str | Path, settings_sha: str | None, user: dict[str, Any]) -> str | None:
@@ -120,8 +134,7 @@ def project_digest(root: str | Path, settings_sha: str | None, user: dict[str, A
         if rel == PROJECT_SETTINGS:
             sha = settings_sha
         else:
-            shown = read_shown(root, rel)
-            sha = shown.sha256 or ("unreadable" if shown.error else None)
+            sha = read_shown(root, rel).counted
         if sha is not None:
             entries.append((rel, sha))
     return combined_digest(entries) if entries else None

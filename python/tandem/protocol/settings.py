@@ -35,7 +35,7 @@ class ShownFile(Reply):
     """One file a grant covers, as read once for the report."""
 
     rel: str
-    """Its path under the project root (``.tandem/settings.json``)."""
+    """Its path under the project root (``.tandem/settings.json``, ``.claude/settings.json``)."""
     path: str
     exists: bool
     size: int = 0
@@ -76,7 +76,8 @@ class TrustReport(Reply):
     restricted: list[RestrictedValue] = []
     """Every restricted key the files set, with its value."""
     files: list[ShownFile] = []
-    """The files the grant covers, each shown whole."""
+    """The files the grant covers, each shown whole: the settings file, present or not,
+    and each agent configuration file that is there."""
     error: str | None = None
     """Why trust is refused (invalid settings, a file too large to show)."""
 

@@ -62,6 +62,8 @@ class AgentSpec(Params):
     name: str = Field(min_length=1)
     command: list[str] = Field(min_length=1)
     env: list[tuple[str, str]] = Field(default_factory=list)
+    project_config_files: list[str] = Field(default_factory=list)
+    """Project files the agent reads as configuration (``:project-config-files``)."""
 
 
 class RemoteHostSpec(Params):

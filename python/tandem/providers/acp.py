@@ -54,6 +54,7 @@ from tandem.providers.acp_process import AgentProcess, agent_environment
 from tandem.providers.acp_prompt import first_prompt, followup_prompt, has_history
 from tandem.providers.acp_turn import AcpTurn
 from tandem.providers.acp_wire import AgentPipes
+from tandem.providers.acp_workspace import ProjectTrusted, session_meta
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -89,16 +90,22 @@ class AcpProvider:
         editor: EditorBridge | None = None,
         choices: dict[str, str] | None = None,
         mcp_servers: Callable[[], list[Any]] | None = None,
+        project_config_files: list[str] | None = None,
+        project_trusted: ProjectTrusted | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise TandemError("invalid", "an ACP agent needs a name")
         try:
-            config = AcpAgentConfig(command=command, env=env)
+            config = AcpAgentConfig(command=command, env=env,
+                                    project_config_files=project_config_files or [])
         except ValueError as exc:
             raise TandemError("invalid", f"ACP agent {name!r}: {exc}") from None
         self.name = name
         self.command = config.command
         self.env = config.env
+        self.project_config_files = config.project_config_files
+        self.project_trusted = project_trusted
+        """Whether the project's own agent configuration may be read (None: never)."""
         self.on_wire = on_wire
         self.mcp_servers = mcp_servers
         """The session's enabled MCP servers (`acp.schema` entries) for ``session/new``."""
@@ -124,7 +131,8 @@ class AcpProvider:
     @classmethod
     def from_config(cls, name: str, config: AcpAgentConfig, **kwargs: Any) -> AcpProvider:
         """A provider for the configured agent NAME."""
-        return cls(name, list(config.command), dict(config.env), **kwargs)
+        return cls(name, list(config.command), dict(config.env),
+                   project_config_files=list(config.project_config_files), **kwargs)
 
     @property
     def pid(self) -> int | None:
@@ -169,6 +177,7 @@ class AcpProvider:
             if self._process is not None and self._conn is not None and self._process.alive:
                 return self._conn, self._process
             await self._drop_process()
+            self._meta(request.root)  # refuses before an agent that cannot be isolated runs
             env = agent_environment(self.env, command=self.command)
             try:
                 process = await AgentProcess.start(self.command, env, request.root)
@@ -263,12 +272,18 @@ class AcpProvider:
         self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
     ) -> str:
         response = await self._guard(
-            conn.new_session(cwd=str(request.root), mcp_servers=self._mcp_entries()),
+            conn.new_session(cwd=str(request.root), mcp_servers=self._mcp_entries(),
+                             **self._meta(request.root)),
             process, STARTUP_TIMEOUT
         )
         acp_id = str(response.session_id)
         self._note_modes(acp_id, response.modes, response.config_options)
         return acp_id
+
+    def _meta(self, root: Path) -> dict[str, Any]:
+        """What the agent may read of ROOT's own configuration (`acp_workspace`)."""
+        return session_meta(self.name, self.command, self.project_config_files, root,
+                            self.project_trusted)
 
     def _mcp_entries(self) -> list[Any]:
         """The MCP servers to hand the agent; HTTP ones only if it says it speaks HTTP."""
@@ -301,10 +316,12 @@ class AcpProvider:
         """Reattach ACP_ID by resume or load, if offered; None when neither worked."""
         caps = self.agent_info.agent_capabilities if self.agent_info else None
         session_caps = caps.session_capabilities if caps else None
+        meta = self._meta(request.root)
         attempts: list[tuple[SessionHow, Any]] = []
         if session_caps is not None and session_caps.resume is not None:
             attempts.append(
-                ("resume", lambda: conn.resume_session(session_id=acp_id, cwd=str(request.root)))
+                ("resume", lambda: conn.resume_session(session_id=acp_id, cwd=str(request.root),
+                                                       **meta))
             )
         if caps is not None and caps.load_session:
             attempts.append(
@@ -312,7 +329,7 @@ class AcpProvider:
                     "load",
                     lambda: conn.load_session(
                         session_id=acp_id, cwd=str(request.root),
-                        mcp_servers=self._mcp_entries(),
+                        mcp_servers=self._mcp_entries(), **meta,
                     ),
                 )
             )

@@ -17,6 +17,8 @@ class AcpAgentConfig(BaseModel):
 
     command: list[str] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
+    project_config_files: list[str] = Field(default_factory=list)
+    """Project files that configure the agent (see `tandem.config.agent_files`)."""
 
     @field_validator("command")
     @classmethod

@@ -129,6 +129,7 @@ def build_provider(
         return cast(
             Provider,
             AcpProvider(spec.target, list(agent.command), dict(agent.env),
+                        project_config_files=list(agent.project_config_files),
                         root_session_id=conversation_id, **acp_kwargs),
         )
     section = typed.openai if spec.family == "openai" else typed.anthropic

@@ -77,7 +77,8 @@ def configure(turns: TurnService, acp_agents: list[AgentSpec],
               settings_json: str | None,
               remote_hosts: list[RemoteHostSpec] | None = None) -> dict[str, Any]:
     """Take the front end's configuration (in memory only); the agents and keys it named."""
-    agents = {a.name: {"command": a.command, "env": dict(a.env)} for a in acp_agents}
+    agents = {a.name: {"command": a.command, "env": dict(a.env),
+                       "project_config_files": a.project_config_files} for a in acp_agents}
     custom: dict[str, Any] = {}
     if settings_json:
         data = strict_json.loads(settings_json, "from Emacs customization")

@@ -194,8 +194,6 @@ class TurnService:
             resolved = self.sessions.resolved(self.sessions.root_of(journal))
             conversation = (last_acp_session(self.sessions.entries(journal))[0]
                             if keeps_conversation(spec.provider) else None)
-            # Agent processes read buffers through the editor and resume the mode and
-            # model last chosen; the registry hands these only to providers that use them.
             # Agent processes read buffers through the editor, resume the mode and model
             # last chosen and get the session's MCP servers; native loops get the MCP
             # tools. The registry hands each provider only what it uses.
@@ -208,6 +206,8 @@ class TurnService:
                 "choices": acp_choices(self.sessions.entries(journal),
                                        parse_provider(spec.provider).target),
                 "mcp_servers": self.mcp.acp_source(spec.session, settings_now),
+                # Asked at each ACP session: a grant given or revoked meanwhile counts.
+                "project_trusted": lambda root: self.sessions.resolved(root).trusted,
                 "tool_source": self.mcp.tool_source(settings_now)}
             self._providers[key] = build_provider(
                 spec.provider, resolved.settings, credentials=self._config.credentials,

@@ -101,7 +101,8 @@ def test_a_mode_change_between_turns_sets_the_mode_and_keeps_the_agent(
         try:
             sid = (await new(app, NewParams(cwd=str(root)))).id
             outcomes = []
-            for text, mode in (("first request", "ask"), ("second request", "auto-edit")):
+            # (auto-edit keeps the agent in its asking mode: read-only is the switch.)
+            for text, mode in (("first request", "ask"), ("second request", "read-only")):
                 # What M-x tandem-set-permission-mode does between the turns.
                 app.turns.configure(ClientConfig(permission_mode=mode))
                 engine = app.turns.engine
@@ -121,4 +122,4 @@ def test_a_mode_change_between_turns_sets_the_mode_and_keeps_the_agent(
     assert prompts[1]["session_id"] == prompts[0]["session_id"]
     assert prompts[1]["text"] == "second request"  # nothing of the first turn again
     switches = [e["params"]["mode_id"] for e in agent_log if e["method"] == "session/set_mode"]
-    assert switches[-1] == "acceptEdits", switches
+    assert switches[-1] == "plan", switches

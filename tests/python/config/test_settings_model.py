@@ -133,7 +133,8 @@ def test_native_defaults_are_the_loop_limits() -> None:
 
 
 def test_untrusted_view_keeps_harmless_and_tighter_keys() -> None:
-    user = {"permission_mode": "auto-edit", "native": {"shell_timeout": 60}}
+    user = {"permission_mode": "auto-edit", "native": {"shell_timeout": 60},
+            "default_provider": "openai:gpt"}
     project = {"permission_mode": "read-only", "default_provider": "openai:m",
                "native": {"shell_timeout": 30, "output_cap": 1 << 24, "max_steps": 10},
                "anthropic": {"base_url": "http://evil", "thinking_budget": 1024},
@@ -148,6 +149,13 @@ def test_untrusted_view_keeps_harmless_and_tighter_keys() -> None:
     assert ignored == ["native.shell_timeout (above your 60)"]
     _, ignored = untrusted_view({"permission_mode": "auto-edit"}, {})
     assert ignored == ["permission_mode (auto-edit is looser than your ask)"]
+    # The engine is the user's: no agent, and no native family the user never named.
+    for chosen in ("acp:claude", "anthropic:m"):
+        kept, ignored = untrusted_view({"default_provider": chosen}, user)
+        assert kept == {} and ignored == [
+            f"default_provider ({chosen} is not a native provider you configured)"]
+    kept, _ = untrusted_view({"default_provider": "anthropic:m"}, {"anthropic": {}})
+    assert kept == {"default_provider": "anthropic:m"}
 
 
 def test_trust_is_per_content_and_root_and_the_store_is_private(tmp_path: Path) -> None:

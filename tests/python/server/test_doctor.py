@@ -19,7 +19,13 @@ def test_doctor_reports_and_hides_keys(tmp_path: Path) -> None:
     (tmp_path / ".tandem" / "settings.json").write_text(json.dumps(
         {"default_provider": "openai:gpt-4o",
          "acp_agents": {"claude": {"command": ["definitely-not-installed-acp"]}}}))
-    env = dict(os.environ, TANDEM_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-SECRET-123")
+    # The project may pick the model of a provider the user configured, not the engine.
+    user = tmp_path / "config"
+    (user / "tandem").mkdir(parents=True)
+    (user / "tandem" / "settings.json").write_text(json.dumps(
+        {"default_provider": "openai:gpt-4o-mini"}))
+    env = dict(os.environ, TANDEM_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-SECRET-123",
+               XDG_CONFIG_HOME=str(user))
     out = _doctor(env, tmp_path)
     assert out.returncode == 0, out.stdout
     checks = {c["name"]: c for c in json.loads(out.stdout)}
