@@ -12,38 +12,23 @@
 
 (ert-deftest tandem-titles-first-request-names-the-session-and-rename-replaces-it ()
   "The first request titles the session everywhere; a rename shows at once."
-  (let* ((fake (tandem-view-test-start-fake '(:steps [(:reply (:text "Sure."))])))
-         (project (make-temp-file "tandem-titles-project-" t))
-         (process-environment (cons (concat "OPENAI_BASE_URL=" (cdr fake))
-                                    process-environment))
-         (tandem-provider "openai:fake-model")
-         (tandem-permission-mode 'ask)
-         (tandem-provider-hosts nil))
-    (unwind-protect
-        (tandem-test-with-backend
-          (let* ((info (tandem-request "sessions/new" (list :cwd project)))
-                 (session (plist-get info :id))
-                 (buffer (tandem-view-show info)))
-            (with-current-buffer buffer
-              (should (string-match-p "— session " (buffer-name)))
-              (tandem-view-test-wait-turn
-               (tandem-view-test-send "Make the parser async\nand fast"))
-              (tandem-test-wait-until
-               (lambda () (string-match-p "— Make the parser async\\*" (buffer-name))))
-              (should (string-match-p "Make the parser async" (tandem-view--header-line))))
-            (let ((row (cl-find session (tandem-request "sessions/list" (list :cwd project))
-                                :key (lambda (r) (plist-get r :id)) :test #'equal)))
-              (should (equal (tandem-sessions--title row) "Make the parser async")))
-            (with-current-buffer buffer
-              (let ((tandem-session session))
-                (tandem-rename-session "Parser work"))
-              (should (string-match-p "— Parser work\\*" (buffer-name)))
-              (should (string-match-p "Parser work" (tandem-view--header-line))))
-            (should-error (tandem-rename-session "  " session) :type 'tandem-invalid)))
-      (delete-process (car fake))
-      (dolist (b (buffer-list))
-        (when (string-prefix-p "*tandem: " (buffer-name b)) (kill-buffer b)))
-      (delete-directory project t))))
+  (let ((tandem-view-test-title nil))
+    (tandem-view-test-with-session '(:steps [(:reply (:text "Sure."))])
+      (let ((session (tandem-view-state-session tandem-view--state))
+            (buffer (current-buffer)))
+        (should (string-match-p "— session " (buffer-name)))
+        (tandem-view-test-wait-turn (tandem-view-test-send "Make the parser async\nand fast"))
+        (tandem-test-wait-until
+         (lambda () (string-match-p "— Make the parser async\\*" (buffer-name buffer))))
+        (should (string-match-p "Make the parser async" (tandem-view--header-line)))
+        (let ((row (cl-find session (tandem-request "sessions/list" (list :cwd project))
+                            :key (lambda (r) (plist-get r :id)) :test #'equal)))
+          (should (equal (tandem-sessions--title row) "Make the parser async")))
+        (let ((tandem-session session))
+          (tandem-rename-session "Parser work"))
+        (should (string-match-p "— Parser work\\*" (buffer-name)))
+        (should (string-match-p "Parser work" (tandem-view--header-line)))
+        (should-error (tandem-rename-session "  " session) :type 'tandem-invalid)))))
 
 (provide 'tandem-titles-tests)
 ;;; tandem-titles-tests.el ends here

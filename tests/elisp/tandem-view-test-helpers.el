@@ -43,6 +43,9 @@ Return (PROCESS . BASE-URL)."
                         (with-current-buffer " *tandem-fake-stderr*" (buffer-string)))))
     (cons proc (format "http://127.0.0.1:%s/v1" port))))
 
+(defvar tandem-view-test-title "view test"
+  "Title of the sessions `tandem-view-test-with-session' makes (nil: untitled).")
+
 (defmacro tandem-view-test-with-session (script &rest body)
   "Run BODY in a fresh session buffer against the fake server playing SCRIPT.
 The backend reaches the fake through OPENAI_BASE_URL and uses the
@@ -59,7 +62,10 @@ buffer is current during BODY."
           (tandem-provider-hosts nil))
      (unwind-protect
          (tandem-test-with-backend
-           (let ((info (tandem-request "sessions/new" (list :cwd project :title "view test"))))
+           (let ((info (tandem-request "sessions/new"
+                                       (append (list :cwd project)
+                                               (and tandem-view-test-title
+                                                    (list :title tandem-view-test-title))))))
              (with-current-buffer (tandem-view-show info) ,@body)))
        (delete-process (car fake))
        (dolist (b (buffer-list))

@@ -11,16 +11,15 @@ the screen only, as a person would.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.openai_server import FakeOpenAI
+from fakes.script import Script
 
 from demo.test_demo_tmux import Pane, _missing, tmux_socket
 
@@ -29,20 +28,12 @@ ANSWER = "Welcome to tandem; this first answer streamed from the local test serv
 
 
 @pytest.fixture
-def fake_server(tmp_path: Path) -> Iterator[str]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"default": {"text": ANSWER, "chunk_size": 4,
-                                              "delay": 0.01}}))
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fakes/openai_server.py"),
-                             "--port", "0", "--script", str(script)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.kill()
-        proc.wait()
+def fake_server() -> Iterator[str]:
+    """The scripted OpenAI-compatible server; yields its base URL (with /v1)."""
+    script = Script.load({"default": {"text": ANSWER, "chunk_size": 4,
+                                              "delay": 0.01}})
+    with FakeOpenAI(script) as fake:
+        yield fake.base_url + "/v1"
 
 
 @pytest.fixture

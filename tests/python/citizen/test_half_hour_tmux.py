@@ -26,12 +26,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fakes.openai_server import FakeOpenAI
+from fakes.script import Script
 
 from demo.test_demo_tmux import Pane, _missing, tmux_socket
 
@@ -46,9 +47,9 @@ def shell(pane: Pane, line: str) -> None:
 
 
 @pytest.fixture
-def fake_server(tmp_path: Path) -> Iterator[str]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({
+def fake_server() -> Iterator[str]:
+    """The scripted OpenAI-compatible server; yields its base URL (with /v1)."""
+    script = Script.load({
         "default": {"text": ANSWER, "chunk_size": 4, "delay": 0.01},
         "steps": [
             {"match": {"last_user_contains": "keep a notes file"},
@@ -66,17 +67,9 @@ def fake_server(tmp_path: Path) -> Iterator[str]:
                  "input": {"path": "main.py", "content": "print(\"HELLO\")\n"}}]}},
             {"match": {"last_user_contains": "main.py"},
              "reply": {"text": "main.py now shouts."}},
-        ]}))
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fakes/openai_server.py"),
-                             "--port", "0", "--script", str(script)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.kill()
-        proc.wait()
+        ]})
+    with FakeOpenAI(script) as fake:
+        yield fake.base_url + "/v1"
 
 
 @pytest.fixture
