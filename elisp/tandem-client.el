@@ -92,15 +92,16 @@ arguments, and returns the reply value.")
 (defconst tandem--read-max (* 1024 1024)
   "Bytes read from the backend at once while waiting for a reply.")
 
-(defconst tandem--read-copy-min (* 1024 1024)
+(defconst tandem--read-copy-min (* 256 1024)
   "Bytes from which a frame is read from a string copy, not the inbox.
 `read' from a buffer costs ~1.6 times `read-from-string' on the many
 small objects of a large reply (40 against 25 ms for the 2 MB history of
-a long session), far more than the copy.  Below this size the copy's
-garbage costs more than it saves: a 100 KB round trip makes three 100 KB
-strings with it, two without, enough to set off a collection every other
-call instead of every third (3 against 14 ms, median), while the read
-itself takes as long either way.")
+a long session; 34 against 25 ms for a 350 KB reply of 10k plists), far
+more than the copy.  Below this size the copy's garbage costs more than
+it saves: a 100 KB round trip makes three 100 KB strings with it, two
+without, enough to set off a collection every other call instead of
+every third (3 against 14 ms, median), while the read of one long
+string takes as long either way.")
 
 (defconst tandem--gc-threshold (* 64 1024 1024)
   "`gc-cons-threshold' while a frame is encoded or decoded.
