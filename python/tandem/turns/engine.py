@@ -183,13 +183,14 @@ class TurnEngine:
             raise io_error(e, f"cannot take the pre-turn checkpoint of {root}") from None
         # The preceding transcript is complete and durable before the boundary.
         journal.sync()
+        if not spec.directive:  # a session is named by its first chat request
+            # Here, with nothing unsynced: the header rewrite adds no fsync to the turn.
+            name_untitled(journal, spec.text)
         sink = JournalSink(journal, self.events, turn, asker)
         # A failure here (disk full) refuses the request: nothing is open yet.
         sink.write({"type": "turn_start", "origin": "directive" if spec.directive else "chat",
                     "provider": spec.provider, "model": spec.model, "checkpoint": checkpoint,
                     "permission_mode": spec.permission_mode})
-        if not spec.directive:  # a session is named by its first chat request
-            name_untitled(journal, spec.text)
         started = False
         try:
             if spec.directive:
