@@ -38,7 +38,7 @@
           (let ((entry (cadr (assoc "t" tabulated-list-entries))))
             (should (equal (aref entry 1) "yes"))
             (should (equal (aref entry 2) "running"))
-            (should (equal (aref entry 3) "6"))
+            (should (equal (aref entry 3) "7"))  ; the test server's seven tools
             (should (> (string-to-number (aref entry 4)) 100)))
           (should (string-match-p "Tokens/request" (format "%s" header-line-format)))
           (goto-char (point-min))

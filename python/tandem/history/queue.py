@@ -69,9 +69,11 @@ class QueueService:
         here, with why, so that it never goes on unasked after a restart."""
         journal = self._journal(session)
         if journal.writable and self.turns.gate.holder(journal.id) is None:
-            self.turns.engine.repair(journal)
             state = self.state(journal)
+            # Only a queue to hold writes anything: listing an empty queue (every
+            # view open does) leaves the journal as it is.
             if state.items and state.held is None:
+                self.turns.engine.repair(journal)  # the hold names how the turn ended
                 queue.write(journal, self.events,
                             queue.op("hold", reason=self._idle_reason(journal)))
         return self.reply(journal)
