@@ -5,7 +5,7 @@
 
 ;;; Commentary:
 
-;; The Emacs entry paths of tandem sessions (DESIGN.md §2, seed 001):
+;; The Emacs entry paths of tandem sessions (docs/sessions.md):
 ;;
 ;;   `tandem-resume'             -- by id or unique id prefix; when the
 ;;                                  session's directory is gone, asks the

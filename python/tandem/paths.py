@@ -1,4 +1,4 @@
-"""Where tandem keeps its state: the ``TANDEM_HOME`` layout (DESIGN.md §4).
+"""Where tandem keeps its state: the ``TANDEM_HOME`` layout (docs/sessions.md).
 
 The bottom of the package graph: it imports no other tandem module. Making
 the state private is `tandem.store.home`'s.

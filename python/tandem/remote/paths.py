@@ -2,7 +2,7 @@
 
 These are pure functions on strings. The agent-server may run on POSIX or on
 Windows, so nothing here consults the local ``os.path``: a remote path is
-classified by its own shape (DESIGN.md §2 "Remote workspaces").
+classified by its own shape (docs/remote.md).
 
 The only sanctioned way to make a relative remote path absolute is to join it
 onto the host's home (see ``resolver.py``); nothing here or elsewhere in this

@@ -1,7 +1,7 @@
 """The session manager: every entry path that makes a session active.
 
 Entry paths and what each does when the session's recorded cwd is gone
-(DESIGN.md §2, seed 001):
+(docs/sessions.md):
 
 * `resume_id` (``tandem resume ID``, ``M-x tandem-resume``): asks the
   relocation question through the CONFIRM seam; yes (or empty) re-roots the

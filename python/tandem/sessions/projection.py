@@ -1,9 +1,10 @@
 """Projection: from a journal to the context an ordinary-chat request sends.
 
-A pure function (DESIGN.md §1): it drops everything inside directive
-boundaries, everything before the latest compaction summary, and every
-rewound turn; what is left becomes provider-neutral messages. It reads
-entries as plain dicts so that it runs straight off ``json.loads`` lines.
+A pure function, so that what a request sends depends on the journal alone:
+it drops everything inside directive boundaries, everything before the
+latest compaction summary, and every rewound turn; what is left becomes
+provider-neutral messages. It reads entries as plain dicts so that it runs
+straight off ``json.loads`` lines.
 
 A ``rewind`` entry hides the turns seen before it from ``before_turn`` on;
 a later ``rewind_undo`` entry naming its seq (``rewind_seq``, without

@@ -1,8 +1,8 @@
 """The turn engine: accept a request, run it through a provider, end it one way.
 
 Every turn, chat or directive, native or ACP, goes through `TurnEngine.accept`
-and ends in `_finish`, the one terminal path (DESIGN.md §2 "One completion
-path"): the final patch from the pre-turn checkpoint, the directive close
+and ends in `_finish`, the one terminal path (every turn ends through it,
+whatever failed): the final patch from the pre-turn checkpoint, the directive close
 entry, the ``turn_end`` entry, an fsync, the terminal hook (a directive's
 attempt record) and one ``turn-ended`` event, in that order. A turn found
 open when a journal is first touched (the backend died mid-turn) is closed

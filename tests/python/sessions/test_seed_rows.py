@@ -1,11 +1,11 @@
-"""One test per row of the seed 001 table, driving the real CLI.
+"""One test per row of the entry-path table (docs/sessions.md), driving the real CLI.
 
 Rows with a prompt run on a real pseudo-terminal with the answer typed at the
 prompt; the no-terminal row runs with stdin on /dev/null. Each asserts
 identity, journal location, header cwd, active directory and, where nothing
 moved, that the original journal is byte-for-byte intact. Applied settings are
-asserted in-process in test_seed_rows_manager.py (the CLI's JSON object has
-exactly the six keys DESIGN.md names).
+asserted in-process in test_seed_rows_manager.py (the CLI's JSON object keeps
+to its fixed keys).
 """
 
 from __future__ import annotations
