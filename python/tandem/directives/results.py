@@ -13,10 +13,10 @@ the line is cut at `RESULT_CHARS`.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from tandem.directives.models import Attempt, Exchange
 from tandem.protocol.directives import DirectiveResult
+from tandem.sessions.titles import clean_title
 
 RESULT_CHARS = 120
 """Longest result line, in characters (an ellipsis marks a cut)."""
@@ -31,9 +31,7 @@ _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-
 def one_line(text: str, limit: int = RESULT_CHARS) -> str:
     """TEXT's first non-blank line, cleaned and cut to LIMIT characters ("" when none)."""
     for line in (text or "")[:HEAD_CHARS].splitlines():
-        kept = (" " if c.isspace() else c for c in _ESCAPE.sub("", line)
-                if c.isspace() or unicodedata.category(c)[0] != "C")
-        clean = " ".join("".join(kept).split())
+        clean = clean_title(_ESCAPE.sub("", line))
         if clean:
             return clean if len(clean) <= limit else clean[:limit - 1].rstrip() + "…"
     return ""
