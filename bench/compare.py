@@ -265,7 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render(comparison))
     if not tree_ok:
         print("the working tree's benchmarks failed (above)")
-    return 1 if comparison.flagged or not tree_ok else 0
+    # 2: the tree's benchmarks themselves failed; 1: a figure is flagged.
+    return 2 if not tree_ok else 1 if comparison.flagged else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,13 +102,18 @@ def test_a_real_run_of_both_sides() -> None:
         [sys.executable, str(ROOT / "bench" / "compare.py"), "--base", "HEAD",
          "--only", "wire_context"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr
+    # Both sides are one commit, but the machine is shared: a noisy round may
+    # flag a figure (exit 1). Only a failed run (exit 2) is a defect here.
+    assert proc.returncode in (0, 1), out + proc.stderr
     assert [line[:5] for line in out.splitlines() if line[:5] in ("base:", "tree:")] == [
         "base:", "tree:"]
     runs = [line.split("runs ", 1)[1] for line in out.splitlines() if "runs " in line]
     assert len(runs) == 2
     assert "/.cache/bench-base-" in runs[0] and str(ROOT / "python" / "tandem") in runs[1]
     assert "request_body_turn_1000_openai_kept_context" in out
-    assert "only in" not in out and "0 of 2 figures worse" in out
+    assert "only in" not in out
+    summary = re.search(r"^(\d) of 2 figures worse", out, re.M)
+    assert summary is not None, out
+    assert (int(summary.group(1)) > 0) == (proc.returncode == 1), out
     base_copy = Path(runs[0].split("/python/tandem", 1)[0])
     assert base_copy.parent == ROOT / ".cache" and not base_copy.exists()
