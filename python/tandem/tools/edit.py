@@ -34,15 +34,22 @@ class WriteArgs(ToolArgs):
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace PATH with TEXT crash-safely (temp file, fsync, rename), keeping its mode."""
+    """Replace PATH with TEXT crash-safely (temp file, fsync, rename), keeping its mode.
+
+    A new file gets 0666 less the user's umask, as an editor would make it."""
     data = text.encode("utf-8")
     if len(data) > MAX_WRITE:
         raise ToolError(f"content too large ({len(data)} bytes, limit {MAX_WRITE})")
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tandem-{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        # os.open applies the umask to a new file; an existing file's mode is put back below.
+        # A name planted by the workspace (a symlink out of it, a file with other modes) is
+        # removed, and O_EXCL|O_NOFOLLOW makes sure the file written is the one created here.
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                     0o666 if mode is None else mode)
         try:
             view = memoryview(data)
             while view:
@@ -50,7 +57,8 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.chmod(tmp, mode)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
