@@ -88,7 +88,7 @@ terminal of batch Emacs or of a daemon), being shown counts as seen."
   "Signal a clear error unless `tandem-notify-events' is a list of known kinds."
   (unless (and (listp tandem-notify-events)
                (cl-every (lambda (k) (memq k tandem-notify--kinds)) tandem-notify-events))
-    (user-error "tandem-notify-events must be a list of %s, not %S"
+    (user-error "Option tandem-notify-events must be a list of %s, not %S"
                 (mapconcat #'symbol-name tandem-notify--kinds ", ") tandem-notify-events)))
 
 (defun tandem-notify--label ()
@@ -138,7 +138,7 @@ runs inside the process filter that delivered EVENT."
                             note))
               (fn tandem-notify-function))
           (unless (functionp fn)
-            (user-error "tandem-notify-function is not a function: %S" fn))
+            (user-error "Option tandem-notify-function is not a function: %S" fn))
           (setq tandem-notify--last note)
           (run-at-time 0 nil (lambda ()
                                (with-demoted-errors "tandem-notify-function: %S"
