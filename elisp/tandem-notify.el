@@ -72,12 +72,15 @@ A key is (waiting . INTERACTION-ID) or (ended . TURN).")
 
 (defun tandem-notify--frame-focused-p (frame)
   "Non-nil when FRAME has the focus or Emacs cannot tell.
-When focus is unknown (a terminal without focus reports, the initial
-terminal of batch Emacs or of a daemon), being shown counts as seen."
+When focus is unknown (a terminal without focus reports, the only
+frame of batch Emacs), being shown counts as seen."
   (let ((state (if (fboundp 'frame-focus-state) (frame-focus-state frame) 'unknown)))
     (or (eq state t) (eq state 'unknown)
-        ;; `frame-focus-state' says nil there, but no focus is ever reported.
-        (equal (terminal-name (frame-terminal frame)) "initial_terminal"))))
+        ;; Batch: `frame-focus-state' says nil on the initial terminal,
+        ;; which never reports focus.  (A daemon's initial frame, seen by
+        ;; nobody, keeps its nil: a buffer shown only there is not seen.)
+        (and noninteractive
+             (equal (terminal-name (frame-terminal frame)) "initial_terminal")))))
 
 (defun tandem-notify-seen-p (buffer)
   "Non-nil when BUFFER is shown in a window of a visible, focused frame."
