@@ -97,6 +97,10 @@ session shows no such turn (a rewind hid it)."
         (setq pos (previous-single-property-change pos 'tandem-header)))
       (when pos (goto-char pos) (beginning-of-line)))))
 
+(defvar-local tandem-view--question-return nil
+  "Where `tandem-view-goto-question' came from in the composer, or nil.
+Answering the question goes back there, so typing goes on where it was.")
+
 (defun tandem-view-answer-at (pos answer)
   "Answer the interaction on the row at POS with ANSWER (e.g. \"allow_once\").
 Nothing happens unless POS is on a pending interaction row."
@@ -108,13 +112,23 @@ Nothing happens unless POS is on a pending interaction row."
                                          :interaction-id (plist-get interaction :id)
                                          :answer answer))
     (message "Answered: %s" (cdr (assoc answer tandem-view-answer-labels)))
+    (when (markerp tandem-view--question-return)
+      (let ((back (marker-position tandem-view--question-return)))
+        (set-marker tandem-view--question-return nil)
+        (setq tandem-view--question-return nil)
+        (when back (goto-char back))))
     answer))
 
 (defun tandem-view-goto-question ()
-  "Move point to the first pending question (permission prompt) row."
+  "Move point to the first pending question (permission prompt) row.
+Answering it from there brings point back to the composer when it came
+from there."
   (interactive nil tandem-view-mode)
   (let ((pos (next-single-property-change (point-min) 'tandem-interaction)))
     (unless pos (user-error "No question is waiting for you"))
+    (when (and (markerp tandem-composer--start)
+               (>= (point) tandem-composer--start))
+      (setq tandem-view--question-return (copy-marker (point) t)))
     (goto-char pos)
     (skip-chars-forward " ")
     (message "Answer with the key shown in brackets (or RET on a button)")))

@@ -6,10 +6,14 @@ setup writes), so `M-x tandem` asks nothing. Then:
 - a request whose turn stops at a permission question; while it waits the user
   types a second message and sends it with C-c C-c: it is queued under the running
   turn (a visible row), the turn is not cancelled;
-- the question is answered with the keys the screen names; the file is written,
+- the question is answered with the keys the screen names (point comes back to
+  the composer, where it was); the file is written,
   the turn ends well and the queued message goes as the next turn, whose answer
   shows;
-- C-c C-k on an idle composer cancels nothing and says so.
+- C-c C-k on an idle composer cancels nothing and says so;
+- with the session buffer out of sight (main.py fills the frame), a turn that
+  starts waiting is heard: the echo area says so (no desktop bus here) and names
+  the command that goes back, which lands on the question.
 
 Every check reads the screen (or the files a person would open).
 """
@@ -41,6 +45,13 @@ def fake_server() -> Iterator[str]:
              "reply": {"text": "Done: notes.txt is written."}},
             {"match": {"last_user_contains": "add a second line"},
              "reply": {"text": "The queued request arrived after the first turn."}},
+            {"match": {"last_user_contains": "also a todo file"},
+             # Slow enough that the user has left the session before it asks.
+             "reply": {"text": "Writing the todo file now.", "chunk_size": 2, "delay": 0.25,
+                       "tool_calls": [{
+                 "name": "write_file", "input": {"path": "todo.txt", "content": "x\n"}}]}},
+            {"match": {"last_user_contains": "todo.txt"},
+             "reply": {"text": "todo.txt is written."}},
         ]})
     with FakeOpenAI(script) as fake:
         yield fake.base_url + "/v1"
@@ -91,4 +102,22 @@ def test_a_message_queued_while_a_question_waits(user: tuple[Pane, Path]) -> Non
     # C-c C-k with nothing running cancels nothing, and says so.
     pane.keys("C-c", "C-k")
     screen = pane.wait_for(r"No turn is running|No turn to cancel", timeout=15)
+
+    # Out of sight, still heard: the question is announced and the command goes back.
+    pane.text("And also a todo file")
+    pane.keys("C-c", "C-c")
+    pane.wait_for(r"Writing the", timeout=30)  # it streams; it has not asked yet
+    pane.keys("C-x", "b")
+    pane.text("main.py")
+    pane.keys("Enter")
+    pane.keys("C-x", "1")
+    screen = pane.wait_for(r"Waits for you.*tandem-notify-visit", timeout=60)
+    assert "[y] Allow once" not in screen, screen  # the session really is out of sight
+    pane.keys("M-x")
+    pane.text("tandem-notify-visit")
+    pane.keys("Enter")
+    pane.wait_for(r"\[y\] Allow once", timeout=15)
+    pane.keys("C-c", "C-q")
+    pane.keys("y")
+    pane.wait_for(r"todo\.txt is written", timeout=60)
     quit_emacs(pane)
