@@ -35,8 +35,8 @@ from tandem.providers.base import (
     Conversation,
     Message,
     Outcome,
-    PermissionAnswer,
     PermissionMode,
+    PermissionReply,
     Provider,
     TurnRequest,
     TurnResult,
@@ -345,8 +345,8 @@ class TurnEngine:
             running.provider_task.cancel()
         return True
 
-    def answer(self, session: str, interaction: str, answer: PermissionAnswer) -> bool:
-        """Answer a pending interaction of SESSION's running turn."""
+    def answer(self, session: str, interaction: str, answer: PermissionReply) -> bool:
+        """Answer a pending interaction of SESSION's running turn (raises for a bad edit)."""
         running = self.running.get(session)
         return running is not None and running.sink.answer(interaction, answer)
 
