@@ -120,9 +120,13 @@ class JournalSink:
         self.end_message()
         interaction = f"{self.turn}.{next(self._ids)}"
         options = ONCE_ONLY if request.once_only else OPTIONS
-        self.write({"type": "interaction", "interaction_id": interaction, "kind": "permission",
-                    "call_id": request.call_id, "title": request.title, "tool": request.tool,
-                    "tool_kind": request.kind, "options": options})
+        asked: dict[str, Any] = {
+            "type": "interaction", "interaction_id": interaction, "kind": "permission",
+            "call_id": request.call_id, "title": request.title, "tool": request.tool,
+            "tool_kind": request.kind, "options": options}
+        if request.editable:
+            asked["editable"] = True  # the view offers to edit the change before it lands
+        self.write(asked)
         if self.asker is not None:
             reply = PermissionReply(answer=await self.asker(request, interaction))
         else:
