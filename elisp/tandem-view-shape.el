@@ -64,10 +64,12 @@ buffer's text instead of the model's,
         (plist-get input (intern (concat ":" (replace-regexp-in-string "-" "_" name)))))))
 
 (defun tandem-view-shape--file-text (file)
-  "Return FILE's text as Emacs would visit it, or nil when it does not exist."
+  "Return FILE's text (UTF-8, line ends kept), or nil when there is no FILE.
+The backend compares and writes exact text: a CRLF file stays CRLF."
   (when (file-regular-p file)
     (with-temp-buffer
-      (insert-file-contents file)
+      (let ((coding-system-for-read 'utf-8-unix))
+        (insert-file-contents file))
       (buffer-string))))
 
 (defun tandem-view-shape-proposal (name input current)
@@ -152,7 +154,8 @@ writes it, \\[tandem-view-shape-diff] diffs, \\[tandem-view-shape-back] goes bac
   "Kill this buffer and return to its session buffer's question row."
   (let ((view (plist-get (tandem-view-shape--question) :view))
         (diff (get-buffer "*tandem proposed diff*")))
-    (when diff (kill-buffer diff))
+    (dolist (b (list diff (get-buffer " *tandem no file*")))
+      (when b (kill-buffer b)))
     (quit-window t)
     (when (buffer-live-p view)
       (pop-to-buffer view)
