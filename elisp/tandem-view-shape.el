@@ -57,6 +57,9 @@ buffer's text instead of the model's,
   :lighter " Proposed"
   :keymap tandem-view-shape-mode-map)
 
+;; Turned on by `tandem-view-shape-at' only: M-x does not offer it.
+(put 'tandem-view-shape-mode 'completion-predicate #'ignore)
+
 (defun tandem-view-shape--get (input key)
   "Return KEY of the tool INPUT plist, spelled with `-' or with `_'."
   (let ((name (substring (symbol-name key) 1)))
@@ -143,7 +146,7 @@ writes it, \\[tandem-view-shape-diff] diffs, \\[tandem-view-shape-back] goes bac
 
 (defun tandem-view-shape-at-point ()
   "Open the change proposed by the question at point for editing."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (tandem-view-shape-at (point)))
 
 (defun tandem-view-shape--question ()
