@@ -116,12 +116,45 @@ session has a title: an untitled one would ask the model for one."
   (tandem-shape-test-with-session tandem-shape-test--write
     (let ((turn (tandem-view-test-send "write hello.py")))
       (goto-char (tandem-shape-test--row))
+      ;; A reason with an allow, or content with a reject, is refused with a sentence.
+      (let ((id (plist-get (get-text-property (point) 'tandem-interaction) :id))
+            (session (tandem-view-state-session tandem-view--state)))
+        (should (string-match-p "a reason goes with the answer reject, not allow_once"
+                                (cadr (should-error
+                                       (tandem-request "turns/answer"
+                                                       (list :session session :interaction-id id
+                                                             :answer "allow_once" :reason "x"))
+                                       :type 'tandem-error)))))
       (execute-kbd-macro (vconcat "n" "call it main.py" (kbd "RET")))
       (tandem-view-test-wait-turn turn)
       (should-not (file-exists-p (expand-file-name "hello.py" project)))
       (should (string-match-p "\\? Write hello.py — Reject" (tandem-view-test-text)))
       (should (string-search "The user rejected this tool call; it did not run. The user's reason: call it main.py"
                              (tandem-shape-test--last-request fake-record))))))
+
+(ert-deftest tandem-shape-protected-write-offers-no-edit ()
+  "A protected write's question has no `e', and the backend refuses content for it."
+  (tandem-shape-test-with-session
+      '[(:reply (:text "Hook." :tool_calls [(:name "write_file"
+                                            :input (:path ".envrc" :content "echo hi"))]))
+        (:reply (:text "Fine."))]
+    (let ((turn (tandem-view-test-send "set it up")))
+      (goto-char (tandem-shape-test--row))
+      (should-not (string-search "[e] Edit" (tandem-view-test-text)))
+      (should-error (tandem-view-shape-at (point)) :type 'user-error)
+      (let ((id (plist-get (get-text-property (point) 'tandem-interaction) :id)))
+        (should (string-match-p "write to a protected path is allowed or rejected as the model"
+                                (cadr (should-error
+                                       (tandem-request "turns/answer"
+                                                       (list :session (tandem-view-state-session
+                                                                       tandem-view--state)
+                                                             :interaction-id id
+                                                             :answer "allow_once"
+                                                             :content "echo mine"))
+                                       :type 'tandem-error)))))
+      (execute-kbd-macro "n")  ; not a write offered for editing: no reason asked
+      (tandem-view-test-wait-turn turn)
+      (should-not (file-exists-p (expand-file-name ".envrc" project))))))
 
 (ert-deftest tandem-shape-proposal-of-an-edit-is-the-replaced-file ()
   "An edit_file call's proposal is the file with its replacement made."
