@@ -11,6 +11,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'subr-x)
 (require 'tandem-client)
 (require 'tandem-turns)
 (require 'tandem-view-state)
@@ -101,16 +102,32 @@ session shows no such turn (a rewind hid it)."
   "Where `tandem-view-goto-question' came from in the composer, or nil.
 Answering the question goes back there, so typing goes on where it was.")
 
+(defcustom tandem-view-reject-reason t
+  "Whether rejecting a write or edit question asks for a reason.
+The reason, one line (empty for none), goes back to the model with the
+rejection, in the tool result it reads."
+  :type 'boolean
+  :group 'tandem-view)
+
 (defun tandem-view-answer-at (pos answer)
   "Answer the interaction on the row at POS with ANSWER (e.g. \"allow_once\").
-Nothing happens unless POS is on a pending interaction row."
-  (let ((interaction (get-text-property pos 'tandem-interaction)))
+Nothing happens unless POS is on a pending interaction row.  Rejecting
+a write or edit asks for a reason (see `tandem-view-reject-reason')."
+  (let ((interaction (get-text-property pos 'tandem-interaction)) (reason nil))
     (unless interaction (user-error "No question at point"))
     (unless (assoc answer tandem-view-answer-labels)
       (error "Unknown answer %S" answer))
-    (tandem-request "turns/answer" (list :session (tandem-view-state-session tandem-view--state)
-                                         :interaction-id (plist-get interaction :id)
-                                         :answer answer))
+    (when (and (equal answer "reject") tandem-view-reject-reason
+               (plist-get interaction :editable))
+      (setq reason (string-trim (read-string "Reason for the model (RET: none): "))))
+    (tandem-request "turns/answer" (append
+                                    (list :session (tandem-view-state-session tandem-view--state)
+                                          :interaction-id (plist-get interaction :id)
+                                          :answer answer)
+                                    ;; One line: the backend refuses a reason with a newline.
+                                    (and reason (not (string-empty-p reason))
+                                         (list :reason (replace-regexp-in-string
+                                                        "[\n\r]+" " " reason)))))
     (message "Answered: %s" (cdr (assoc answer tandem-view-answer-labels)))
     (when (markerp tandem-view--question-return)
       (let ((back (marker-position tandem-view--question-return)))

@@ -40,7 +40,7 @@ async def cancel(app: App, p: SessionParams) -> dict[str, bool]:
 
 async def answer(app: App, p: AnswerParams) -> dict[str, bool]:
     """Answer a permission question of SESSION's running turn."""
-    requests.answer(app.turns, p.session, p.interaction_id, p.answer)
+    requests.answer(app.turns, p.session, p.interaction_id, p.answer, p.content, p.reason)
     return {"answered": True}
 
 

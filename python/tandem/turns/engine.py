@@ -36,6 +36,7 @@ from tandem.providers.base import (
     Outcome,
     PermissionAnswer,
     PermissionMode,
+    PermissionReply,
     Provider,
     TurnRequest,
     TurnResult,
@@ -333,10 +334,15 @@ class TurnEngine:
             running.provider_task.cancel()
         return True
 
-    def answer(self, session: str, interaction: str, answer: PermissionAnswer) -> bool:
-        """Answer a pending interaction of SESSION's running turn."""
+    def answer(self, session: str, interaction: str,
+               answer: PermissionAnswer | PermissionReply) -> bool:
+        """Answer a pending interaction of SESSION's running turn (raises for a bad edit).
+
+        ANSWER is the bare choice or a reply carrying an edited change or a reason.
+        """
         running = self.running.get(session)
-        return running is not None and running.sink.answer(interaction, answer)
+        reply = answer if isinstance(answer, PermissionReply) else PermissionReply(answer=answer)
+        return running is not None and running.sink.answer(interaction, reply)
 
     async def wait(self, session: str, turn: int) -> TurnEnded:
         """Wait for turn TURN of SESSION to end and return how it ended."""
