@@ -48,7 +48,7 @@ async def resend(rewinds: RewindService, turns: TurnService, session: str, befor
         turn = await turns.engine.accept(spec)
     except TandemError as e:
         raise TandemError(e.code, f"Rewound before turn {before_turn}, but the edited request "
-                          f"could not be sent: {e.message}. M-x tandem-rewind-undo brings the "
+                          f"could not be sent: {e.message}. Undoing the rewind brings the "
                           "turns back", data={"rewind_seq": done.seq}) from e
     return Resent(session=done.session, turn=turn, before_turn=before_turn,
                   rewind_seq=done.seq, backup=done.backup, rewound=done.turns,
