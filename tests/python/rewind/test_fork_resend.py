@@ -187,3 +187,27 @@ async def test_resend_rewinds_then_sends_and_undo_brings_the_turns_back(
             assert "EDITED" not in last
         finally:
             await app.turns.aclose()
+
+
+async def test_undo_of_a_resend_is_refused_after_a_further_turn(
+        app: App, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAI(_three_turns()) as fake:
+        use(fake, monkeypatch)
+        try:
+            sid = await new_session(app, project)
+            await chat(app, sid, "FIRST request")
+            await chat(app, sid, "SECOND request")
+            plan = await app.rewinds.plan(sid, 2)
+            done = await resend(app, ResendParams(session=sid, turn=2, digest=plan.digest,
+                                                  text="EDITED second", provider=PROVIDER))
+            await app.turns.engine.wait(sid, done.turn)
+            assert entries(app, sid)[[e["type"] for e in entries(app, sid)].index("rewind")][
+                "resend"] is True
+            await chat(app, sid, "FOURTH request")
+            undo = await app.rewinds.undo.plan(sid, False)
+            assert undo.later_turns == [3, 4] and undo.takes_back == []
+            assert undo.refusal is not None and "turn(s) 3, 4 ran after" in undo.refusal
+            err = await _error(app.rewinds.undo.undo(sid, undo.digest))
+            assert err.code == "later-turns"
+        finally:
+            await app.turns.aclose()
