@@ -202,3 +202,31 @@ class QueueReply(Reply):
     """The turn this call started from the queue, if it started one."""
     limit: int = 50
     """How many messages the queue may hold."""
+
+
+class ResendParams(SendParams):
+    """Rewind SESSION before TURN (as planned with DIGEST), then send TEXT as a new turn.
+
+    ``digest`` is the ``sessions/rewind-plan`` digest the user confirmed:
+    a plan that changed since refuses with ``stale`` and nothing happens.
+    """
+
+    turn: int = Field(ge=1)
+    digest: str = Field(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+
+
+class Resent(Reply):
+    """What ``turns/resend`` did: the rewind, then the new turn's identity."""
+
+    session: str
+    turn: int
+    """The new turn (turn numbers keep increasing after a rewind)."""
+    before_turn: int
+    rewind_seq: int
+    """Seq of the ``rewind`` entry (``tandem-rewind-undo`` cancels it)."""
+    backup: str
+    """Checkpoint of the files just before the rewind."""
+    rewound: list[int]
+    """The turns the rewind hid."""
+    restored: list[str]
+    deleted: list[str]
