@@ -73,7 +73,7 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
 
 (defvar tandem-view-render--kept nil
   "A body text left where it is shown: its rendering inserts nothing.
-Bound by a re-rendering around that body (tandem-view-settle.el); the
+Bound by a re-rendering around that body (tandem-view-stream.el); the
 text is compared with `eq', so it is the entry's own string.")
 
 (defvar tandem-view-render--kept-at nil
