@@ -461,7 +461,7 @@ initial environment, which any process of the user can read."
 An earlier backend is stopped first."
   (interactive)
   (when tandem--connection (tandem-connection-shutdown tandem--connection))
-  (let* ((read-process-output-max (max read-process-output-max (* 1024 1024)))
+  (let* ((read-process-output-max (max read-process-output-max tandem--read-max))
          (conn (tandem-connection
                 :token (secure-hash 'sha256 (format "%s%s%s" (random t) (float-time) (emacs-pid)))))
          (port (condition-case err (tandem--start-process conn)

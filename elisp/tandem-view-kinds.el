@@ -41,6 +41,11 @@
 (defvar tandem-view-kinds--registry (make-hash-table :test #'equal)
   "Every known entry kind: its type string to its `tandem-view-kind'.")
 
+(defvar tandem-view-kinds--folded nil
+  "The part symbols of the registered kinds that start folded.
+Made from `tandem-view-kinds--registry' by each definition: folding asks
+for every part of every block of a long history.")
+
 (defun tandem-view-kinds-define (type &rest props)
   "Register how the view is to show entries of TYPE, a string.
 PROPS: either :render FUNCTION (called with the block, the entry and the
@@ -68,6 +73,10 @@ folded.  A second definition of TYPE replaces the first."
     (puthash type (tandem-view-kind--create :type type :render render :place place :fold fold
                                             :folded (and (plist-get props :folded) t)
                                             :elsewhere elsewhere)
+             tandem-view-kinds--registry)
+    (setq tandem-view-kinds--folded nil)
+    (maphash (lambda (_ kind) (when (tandem-view-kind-folded kind)
+                                (cl-pushnew (tandem-view-kind-fold kind) tandem-view-kinds--folded)))
              tandem-view-kinds--registry)))
 
 (defun tandem-view-kinds-get (type)
@@ -84,12 +93,7 @@ folded.  A second definition of TYPE replaces the first."
 (defun tandem-view-kinds-folded-by-default-p (part)
   "Return non-nil when a part keyed (PART ID) is folded until opened.
 PART is a symbol such as `reasoning', registered by a kind's :fold."
-  (let ((folded nil))
-    (maphash (lambda (_ kind) (when (and (eq (tandem-view-kind-fold kind) part)
-                                         (tandem-view-kind-folded kind))
-                                (setq folded t)))
-             tandem-view-kinds--registry)
-    folded))
+  (memq part tandem-view-kinds--folded))
 
 ;;;; Rendering a block through the registry
 
