@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from tandem.checkpoints.hooks import Checkpoints
 from tandem.events import EventSink
+from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
 from tandem.providers.base import (
@@ -52,6 +53,8 @@ from tandem.turns.sink import Asker, JournalSink
 log = logging.getLogger("tandem.turns")
 
 CRASH_ERROR = "The backend stopped while this turn was running."
+ENDED_LIMIT = 256
+"""Ended turns kept in memory (every cache is bounded); a lookup past them reads the journal."""
 
 
 @dataclass
@@ -133,7 +136,8 @@ class TurnEngine:
         """Who holds each session: a turn holds it from acceptance to its terminal path."""
         self.running: dict[str, Running] = {}
         """The turns in flight (to cancel, answer, wait for); busy is the gate's."""
-        self.ended: dict[tuple[str, int], TurnEnded] = {}
+        self.ended: LRU[tuple[str, int], TurnEnded] = LRU(ENDED_LIMIT)
+        """How recent turns ended; an older turn's end is read back from its journal."""
         self._repaired: set[str] = set()
         self._unrecorded: dict[tuple[str, int], str] = {}
         """Turns that ended failed without a durable ``turn_end``, with why."""
