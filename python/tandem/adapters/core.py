@@ -37,7 +37,9 @@ async def hello(app: App, p: HelloParams) -> HelloReply:
         executable=sys.executable,
         prefix=sys.prefix,
         methods=sorted(CURRENT.get().methods),
-        families=[FamilyRow(**row) for row in families.front_end_rows()],
+        families=[FamilyRow(name=f.name, label=f.label, default_base_url=f.default_base_url,
+                            key_env=f.key_env[0], compatible_label=f.compatible_label)
+                  for f in families.families()],
     )
 
 

@@ -5,7 +5,7 @@ A family is a wire format tandem speaks itself (``openai:MODEL``,
 between families is a field of its `Family` row: which wire format a turn
 uses, where the key and base URL come from, how the server lists its
 models, what the agent-server (litellm) calls it, and how Emacs's setup
-shows it (the ``hello`` reply carries `front_end_rows`). The rest of the
+shows it (the ``hello`` reply lists the rows). The rest of the
 backend asks this table; ``tests/python/test_architecture.py`` checks that
 no other module names a family.
 
@@ -72,12 +72,6 @@ class Family:
     compatible_label: str | None = None
     """Set when other servers speak this wire format (llama.cpp, vLLM): the setup offers
     them under this label, and a server at a non-default base URL may need no key."""
-
-    def front_end_row(self) -> dict[str, str | None]:
-        """What Emacs's setup shows of the family (see `front_end_rows`)."""
-        return {"name": self.name, "label": self.label,
-                "default_base_url": self.default_base_url, "key_env": self.key_env[0],
-                "compatible_label": self.compatible_label}
 
 
 def _openai_wire(creds: Credentials, section: Any) -> Wire:
@@ -201,7 +195,3 @@ def key_vars() -> Mapping[str, tuple[str, ...]]:
     """Family -> the environment variables that may hold its key (the doctor's list)."""
     return {f.name: f.key_env for f in _TABLE.values()}
 
-
-def front_end_rows() -> list[dict[str, str | None]]:
-    """The families as Emacs's setup lists them (the ``hello`` reply's ``families``)."""
-    return [f.front_end_row() for f in _TABLE.values()]

@@ -14,8 +14,8 @@ from tandem.config.front_end import FrontEndSettings
 from tandem.config.layers import Resolved, resolve
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
-from tandem.providers.base import PermissionMode
 from tandem.providers import families
+from tandem.providers.base import PermissionMode
 from tandem.providers.registry import parse_provider
 
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "auto-edit", "read-only")

@@ -24,8 +24,8 @@ from tandem.adapters import providers as providers_api
 from tandem.adapters import turns as turn_api
 from tandem.adapters.sessions import new
 from tandem.app import App
-from tandem.config.model import AnthropicSettings, OpenAISettings, family_sections, validate
 from tandem.config.front_end import RemoteHost
+from tandem.config.model import AnthropicSettings, OpenAISettings, family_sections, validate
 from tandem.events import RecordingSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.core import HelloParams
@@ -97,7 +97,7 @@ def test_every_part_of_the_backend_lists_a_registered_family(
     checks = {c.name: c for c in doctor.checks()}
     assert checks["provider relay"].ok and checks["provider relay"].detail == "RELAY_TOKEN is set"
     target = RemoteTarget(session="s", host="box", url="https://agents.example",
-                          working_dir="w")
+                          working_dir="w", resolved_working_dir="/home/u/w")
     choice = choose_agent("relay:relay-1", target,
                           {"box": RemoteHost(url="https://agents.example", forward_keys=True)},
                           {})
@@ -107,14 +107,17 @@ def test_every_part_of_the_backend_lists_a_registered_family(
     assert "relay:relay-1" in families.provider_examples()
 
 
-def test_hello_describes_every_family_for_the_setup(relay: families.Family, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hello_describes_every_family_for_the_setup(relay: families.Family,
+                                                    tmp_path: Path) -> None:
     class Peer:
         methods = {"hello": None}
 
-    monkeypatch.setattr(core_api.CURRENT, "get", lambda: Peer)
     app = App(home=tmp_path / "home", events=RecordingSink())
-    reply = asyncio.run(core_api.hello(app, HelloParams(token="t")))
+    token = core_api.CURRENT.set(Peer)  # type: ignore[arg-type]
+    try:
+        reply = asyncio.run(core_api.hello(app, HelloParams(token="t")))
+    finally:
+        core_api.CURRENT.reset(token)
     rows = {f.name: f for f in reply.families}
     assert list(rows) == ["openai", "anthropic", "relay"]
     assert rows["relay"].key_env == "RELAY_TOKEN" and rows["relay"].label == "Relay"
