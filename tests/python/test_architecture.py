@@ -193,7 +193,7 @@ def _family_literals(path: Path, root: Path = SOURCE) -> list[str]:
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
     # A statement that is only a string is a docstring (of a module, class, function or
-    # attribute): prose, which may name a family; so is a Field(description=…).
+    # attribute): prose, which may name a family. Any other string is a value.
     prose = {id(n.value) for n in ast.walk(tree)
              if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
     return [f"{path.relative_to(root)}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
