@@ -6,8 +6,8 @@ loop, until the model answers without tool calls. Guidance the user gives the
 running turn (``turns/steer``) joins the next request as a user message.
 Each HTTP request is retried a bounded number of times on 429 (honouring
 ``retry-after``), 5xx and connection failures, but only while nothing of it
-reached the sink; a stream that breaks after output began fails the turn with the provider's message.
-Cancellation ends the turn as ``aborted``.
+reached the sink; a stream that breaks after output began fails the turn with
+the provider's message. Cancellation ends the turn as ``aborted``.
 
 The wire formats live in `tandem.providers.openai` and
 `tandem.providers.anthropic` as `Wire` implementations.
