@@ -102,6 +102,20 @@ under the running turn show the queue as it is (tandem-view-queue.el)."
                'font-lock-face 'tandem-view-muted)
    nil))
 
+(defun tandem-view-kinds--steer (_block entry _folded-p)
+  "Insert the rows of ENTRY, a `steer': guidance the model took mid-turn.
+The model saw it as a user message there, after the step's tool results."
+  (tandem-view-render--line
+   (concat tandem-view-render-indent
+           (propertize "↪ You steered" 'font-lock-face 'tandem-view-role)
+           (propertize (format " · taken at the next step · %s"
+                               (tandem-view-render-time (plist-get entry :ts)))
+                       'font-lock-face 'tandem-view-muted))
+   nil)
+  (tandem-view-render--body (format "%s" (or (plist-get entry :text) ""))))
+
+(setf (alist-get "steer" tandem-view-render-kind-functions nil nil #'equal)
+      #'tandem-view-kinds--steer)
 (setf (alist-get "queue" tandem-view-render-kind-functions nil nil #'equal)
       #'tandem-view-kinds--queue)
 (setf (alist-get "plan" tandem-view-render-kind-functions nil nil #'equal)
