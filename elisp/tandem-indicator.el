@@ -10,9 +10,8 @@
 ;; when tandem is loaded, keeps the questions the backend asked and not
 ;; yet answered, from its events, and shows in every mode line how many
 ;; wait and for which project.  `tandem-answer', from any buffer,
-;; answers one with `read-multiple-choice'.  With
-;; `tandem-notify-questions', a desktop notification says a question
-;; came when no Emacs frame has focus.
+;; answers one with `read-multiple-choice'.  A session buffer you do not
+;; see also tells you through `tandem-notify-function' (tandem-notify.el).
 
 ;;; Code:
 
@@ -24,11 +23,7 @@
 (require 'tandem-view-state)
 (require 'tandem-view-render)
 
-(defcustom tandem-notify-questions nil
-  "Non-nil: a desktop notification when a question waits and Emacs has no focus.
-Uses `notifications-notify' (D-Bus)."
-  :type 'boolean
-  :group 'tandem)
+(make-obsolete-variable 'tandem-notify-questions 'tandem-notify-events "0.2.0")
 
 (defvar tandem-indicator--pending nil
   "Questions waiting for the user, oldest first.
@@ -75,19 +70,6 @@ Each a plist (:session :turn :interaction-id :title :options :project).")
     (setq tandem-indicator--pending (cl-remove-if pred tandem-indicator--pending))
     (unless (= before (length tandem-indicator--pending)) (tandem-indicator--redraw))))
 
-(declare-function notifications-notify "notifications" (&rest params))
-
-(defun tandem-indicator--notify (question)
-  "Tell the desktop about QUESTION when no frame has focus.
-Only with `tandem-notify-questions'."
-  (when (and tandem-notify-questions
-             (not (cl-some (lambda (f) (eq (frame-focus-state f) t)) (frame-list)))
-             (require 'notifications nil t))
-    (ignore-errors
-      (notifications-notify :title (format "tandem: %s waits for you"
-                                           (plist-get question :project))
-                            :body (or (plist-get question :title) "A question")))))
-
 (defun tandem-indicator--on-event (event)
   "Keep the pending questions up to date with EVENT from the backend."
   (let ((session (plist-get event :session)) (turn (plist-get event :turn)))
@@ -101,8 +83,7 @@ Only with `tandem-notify-questions'."
                           :title (plist-get event :title) :options (plist-get event :options)
                           :project (tandem-indicator--project session))))
              (setq tandem-indicator--pending (append tandem-indicator--pending (list q)))
-             (tandem-indicator--redraw)
-             (tandem-indicator--notify q)))))
+             (tandem-indicator--redraw)))))
       ("entry"
        (let ((entry (plist-get event :entry)))
          (when (equal (plist-get entry :type) "interaction_answer")

@@ -303,6 +303,9 @@ rewound turns return to the view and the model's context.\n\n"))
     (tandem-rewind--section
      "Turns returning" (plist-get plan :turns) #'tandem-rewind--turn-line)
     (tandem-rewind--section
+     "Resent turn taken back (edit and resend)" (plist-get plan :takes-back)
+     #'tandem-rewind--turn-line)
+    (tandem-rewind--section
      "Directive attempts returning" (plist-get plan :attempts)
      (lambda (a) (format "%s · %s%s (turn %s)" (plist-get a :directive) (plist-get a :action)
                          (if (plist-get a :attempt) (format " · attempt %s" (plist-get a :attempt))
@@ -371,8 +374,11 @@ delete %d, %s? "
                                          (length (plist-get plan :to-delete))
                                          (if (plist-get plan :files-only)
                                              "turns stay rewound"
-                                           (format "%d turn(s) return"
-                                                   (length (plist-get plan :turns)))))))))
+                                           (format "%d turn(s) return%s"
+                                                   (length (plist-get plan :turns))
+                                                   (if (plist-get plan :takes-back)
+                                                       ", the resent turn goes"
+                                                     ""))))))))
         (setq result (tandem-request "sessions/rewind-undo"
                                      (list :session session :digest (plist-get plan :digest)
                                            :files-only (plist-get plan :files-only))

@@ -11,6 +11,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'subr-x)
 (require 'tandem-client)
 (require 'tandem-turns)
 (require 'tandem-view-state)
@@ -97,24 +98,54 @@ session shows no such turn (a rewind hid it)."
         (setq pos (previous-single-property-change pos 'tandem-header)))
       (when pos (goto-char pos) (beginning-of-line)))))
 
+(defvar-local tandem-view--question-return nil
+  "Where `tandem-view-goto-question' came from in the composer, or nil.
+Answering the question goes back there, so typing goes on where it was.")
+
+(defcustom tandem-view-reject-reason t
+  "Whether rejecting a write or edit question asks for a reason.
+The reason, one line (empty for none), goes back to the model with the
+rejection, in the tool result it reads."
+  :type 'boolean
+  :group 'tandem-view)
+
 (defun tandem-view-answer-at (pos answer)
   "Answer the interaction on the row at POS with ANSWER (e.g. \"allow_once\").
-Nothing happens unless POS is on a pending interaction row."
-  (let ((interaction (get-text-property pos 'tandem-interaction)))
+Nothing happens unless POS is on a pending interaction row.  Rejecting
+a write or edit asks for a reason (see `tandem-view-reject-reason')."
+  (let ((interaction (get-text-property pos 'tandem-interaction)) (reason nil))
     (unless interaction (user-error "No question at point"))
     (unless (assoc answer tandem-view-answer-labels)
       (error "Unknown answer %S" answer))
-    (tandem-request "turns/answer" (list :session (tandem-view-state-session tandem-view--state)
-                                         :interaction-id (plist-get interaction :id)
-                                         :answer answer))
+    (when (and (equal answer "reject") tandem-view-reject-reason
+               (plist-get interaction :editable))
+      (setq reason (string-trim (read-string "Reason for the model (RET: none): "))))
+    (tandem-request "turns/answer" (append
+                                    (list :session (tandem-view-state-session tandem-view--state)
+                                          :interaction-id (plist-get interaction :id)
+                                          :answer answer)
+                                    ;; One line: the backend refuses a reason with a newline.
+                                    (and reason (not (string-empty-p reason))
+                                         (list :reason (replace-regexp-in-string
+                                                        "[\n\r]+" " " reason)))))
     (message "Answered: %s" (cdr (assoc answer tandem-view-answer-labels)))
+    (when (markerp tandem-view--question-return)
+      (let ((back (marker-position tandem-view--question-return)))
+        (set-marker tandem-view--question-return nil)
+        (setq tandem-view--question-return nil)
+        (when back (goto-char back))))
     answer))
 
 (defun tandem-view-goto-question ()
-  "Move point to the first pending question (permission prompt) row."
+  "Move point to the first pending question (permission prompt) row.
+Answering it from there brings point back to the composer when it came
+from there."
   (interactive nil tandem-view-mode)
   (let ((pos (next-single-property-change (point-min) 'tandem-interaction)))
     (unless pos (user-error "No question is waiting for you"))
+    (when (and (markerp tandem-composer--start)
+               (>= (point) tandem-composer--start))
+      (setq tandem-view--question-return (copy-marker (point) t)))
     (goto-char pos)
     (skip-chars-forward " ")
     (message "Answer with the key shown in brackets (or RET on a button)")))

@@ -28,6 +28,7 @@
 (require 'tandem-view-frame)
 (require 'tandem-view-gc)
 (require 'tandem-view-queue)
+(require 'tandem-notify)
 
 ;;;; Full rendering
 
@@ -347,7 +348,10 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-running nil))
        (when (plist-get event :files-changed)
          (tandem-revert-stale-buffers (tandem-view--root)))
-       (tandem-view-usage-update)))))
+       (tandem-view-usage-update)))
+    ;; The one place live events meet the buffer: a wait or an end may
+    ;; tell a user who does not see it (tandem-notify.el).
+    (tandem-notify-view-event event)))
 
 (defun tandem-view-apply-entry (entry)
   "Add the journal ENTRY (a plist as written) to the view, in seq order.

@@ -95,8 +95,11 @@ state."
         (cond
          ;; The queue is not conversation: its rows under the running turn show it.
          ((equal type "queue"))
-         ((and (equal type "rewind") (not (memq (plist-get e :seq) cancelled)))
-          (let ((before (plist-get e :before-turn)))
+         ((or (and (equal type "rewind") (not (memq (plist-get e :seq) cancelled)))
+              ;; The undo of an edit-and-resend also takes the resent turn back.
+              (and (equal type "rewind_undo") (integerp (plist-get e :hides-from))
+                   (not (plist-get e :files-only))))
+          (let ((before (or (plist-get e :hides-from) (plist-get e :before-turn))))
             (setq blocks (cl-remove-if (lambda (b) (and (tandem-view-block-turn b)
                                                         (>= (tandem-view-block-turn b) before)))
                                        blocks))

@@ -94,7 +94,10 @@
        (lambda (reply)
          (when (buffer-live-p buffer)
            (with-current-buffer buffer (tandem-view-queue-set reply))))
-       (lambda (err) (message "tandem: could not read the queue: %s" (nth 1 err)))
+       (lambda (err)
+         ;; A dead backend is already said once, by the connection.
+         (unless (equal (car err) "backend-died")
+           (message "tandem: could not read the queue: %s" (nth 1 err))))
        conn))))
 
 ;;;; Rows

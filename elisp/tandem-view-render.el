@@ -141,6 +141,9 @@ That is the newline ending a body that does not end a line."
          (status (cond (result (plist-get result :status))
                        ((tandem-view-block-end-entry block) "no result")
                        (t "running…")))
+         (status (if (tandem-view-render--edited-p block id)
+                     (concat status ", edited by you")
+                   status))
          (title (or (plist-get call :title) "")))
     (tandem-view-render--line
      (concat tandem-view-render-indent (tandem-view-render--arrow folded)
@@ -157,6 +160,19 @@ That is the newline ending a body that does not end a line."
         (tandem-view-render--body (concat "output:\n" (tandem-view-render--value
                                                        (plist-get result :output)))
                                   'tandem-view-muted)))))
+
+(defun tandem-view-render--edited-p (block call-id)
+  "Return non-nil when the user edited the change of tool call CALL-ID in BLOCK.
+The journal says so in the answer to the call's question (`:edited')."
+  (let ((entries (tandem-view-block-entries block)))
+    (when-let* ((asked (cl-find-if (lambda (e) (and (equal (plist-get e :type) "interaction")
+                                                    (equal (plist-get e :call-id) call-id)))
+                                   entries)))
+      (cl-some (lambda (e) (and (equal (plist-get e :type) "interaction_answer")
+                                (equal (plist-get e :interaction-id)
+                                       (plist-get asked :interaction-id))
+                                (eq (plist-get e :edited) t)))
+               entries))))
 
 (defvar tandem-view-interaction-map)
 
@@ -179,14 +195,17 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
         (mapcar (lambda (a) (list (car a) (cdr a) (cdr (assoc (car a) tandem-view-answer-keys))))
                 tandem-view-answer-labels))))
 
-(defun tandem-view-render--row-map (options)
-  "Return the keymap of an interaction row offering OPTIONS."
+(defun tandem-view-render--row-map (options &optional editable)
+  "Return the keymap of an interaction row offering OPTIONS.
+EDITABLE adds \`e', which opens the proposed change for editing."
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map tandem-view-interaction-map)
     (dolist (o options)
       (let ((answer (car o)))
         (define-key map (nth 2 o)
                     (lambda () (interactive) (tandem-view-answer-at (point) answer)))))
+    (when editable
+      (define-key map "e" #'tandem-view-shape-at-point))
     map))
 
 (defun tandem-view-render--interaction (block entry)
@@ -194,6 +213,7 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
   (let* ((id (plist-get entry :interaction-id))
          (answer (tandem-view-block-answered block id))
          (options (tandem-view-render--options entry))
+         (editable (eq (plist-get entry :editable) t))
          (title (or (plist-get entry :title) "Permission")))
     (if (or answer (tandem-view-block-end-entry block))
         (tandem-view-render--line
@@ -210,13 +230,22 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
           (insert-text-button (format "[%s] %s" (nth 2 o) (nth 1 o))
                               'type 'tandem-view-answer 'tandem-answer (car o))
           (insert " "))
+        (when editable
+          (insert-text-button "[e] Edit" 'follow-link t
+                              'help-echo "Edit the proposed change before it is written"
+                              'action (lambda (b) (tandem-view-shape-at (button-start b))))
+          (insert " "))
         (insert "\n")
         (add-text-properties start (point)
-                             (list 'tandem-interaction (list :id id :turn (tandem-view-block-turn block))
-                                   'keymap (tandem-view-render--row-map options)
+                             (list 'tandem-interaction (list :id id :turn (tandem-view-block-turn block)
+                                                             :call-id (plist-get entry :call-id)
+                                                             :editable editable)
+                                   'keymap (tandem-view-render--row-map options editable)
                                    'tandem-part (list 'interaction id)))))))
 
 (declare-function tandem-view-answer-at "tandem-view-commands" (pos answer))
+(declare-function tandem-view-shape-at "tandem-view-shape" (pos))
+(declare-function tandem-view-shape-at-point "tandem-view-shape" ())
 ;; Not required: tandem-view-compaction needs tandem-compact, which needs this file.
 (declare-function tandem-view-compaction-insert-old "tandem-view-compaction" (entry folded-p))
 

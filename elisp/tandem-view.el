@@ -56,6 +56,7 @@
 (require 'tandem-view-frame)
 (require 'tandem-view-live)
 (require 'tandem-view-commands)
+(require 'tandem-view-shape)
 (require 'tandem-view-kinds)
 (require 'tandem-view-queue)
 (require 'tandem-view-steer)

@@ -53,6 +53,7 @@
 (require 'tandem-setup)
 (require 'tandem-review)
 (require 'tandem-overview)
+(require 'tandem-edit)
 
 (defvar tandem-open-session-function #'tandem-view-open
   "Function that opens the session buffer for a project root.
@@ -95,6 +96,7 @@ asks for one first."
 (define-key tandem-view-mode-map (kbd "C-c C-t") #'tandem-session-menu)
 (define-key tandem-view-transcript-map "R" #'tandem-rewind-before-turn-at-point)
 (define-key tandem-view-transcript-map "=" #'tandem-review-turn-at-point)
+(define-key tandem-view-transcript-map "e" #'tandem-edit-turn-at-point)
 
 (defvar Info-directory-list)
 

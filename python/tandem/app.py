@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tandem.checkpoints.service import CheckpointService
+from tandem.config.front_end import FrontEnd
 from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
 from tandem.once import Once
@@ -60,19 +61,19 @@ class App:
         self.gate = SessionGate()
         """Who holds each session (a turn, a rewind, a compaction)."""
         self.checkpoints = CheckpointService(self.home)
-        self.sessions = SessionService(self.home)
+        # Crash recovery: a session opened here settles a rewind a crash interrupted.
+        self.sessions = SessionService(self.home, front_end=FrontEnd(),
+                                       on_open=[self._recover_on_open])
         # After each turn the store is packed and pruned with the root's retention.
         local = GitCheckpoints(
             self.checkpoints, lambda root: retention_from(self.sessions.resolved(root).settings))
         self._remote_checkpoints = Once(self._build_remote_checkpoints)
         checkpoints = CheckpointsBySession(local, self._remote_checkpoints,
                                            lambda session: has_target(self.home, session))
-        self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor)
-        self.turns.remote_target = self._remote_target  # an attached session runs remotely
-        # A turn that ends sends the session's queue on, or holds it.
-        self.turns.engine.after_end.append(self._after_turn)
-        # Crash recovery: a session opened here settles a rewind a crash interrupted.
-        self.sessions.manager.on_open.append(self._recover_on_open)
+        # An attached session runs remotely; a turn that ends sends the session's queue
+        # on, or holds it.
+        self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor,
+                                 remote_target=self._remote_target, after_end=[self._after_turn])
 
     def _after_turn(self, ended: TurnEnded) -> None:
         # Only a session with queued messages (or steers its turn did not take)
@@ -96,11 +97,9 @@ class App:
         """Remote agent-server targets (every turn asks whether its session has one)."""
         from tandem.remote.service import RemoteService
 
-        remote = RemoteService(self.home)
         # Checkpoints and Rewind of a remote session reach its server with the key of
         # the user's host entry (Emacs pushes it), as its turns do.
-        remote.key_lookup = self._remote_key
-        return remote
+        return RemoteService(self.home, key_lookup=self._remote_key)
 
     @property
     def remote_checkpoints(self) -> RemoteCheckpoints:
@@ -112,10 +111,8 @@ class App:
 
         # A session with a remote target checkpoints its mirror (default retention: a
         # mirror's settings files come from the server, not from the user).
-        built = RemoteCheckpoints(GitCheckpoints(self.checkpoints), self.remote, self.home,
-                                  self.checkpoints)
-        built.settled = self._rewind_settled
-        return built
+        return RemoteCheckpoints(GitCheckpoints(self.checkpoints), self.remote, self.home,
+                                 self.checkpoints, settled=self._rewind_settled)
 
     def _remote_target(self, session: str) -> RemoteTarget | None:
         """SESSION's remote target; no remote code loads for a session without its file."""

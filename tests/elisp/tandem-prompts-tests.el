@@ -214,7 +214,8 @@
     tandem-directive-reattach tandem-directive-rebind tandem-directive-rewind-before
     tandem-directive-show-result
     tandem-directive-view-changes tandem-directives tandem-doctor tandem-indicator-mode
-    tandem-inspect-directive tandem-install-backend tandem-manual tandem-mcp
+    tandem-fork-session tandem-inspect-directive tandem-install-backend tandem-manual tandem-mcp
+    tandem-notify-visit
     tandem-open-session-file
     tandem-remote-attach tandem-remote-detach tandem-remote-hosts-status
     tandem-remote-upload tandem-rename-session tandem-restart tandem-resume tandem-review-turn tandem-rewind

@@ -13,6 +13,12 @@
 (require 'ert)
 (require 'tandem)
 
+;; A test that hides a session buffer must not reach the desktop of the
+;; user running the tests: notifications go to the echo area.
+(with-eval-after-load 'tandem-notify
+  (setq tandem-notify-dbus-check #'ignore
+        tandem-notify-alert-check #'ignore))
+
 (defconst tandem-test-cache-directory
   (or (getenv "TANDEM_TEST_CACHE")
       (expand-file-name "tandem-test" (or (getenv "XDG_CACHE_HOME") "~/.cache")))

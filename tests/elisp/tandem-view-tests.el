@@ -93,9 +93,9 @@
       (should (next-single-property-change (point-min) 'tandem-interaction))
       ;; The command refuses a position off the row.
       (should-error (tandem-view-answer-at (point-min) "reject") :type 'user-error)
-      ;; On the row, "n" rejects.
+      ;; On the row, "n" rejects (RET: no reason for the model).
       (goto-char (+ row 4))
-      (execute-kbd-macro "n")
+      (execute-kbd-macro (kbd "n RET"))
       (tandem-view-test-wait-turn turn)
       (should (string-match-p "\\? Write a.txt — Reject" (tandem-view-test-text)))
       (should-not (file-exists-p (expand-file-name "a.txt" project)))

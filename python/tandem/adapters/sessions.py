@@ -21,6 +21,9 @@ from tandem.protocol.sessions import (
     ContinueParams,
     CurrentParams,
     EntriesParams,
+    ForkedFrom,
+    ForkParams,
+    ForkReply,
     HistoryParams,
     ListParams,
     LookupParams,
@@ -52,6 +55,7 @@ from tandem.protocol.sessions import (
     UsageParams,
 )
 from tandem.sessions import requests
+from tandem.sessions.fork import fork as fork_session
 from tandem.sessions.history import HistoryRows, Row
 from tandem.sessions.manager import Active
 from tandem.sessions.requests import absolute_dir, info
@@ -75,6 +79,14 @@ def _info(app: App, active: Active) -> SessionInfo:
 async def new(app: App, p: NewParams) -> SessionInfo:
     """Create an empty session and make it active."""
     return _info(app, app.sessions.manager.new(absolute_dir(p.cwd), p.title))
+
+
+async def fork(app: App, p: ForkParams) -> ForkReply:
+    """Start a new session (made active) whose conversation is SESSION's up to TURN."""
+    described = _info(app, fork_session(app.sessions, p.session, p.turn))
+    return ForkReply(**described.model_dump(),
+                     forked_from=ForkedFrom(session=app.sessions.journal(p.session).id,
+                                            turn=p.turn))
 
 
 async def lookup(app: App, p: LookupParams) -> dict[str, Any]:
@@ -216,6 +228,9 @@ async def rename(app: App, p: RenameParams) -> RenameReply:
 METHODS: list[MethodSpec] = [
     MethodSpec("sessions/list", ListParams, list_sessions, "List sessions, newest first."),
     MethodSpec("sessions/new", NewParams, new, "Create a session.", SessionInfo),
+    MethodSpec("sessions/fork", ForkParams, fork,
+               "Start a new session whose conversation is another's up to a turn "
+               "(files untouched; its header records forked_from).", ForkReply),
     MethodSpec("sessions/lookup", LookupParams, lookup, "Find a session by id or prefix."),
     MethodSpec("sessions/resume", ResumeParams, resume, "Resume by id.", SessionInfo),
     MethodSpec(

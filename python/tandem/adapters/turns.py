@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tandem.history.chat import send as send_chat
+from tandem.history.resend import resend as resend_chat
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.turns import (
     Accepted,
@@ -15,6 +16,8 @@ from tandem.protocol.turns import (
     QueueItemParams,
     QueueParams,
     QueueReply,
+    ResendParams,
+    Resent,
     SendParams,
     SessionParams,
     SetProviderParams,
@@ -35,6 +38,12 @@ async def send(app: App, p: SendParams) -> Accepted:
                            p.permission_mode)
 
 
+async def resend(app: App, p: ResendParams) -> Resent:
+    """Rewind SESSION before TURN as planned, then send TEXT as a new chat turn."""
+    return await resend_chat(app.rewinds, app.turns, p.session, p.turn, p.digest, p.text,
+                             p.provider, p.model, p.permission_mode)
+
+
 async def cancel(app: App, p: SessionParams) -> dict[str, bool]:
     """Cancel SESSION's turn in flight; it ends aborted through the terminal path."""
     return {"cancelled": requests.cancel(app.turns, p.session)}
@@ -42,7 +51,7 @@ async def cancel(app: App, p: SessionParams) -> dict[str, bool]:
 
 async def answer(app: App, p: AnswerParams) -> dict[str, bool]:
     """Answer a permission question of SESSION's running turn."""
-    requests.answer(app.turns, p.session, p.interaction_id, p.answer)
+    requests.answer(app.turns, p.session, p.interaction_id, p.answer, p.content, p.reason)
     return {"answered": True}
 
 
@@ -99,6 +108,9 @@ async def queue_send(app: App, p: SessionParams) -> QueueReply:
 
 METHODS = [
     MethodSpec("turns/send", SendParams, send, "Send a chat turn; returns its identity."),
+    MethodSpec("turns/resend", ResendParams, resend,
+               "Edit and resend: rewind before a turn as planned, then send the edited "
+               "text as a new turn (one step; undone by sessions/rewind-undo).", Resent),
     MethodSpec("turns/cancel", SessionParams, cancel, "Cancel the turn in flight."),
     MethodSpec("turns/answer", AnswerParams, answer, "Answer a permission question."),
     MethodSpec("turns/status", TurnParams, status, "Where a turn stands."),

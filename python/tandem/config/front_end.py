@@ -61,3 +61,25 @@ class ClientConfig(FrontEndSettings):
     credentials: dict[str, dict[str, str]] = Field(default_factory=dict)
     remote_hosts: dict[str, RemoteHost] = Field(default_factory=dict)
     """The user's agent-servers by name (``tandem-remote-hosts``)."""
+
+
+class FrontEnd:
+    """The front end's latest configuration, one object shared by the services that read it.
+
+    The composition root makes one and hands it to the sessions side (its settings
+    layer) and the turn service (credentials, agents), which replaces it on
+    ``turns/configure``: both see the same configuration, and neither assigns the
+    other's attributes.
+    """
+
+    def __init__(self) -> None:
+        self._config = ClientConfig()
+
+    @property
+    def config(self) -> ClientConfig:
+        """The configuration the front end sent last (empty before the first)."""
+        return self._config
+
+    def replace(self, config: ClientConfig) -> None:
+        """Take CONFIG as the front end's configuration from now on."""
+        self._config = config

@@ -129,20 +129,23 @@ class RewindService:
         return plan
 
     async def rewind(self, session: str, before_turn: int, digest: str | None,
-                     *, before_file: FileHook | None = None) -> RewindResult:
+                     *, before_file: FileHook | None = None,
+                     resend: bool = False) -> RewindResult:
         """Rewind SESSION before BEFORE_TURN, as planned with DIGEST (None: no guard).
 
         BEFORE_FILE is the checkpointer's fault-injection seam (tests only).
+        RESEND marks the entry as the first half of an edit-and-resend
+        (`tandem.history.resend`): its undo then takes the resent turn back.
         """
         if digest is not None and (not isinstance(digest, str) or len(digest) != 64):
             raise TandemError("invalid", f"not a plan digest: {digest!r}")
         journal = self.sessions.journal(session)
         # No turn may start while the files are restored and the entry written.
         async with self.gate.hold(journal.id, "rewind"):
-            return await self._rewind(journal, before_turn, digest, before_file)
+            return await self._rewind(journal, before_turn, digest, before_file, resend)
 
     async def _rewind(self, journal: Journal, before_turn: int, digest: str | None,
-                      before_file: FileHook | None) -> RewindResult:
+                      before_file: FileHook | None, resend: bool = False) -> RewindResult:
         sid = journal.id
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
@@ -190,7 +193,8 @@ class RewindService:
             entry = journal.append({
                 "type": "rewind", "before_turn": before_turn, "checkpoint": plan.checkpoint,
                 "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
-                "turns": turns_hidden, "acp_reset": plan.acp_reset})
+                "turns": turns_hidden, "acp_reset": plan.acp_reset,
+                **({"resend": True} if resend else {})})
         except BaseException:
             await put_back(cp, done)
             drop_intent(journal.path)  # files as before; a failed put-back keeps it for recovery

@@ -126,7 +126,8 @@ class RewindUndo:
                 "type": "rewind_undo", "rewind_seq": plan.rewind_seq,
                 "before_turn": plan.before_turn, "checkpoint": plan.checkpoint,
                 "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
-                "turns": returning, "files_only": files_only, "acp_reset": plan.acp_reset})
+                "turns": returning, "files_only": files_only, "acp_reset": plan.acp_reset,
+                **({"hides_from": plan.takes_back[0].turn} if plan.takes_back else {})})
         except BaseException:
             await put_back(cp, done, "undo")
             drop_intent(journal.path)

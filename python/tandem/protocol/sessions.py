@@ -471,7 +471,10 @@ class UndoPlan(_Model):
     attempts: list[DiscardedAttempt] = Field(default_factory=list)
     """The directive attempts that come back."""
     later_turns: list[int] = Field(default_factory=list)
-    """Turns that ran after the rewind: they block a full undo."""
+    """Turns that ran after the rewind: they block a full undo (except a resent turn)."""
+    takes_back: list[DiscardedTurn] = Field(default_factory=list)
+    """The rewind was an edit-and-resend's (``turns/resend``): its resent turn, which the
+    undo hides again (the entry's ``hides_from``)."""
     refusal: str | None = None
     """Why a full undo is refused (None: allowed); ``files_only`` is still possible."""
     gaps: list[KnownGap] = Field(default_factory=list)
@@ -501,3 +504,24 @@ class RenameReply(Reply):
 
     session: str
     title: str
+
+
+class ForkParams(Params):
+    """``sessions/fork``: a new session whose conversation is ``session``'s up to ``turn``."""
+
+    session: str = SessionId
+    turn: int = Field(ge=1)
+    """The last turn the fork keeps (included)."""
+
+
+class ForkedFrom(Reply):
+    """Where a forked session came from (its header's ``forked_from``)."""
+
+    session: str
+    turn: int
+
+
+class ForkReply(SessionInfo):
+    """The new, active session, and where it came from."""
+
+    forked_from: ForkedFrom

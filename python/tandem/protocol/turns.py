@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from tandem.protocol.base import Params, Reply
 
@@ -44,12 +44,56 @@ class TurnParams(Params):
     """For ``turns/wait``: seconds to wait (0: do not wait)."""
 
 
+MAX_EDITED_BYTES = 4 * 1024 * 1024
+"""The largest edited change an answer may carry (UTF-8 bytes), well inside one frame."""
+MAX_REASON_CHARS = 1000
+"""The longest rejection reason an answer may carry."""
+
+
 class AnswerParams(Params):
-    """Answer interaction INTERACTION_ID of SESSION's running turn."""
+    """Answer interaction INTERACTION_ID of SESSION's running turn.
+
+    CONTENT (with ``allow_once``, for a write or edit question only) is the file
+    content the user edited, written instead of the model's proposal; REASON
+    (with ``reject``) is one line telling the model why it was rejected.
+    """
 
     session: str = SessionId
     interaction_id: str = Field(min_length=1)
     answer: Literal["allow_once", "allow_session", "reject"]
+    content: str | None = None
+    reason: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_fits(cls, value: str | None) -> str | None:
+        if value is not None and len(value.encode("utf-8", "surrogatepass")) > MAX_EDITED_BYTES:
+            size = len(value.encode("utf-8", "surrogatepass"))
+            raise ValueError(f"the edited content is {size:,} bytes, over the limit of "
+                             f"{MAX_EDITED_BYTES:,} bytes (4 MiB) for an edited change; "
+                             "edit the file itself instead")
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_is_a_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if len(value) > MAX_REASON_CHARS:
+            raise ValueError(f"the reason is {len(value)} characters, over the limit of "
+                             f"{MAX_REASON_CHARS}")
+        if "\n" in value or "\r" in value:
+            raise ValueError("the reason must be one line")
+        return value.strip() or None
+
+    @model_validator(mode="after")
+    def _extras_match_the_answer(self) -> Self:
+        if self.content is not None and self.answer != "allow_once":
+            raise ValueError(f"content (an edited change) goes with the answer allow_once, "
+                             f"not {self.answer}")
+        if self.reason is not None and self.answer != "reject":
+            raise ValueError(f"a reason goes with the answer reject, not {self.answer}")
+        return self
 
 
 class AgentSpec(Params):
@@ -178,3 +222,31 @@ class SteerReply(Reply):
     turn: int
     waiting: int = Field(ge=1)
     """How many steers (this one included) wait for the turn's next request."""
+
+
+class ResendParams(SendParams):
+    """Rewind SESSION before TURN (as planned with DIGEST), then send TEXT as a new turn.
+
+    ``digest`` is the ``sessions/rewind-plan`` digest the user confirmed:
+    a plan that changed since refuses with ``stale`` and nothing happens.
+    """
+
+    turn: int = Field(ge=1)
+    digest: str = Field(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+
+
+class Resent(Reply):
+    """What ``turns/resend`` did: the rewind, then the new turn's identity."""
+
+    session: str
+    turn: int
+    """The new turn (turn numbers keep increasing after a rewind)."""
+    before_turn: int
+    rewind_seq: int
+    """Seq of the ``rewind`` entry (``tandem-rewind-undo`` cancels it)."""
+    backup: str
+    """Checkpoint of the files just before the rewind."""
+    rewound: list[int]
+    """The turns the rewind hid."""
+    restored: list[str]
+    deleted: list[str]

@@ -17,12 +17,18 @@ from pydantic import BaseModel, Field
 
 from tandem.tools.base import Tool
 from tandem.tools.protected import DEFAULT_PROTECTED_PATHS
-from tandem.tools.types import PermissionAnswer, PermissionMode, PermissionRequest, ToolKind
+from tandem.tools.types import (
+    PermissionAnswer,
+    PermissionMode,
+    PermissionReply,
+    PermissionRequest,
+    ToolKind,
+)
 
 __all__ = [
     "Conversation", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
-    "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "ToolSource", "TurnRequest",
-    "TurnResult", "TurnSink", "Usage",
+    "PermissionReply", "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "ToolSource",
+    "TurnRequest", "TurnResult", "TurnSink", "Usage",
 ]
 """The permission types are `tools.types`'s, re-exported: providers import them from here."""
 

@@ -36,7 +36,8 @@ class RemoteCheckpoints(Checkpoints):
     """
 
     def __init__(self, local: Checkpoints, remote: RemoteService, home: Path,
-                 store: CheckpointService) -> None:
+                 store: CheckpointService,
+                 settled: Callable[[str], bool] | None = None) -> None:
         self.local = local
         self.store = store
         self.remote = remote
@@ -44,7 +45,7 @@ class RemoteCheckpoints(Checkpoints):
         self._open: dict[str, tuple[str, MirrorSync]] = {}
         """Checkpoint id → (session, its before-sync) for turns in flight."""
         self._locks: dict[str, asyncio.Lock] = {}
-        self.settled: Callable[[str], bool] = lambda _session: True
+        self.settled: Callable[[str], bool] = settled or (lambda _session: True)
         """Whether SESSION has no rewind a crash left unsettled (the app opens the journal,
         which settles it); until it has, nothing is pushed or synced."""
 

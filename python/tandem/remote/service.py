@@ -33,13 +33,15 @@ Key = SecretStr | str | None
 class RemoteService:
     """Remote operations over a shared per-host home cache; HOME is the state root."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path,
+                 key_lookup: Callable[[RemoteTarget], SecretStr | None] | None = None) -> None:
         self.home = home
         self.cache = HomeCache()
         self._keys: dict[str, SecretStr] = {}
         """Session API keys by session, in memory only (given with attach)."""
-        self.key_lookup: Callable[[RemoteTarget], SecretStr | None] = lambda _target: None
-        """The key of a target's host from the front end's configuration (the app sets it),
+        self.key_lookup: Callable[[RemoteTarget], SecretStr | None] = (
+            key_lookup or (lambda _target: None))
+        """The key of a target's host from the front end's configuration (the app's),
         used when no attach in this process gave one."""
 
     def client(self, url: str, api_key: Key) -> AgentServerClient:

@@ -23,7 +23,7 @@ and clears the cwd-scoped caches.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,7 @@ class SessionManager:
         breadcrumb_key: str = "cli",
         user_settings: Path | None = None,
         move_ops: MoveOps | None = None,
+        on_open: Iterable[Callable[[Journal], None]] = (),
     ) -> None:
         self.home = Path(home)
         self.breadcrumb_key = breadcrumb_key
@@ -121,7 +122,7 @@ class SessionManager:
         """Every journal this manager holds open, by session id."""
         self.caches: dict[str, Any] = {}
         """cwd-scoped caches of other layers; cleared whenever the project changes."""
-        self.on_open: list[Callable[[Journal], None]] = []
+        self.on_open: tuple[Callable[[Journal], None], ...] = tuple(on_open)
         """Called with each journal this manager opens, before it is used (crash recovery)."""
 
     # -- lookup ----------------------------------------------------------------

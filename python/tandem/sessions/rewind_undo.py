@@ -8,7 +8,11 @@ and the directives then treat the rewind as not having happened (nothing is
 rewritten). When a turn (or a compaction) came after the rewind, bringing
 the rewound turns back would interleave two histories, so the undo is
 refused and the plan says which turns; with ``files_only`` the files alone
-go back and the turns stay rewound. The orchestration is
+go back and the turns stay rewound. The one exception is the rewind of an
+edit-and-resend (its entry says ``resend``): when the only turn after it is
+the resent one, the undo takes that turn back (the entry's ``hides_from``
+hides it, as a rewind before it would) and the files go back to before
+the resend. The orchestration is
 `tandem.history.rewind_undo`.
 """
 
@@ -43,6 +47,10 @@ class UndoFacts:
     later_turns: list[int]
     refusal: str | None
     acp_reset: bool
+    takes_back: list[DiscardedTurn]
+    """An edit-and-resend's resent turn, which the undo hides (empty: none)."""
+    end_state: str | None
+    """The checkpoint the resent turn ended on (what tandem last left), or None."""
 
 
 def latest_rewind(entries: Sequence[JournalEntry]) -> int:
@@ -71,14 +79,27 @@ def undo_facts(entries: Sequence[JournalEntry]) -> UndoFacts:
     later = [e["turn"] for e in entries[i + 1:]
              if e["type"] == "turn_start" and isinstance(e["turn"], int)]
     refusal = None
-    if later:
+    takes_back: list[DiscardedTurn] = []
+    end_state: str | None = None
+    compacted = any(e["type"] == "compaction" for e in entries[i + 1:])
+    if rewind.get("resend") and len(later) == 1 and not compacted:
+        takes_back = turn_facts(entries, later[0]).turns
+        for e in entries[i + 1:]:
+            if e["type"] == "turn_end" and e["turn"] == later[0]:
+                patch = e.get("patch")
+                to_id = patch.get("to_id") if isinstance(patch, dict) else None
+                end_state = to_id if isinstance(to_id, str) and to_id else None
+        later_refused: list[int] = []
+    else:
+        later_refused = later
+    if later_refused:
         refusal = (f"turn(s) {', '.join(map(str, later))} ran after the rewind; undoing it would "
                    "mix the rewound turns with them. Restore only the files instead, or leave it")
-    elif any(e["type"] == "compaction" for e in entries[i + 1:]):
+    elif compacted:
         refusal = ("the session was compacted after the rewind; the summary does not hold the "
                    "rewound turns. Restore only the files instead, or leave it")
     return UndoFacts(rewind, facts.turns, facts.attempts, later, refusal,
-                     bool(rewind.get("acp_reset")))
+                     bool(rewind.get("acp_reset")), takes_back, end_state)
 
 
 def _digest(plan: UndoPlan) -> str:
@@ -98,9 +119,11 @@ def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEnt
         raise TandemError("no-checkpoint", f"The rewind's backup checkpoint is not in the store "
                           f"of {cp.root} ({e.message}); the session may have been moved "
                           "since") from e
-    expected: str | None = target
+    # What tandem last left: the resent turn's end, else the rewind's target.
+    left = facts.end_state or target
+    expected: str | None = left
     try:
-        cp.get(target)
+        cp.get(left)
     except TandemError:
         expected = None
     restore = cp.plan_restore(backup, expected)
@@ -113,12 +136,14 @@ def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEnt
     plan = UndoPlan(
         session=session, rewind_seq=int(rewind.get("seq") or 0),
         before_turn=int(rewind["before_turn"]), root=str(cp.root), checkpoint=backup,
-        expected_after=target, current_tree=restore.current_tree, journal_seq=journal_seq,
+        expected_after=left, current_tree=restore.current_tree,
+        journal_seq=journal_seq,
         files_only=files_only, to_restore=restore.to_restore, to_delete=restore.to_delete,
         changed_externally=[ExternalChange(path=p, when="since the rewind")
                             for p in restore.changed_externally],
         turns=returning, attempts=[] if files_only else facts.attempts,
-        later_turns=facts.later_turns, refusal=None if files_only else facts.refusal,
+        later_turns=facts.later_turns, takes_back=[] if files_only else facts.takes_back,
+        refusal=None if files_only else facts.refusal,
         gaps=gaps, diff=restore.diff, diff_truncated=restore.diff_truncated,
         acp_reset=facts.acp_reset and not files_only)
     return plan.model_copy(update={"digest": _digest(plan)})

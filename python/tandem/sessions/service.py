@@ -9,11 +9,11 @@ rewind all ask here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from tandem.config.front_end import FrontEndSettings
+from tandem.config.front_end import FrontEnd
 from tandem.config.layers import Resolved
 from tandem.providers.base import PermissionMode
 from tandem.sessions.choice import choose_permission_mode, choose_provider, resolve_for
@@ -29,13 +29,16 @@ from tandem.store.turn_index import TurnIndex
 class SessionService:
     """Sessions of one backend (see the module doc)."""
 
-    def __init__(self, home: Path, breadcrumb_key: str = "emacs") -> None:
+    def __init__(self, home: Path, breadcrumb_key: str = "emacs",
+                 front_end: FrontEnd | None = None,
+                 on_open: Iterable[Callable[[Journal], None]] = ()) -> None:
         self.home = Path(home)
-        self.manager = SessionManager(self.home, breadcrumb_key=breadcrumb_key)
+        self.manager = SessionManager(self.home, breadcrumb_key=breadcrumb_key,
+                                      on_open=on_open)
         self.entry_cache = EntryCache()
         """Parsed journals, shared by turns, compaction and rewind."""
-        self.front_end = FrontEndSettings()
-        """The front end's settings layer (set by ``turns/configure``)."""
+        self.front_end = front_end if front_end is not None else FrontEnd()
+        """The front end's configuration: its settings layer tops the files."""
 
     def journal(self, session: str) -> Journal:
         """The open journal of SESSION (an id or unique prefix; opened on demand, kept open)."""
@@ -80,7 +83,7 @@ class SessionService:
 
     def resolved(self, root: Path) -> Resolved:
         """ROOT's settings under this backend's trust store and the front end's layer."""
-        return resolve_for(root, self.front_end, self.home)
+        return resolve_for(root, self.front_end.config, self.home)
 
     def settings(self, root: Path) -> dict[str, Any]:
         """ROOT's effective settings as plain data."""
@@ -92,7 +95,7 @@ class SessionService:
 
     def permission_mode(self, settings: dict[str, Any], requested: str | None) -> PermissionMode:
         """The permission mode a request runs under (see `choose_permission_mode`)."""
-        return choose_permission_mode(settings, requested, self.front_end)
+        return choose_permission_mode(settings, requested, self.front_end.config)
 
     def close(self, session: str | None = None) -> None:
         """Release SESSION's journal (every journal when None)."""

@@ -163,6 +163,7 @@ class RewindEntry(_RewindFacts):
     type: Literal["rewind"]
     turn: NotRequired[int]
     before_turn: int
+    resend: NotRequired[bool]
 
 
 class RewindUndoEntry(_RewindFacts):
@@ -173,6 +174,7 @@ class RewindUndoEntry(_RewindFacts):
     rewind_seq: int
     before_turn: int
     files_only: NotRequired[bool]
+    hides_from: NotRequired[int]
 
 
 class RewindRecoveryEntry(_Base):

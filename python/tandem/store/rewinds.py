@@ -3,6 +3,9 @@
 A ``rewind`` entry hides the turns that had started before it, from its
 ``before_turn`` on; a ``rewind_undo`` that is not ``files_only`` cancels the
 rewind whose seq it names, so that rewind counts as not having happened.
+The undo of an edit-and-resend (``turns/resend``) also names
+``hides_from``: it then hides, as a rewind before that turn would, the
+resent turn it takes back.
 The projection, the listing of visible turns and the entry index by turn
 (`tandem.store.turn_index`) all read rewinds through this one ledger.
 """
@@ -43,6 +46,9 @@ class RewindLedger:
             seq = cancels(e)
             if seq is not None:
                 self.cancelled.add(seq)
+                hides = e.get("hides_from")
+                if isinstance(hides, int):  # undoing a resend takes the resent turn back
+                    self.rewinds.append((e.get("seq"), hides, len(self.order)))
 
     def hidden(self) -> set[int]:
         """Turns hidden by the rewinds no undo cancelled."""

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 from pathlib import Path
 
 from pydantic import Field
 
-from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError
+from tandem.tools.base import Tool, ToolArgs, ToolContext, ToolError, cap_text
 from tandem.tools.budget import Deadline, run_blocking
 from tandem.tools.fsread import open_regular, read_upto
 from tandem.tools.paths import display_path, refuse_git, resolve_in_root
 from tandem.tools.protected import check as protected_check
 
 MAX_WRITE = 10 * 1024 * 1024
+MAX_EDIT_DIFF = 8 * 1024
+"""Upper bound (bytes) on the diff of a user-edited change the model is told."""
 
 
 class EditArgs(ToolArgs):
@@ -34,15 +37,22 @@ class WriteArgs(ToolArgs):
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace PATH with TEXT crash-safely (temp file, fsync, rename), keeping its mode."""
+    """Replace PATH with TEXT crash-safely (temp file, fsync, rename), keeping its mode.
+
+    A new file gets 0666 less the user's umask, as an editor would make it."""
     data = text.encode("utf-8")
     if len(data) > MAX_WRITE:
         raise ToolError(f"content too large ({len(data)} bytes, limit {MAX_WRITE})")
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tandem-{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        # os.open applies the umask to a new file; an existing file's mode is put back below.
+        # A name planted by the workspace (a symlink out of it, a file with other modes) is
+        # removed, and O_EXCL|O_NOFOLLOW makes sure the file written is the one created here.
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                     0o666 if mode is None else mode)
         try:
             view = memoryview(data)
             while view:
@@ -50,7 +60,8 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.chmod(tmp, mode)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -121,6 +132,76 @@ def _write(ctx: ToolContext, args: WriteArgs, deadline: Deadline) -> str:
 async def write_file(ctx: ToolContext, args: WriteArgs) -> str:
     """Create or overwrite a file with CONTENT."""
     return await run_blocking(ctx, "write_file", lambda d: _write(ctx, args, d))
+
+
+def _text_of(real: Path) -> str | None:
+    """REAL's text now: None when it is not a readable UTF-8 file within the write limit."""
+    if not real.is_file():
+        return None
+    try:
+        with open_regular(real, real.name) as f:
+            data = read_upto(f, MAX_WRITE + 1)
+        return data.decode("utf-8") if len(data) <= MAX_WRITE else None
+    except (ToolError, OSError, UnicodeDecodeError):
+        return None
+
+
+def proposal(args: ToolArgs, before: str | None) -> str | None:
+    """The file content the model's call ARGS would leave, the file holding BEFORE.
+
+    None when it would not apply (an ``edit_file`` whose text is not there once).
+    """
+    if isinstance(args, WriteArgs):
+        return args.content
+    if isinstance(args, EditArgs) and before is not None and args.old_text:
+        count = before.count(args.old_text)
+        if count == 1 or (count > 1 and args.replace_all):
+            return before.replace(args.old_text, args.new_text)
+    return None
+
+
+def edit_diff(shown: str, proposed: str, written: str) -> str:
+    """The unified diff from PROPOSED to WRITTEN of file SHOWN, cut to `MAX_EDIT_DIFF`."""
+    lines = difflib.unified_diff(proposed.splitlines(keepends=True),
+                                 written.splitlines(keepends=True),
+                                 f"{shown} (your proposal)", f"{shown} (written)")
+    text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                   for line in lines)
+    return cap_text(text, MAX_EDIT_DIFF)
+
+
+def _write_edited(ctx: ToolContext, args: EditArgs | WriteArgs, content: str,
+                  deadline: Deadline) -> str:
+    real = _target(ctx, args.path)
+    shown = display_path(ctx.root, real)
+    if real.is_dir():
+        raise ToolError(f"{shown}: is a folder")
+    before = _text_of(real)
+    proposed = proposal(args, before)
+    deadline.check()
+    write_atomic(real, content)
+    done = f"Wrote {shown} ({len(content.encode())} bytes): the content the user chose."
+    if proposed is None:
+        base = before if before is not None else ""
+        return (f"{done} Your call did not apply to the file as it was, and the user "
+                "wrote their own content instead; the diff from the file before to what "
+                f"was written:\n{edit_diff(shown, base, content)}")
+    if proposed == content:
+        return f"{done} The user opened your change for editing and accepted it unchanged."
+    return (f"{done} The user edited your proposed change before it was written; what "
+            "was written differs from your proposal by this unified diff:\n"
+            f"{edit_diff(shown, proposed, content)}")
+
+
+async def write_edited(ctx: ToolContext, name: str, args: EditArgs | WriteArgs,
+                       content: str) -> str:
+    """Write CONTENT, the user's edit of the change ARGS of call NAME proposed.
+
+    The path goes through the write tools' own guards (inside the root, never
+    under ``.git``, a protected path only if the user allowed this write), so
+    an edit reaches no file the model's call could not.
+    """
+    return await run_blocking(ctx, name, lambda d: _write_edited(ctx, args, content, d))
 
 
 EDIT_TOOLS = [

@@ -11,14 +11,14 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from tandem.tools.base import INVALID_INPUT, Tool, ToolArgs, ToolContext, ToolError
-from tandem.tools.edit import EDIT_TOOLS
+from tandem.tools.edit import EDIT_TOOLS, EditArgs, WriteArgs, write_edited
 from tandem.tools.files import READ_TOOLS
 from tandem.tools.paths import resolve_in_root
 from tandem.tools.permissions import GRANTS, SessionGrants, decide
 from tandem.tools.protected import check as protected_check
 from tandem.tools.protected import mentioned, question
 from tandem.tools.shell import SHELL_TOOLS
-from tandem.tools.types import PermissionRequest, ToolSink, ToolTurn
+from tandem.tools.types import EDITABLE_TOOLS, PermissionRequest, ToolSink, ToolTurn
 
 
 def default_tools() -> list[Tool]:
@@ -109,24 +109,33 @@ class ToolExecutor:
             # Always asked, whatever the mode or an earlier "allow for this session".
             decision = "ask"
             title = question(title, reason)
+        edited: str | None = None
         if decision == "ask":
-            answer = await self.sink.ask_permission(
-                PermissionRequest(
-                    call_id=call_id, tool=name, kind=tool.kind, title=title, input=input_dict,
-                    once_only=reason is not None,
-                )
+            asked = PermissionRequest(
+                call_id=call_id, tool=name, kind=tool.kind, title=title, input=input_dict,
+                once_only=reason is not None,
+                editable=reason is None and name in EDITABLE_TOOLS,
             )
+            answer = await self.sink.ask_permission(asked)
             if answer not in ("allow_once", "allow_session"):
                 # Anything but an explicit allow (reject, a dismissed prompt) refuses.
                 why = f" ({reason})" if reason else ""
+                said = asked.reply.reason if asked.reply is not None else None
+                told = f" The user's reason: {said}" if said else ""
                 return self._done(
                     call_id, name, "refused",
-                    f"The user rejected this tool call{why}; it did not run.")
+                    f"The user rejected this tool call{why}; it did not run.{told}")
             if answer == "allow_session" and reason is None:
                 self.grants.grant(self.request.session_id, name)
-        self.ctx.approved = set(protected)
+            if asked.reply is not None and isinstance(args, EditArgs | WriteArgs):
+                edited = asked.reply.content
+        # A user-edited change carries no protected-path approval: the guard decides.
+        self.ctx.approved = set(protected) if edited is None else set()
         try:
-            output = await tool.run(self.ctx, args)
+            if edited is not None and isinstance(args, EditArgs | WriteArgs):
+                output = await write_edited(self.ctx, name, args, edited)
+            else:
+                output = await tool.run(self.ctx, args)
         except ToolError as exc:
             return self._done(call_id, name, "failed", str(exc))
         except OSError as exc:

@@ -20,6 +20,19 @@ ToolKind = Literal["read", "edit", "execute", "other"]
 PermissionAnswer = Literal["allow_once", "allow_session", "reject"]
 """The user's answer to a `PermissionRequest`."""
 
+EDITABLE_TOOLS = ("write_file", "edit_file")
+"""The native tools whose proposed change the user may edit before it is written."""
+
+
+class PermissionReply(BaseModel):
+    """The user's answer with what it may carry: an edited change, a rejection's reason."""
+
+    answer: PermissionAnswer
+    content: str | None = None
+    """The file content the user wants written instead of the model's (``allow_once``)."""
+    reason: str | None = None
+    """Why the user rejected the call, for the model (``reject``)."""
+
 
 class PermissionRequest(BaseModel):
     """A question for the user about one tool call."""
@@ -32,6 +45,12 @@ class PermissionRequest(BaseModel):
     once_only: bool = False
     """Only "allow once" and "reject" are offered (a protected write): an answer of
     "allow for this session" counts as once and is never remembered."""
+    editable: bool = False
+    """The user may answer with an edited change (`PermissionReply.content`): a native
+    write or edit of an unprotected path."""
+    reply: PermissionReply | None = None
+    """Filled by the sink when the answer carried more than the choice (an edit, a
+    reason); the executor reads it after `ToolSink.ask_permission` returns."""
 
 
 class ToolTurn(Protocol):

@@ -27,7 +27,6 @@ from typing import Any
 import anyio.to_thread
 
 from tandem.checkpoints.hooks import Checkpoints
-from tandem.config.model import DEFAULT_PROTECTED_PATHS
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
@@ -37,18 +36,17 @@ from tandem.providers.base import (
     Outcome,
     PermissionAnswer,
     PermissionMode,
+    PermissionReply,
     Provider,
     TurnRequest,
     TurnResult,
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
-from tandem.sessions.projection import project
 from tandem.sessions.titles import name_untitled
-from tandem.store.entry_cache import journal_dicts
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.oserrors import io_error
-from tandem.store.turn_index import TurnIndex
+from tandem.turns.facts import JournalFacts, SessionFacts
 from tandem.turns.sink import Asker, JournalSink
 
 log = logging.getLogger("tandem.turns")
@@ -125,22 +123,13 @@ class TurnEngine:
     def __init__(self, events: EventSink, journal_of: Callable[[str], Journal],
                  provider_for: Callable[[TurnSpec, Journal], Provider],
                  checkpoints: Checkpoints | None = None,
-                 root_of: Callable[[Journal], Path] | None = None,
-                 entries_of: Callable[[Journal], list[JournalEntry]] | None = None,
+                 facts: SessionFacts | None = None,
                  gate: SessionGate | None = None,
-                 index_of: Callable[[Journal], TurnIndex] | None = None,
-                 projection_of: Callable[[Journal], list[Message]] | None = None,
-                 protected_of: Callable[[Path], tuple[str, ...]] | None = None) -> None:
+                 after_end: Iterable[Callable[[TurnEnded], None]] = ()) -> None:
         self.events = events
-        self.protected_of = protected_of or (lambda _root: DEFAULT_PROTECTED_PATHS)
-        """A root's ``protected_paths`` setting, read afresh for each turn."""
-        self.root_of = root_of or (lambda j: Path(j.header.cwd))
-        self.entries_of = entries_of or journal_dicts
-        """A journal's entries (the typed view; the service passes an incremental cache)."""
-        self.index_of = index_of or (lambda j: TurnIndex(self.entries_of(j)))
-        """A journal's entries by turn (the service passes the cache's shared index)."""
-        self.projection_of = projection_of or (lambda j: project(self.entries_of(j)))
-        """A journal's chat context (the service passes the incremental projection)."""
+        self.facts: SessionFacts = facts if facts is not None else JournalFacts()
+        """A session's root, entries, index, context and protected paths (the service
+        passes its caches; alone, the journal is read)."""
         self.journal_of = journal_of
         self.provider_for = provider_for
         self.checkpoints = checkpoints or Checkpoints()
@@ -152,7 +141,7 @@ class TurnEngine:
         self._repaired: set[str] = set()
         self._unrecorded: dict[tuple[str, int], str] = {}
         """Turns that ended failed without a durable ``turn_end``, with why."""
-        self.after_end: list[Callable[[TurnEnded], None]] = []
+        self.after_end: tuple[Callable[[TurnEnded], None], ...] = tuple(after_end)
         """Called with each ended turn once its session is free again (the queue's driver)."""
 
     # -- accepting ---------------------------------------------------------
@@ -175,12 +164,12 @@ class TurnEngine:
         if not journal.writable:
             raise TandemError("read-only", journal.read_only_reason or "session is read-only")
         self.repair(journal)
-        root = writable_root(journal, self.root_of(journal))
+        root = writable_root(journal, self.facts.root_of(journal))
         # The context is what precedes this turn: read before its first entry is written.
-        context = self.projection_of(journal) if spec.messages is None else spec.messages
-        turn = self.index_of(journal).next_turn()
+        context = self.facts.context(journal) if spec.messages is None else spec.messages
+        turn = self.facts.index(journal).next_turn()
         provider = self.provider_for(spec, journal)  # may refuse before anything is written
-        protected = self.protected_of(root)
+        protected = self.facts.protected(root)
         try:
             checkpoint = await self.checkpoints.before(root, spec.session, turn)
         except OSError as e:  # a full or read-only home: one sentence, nothing written
@@ -333,7 +322,7 @@ class TurnEngine:
 
     def _record_conversation(self, sink: JournalSink, conversation: Conversation) -> None:
         if (conversation.id, conversation.how) != last_acp_session(
-                self.entries_of(sink.journal)):
+                self.facts.entries(sink.journal)):
             sink.write({"type": "acp_session", "acp_session_id": conversation.id,
                         "how": conversation.how})
 
@@ -376,10 +365,15 @@ class TurnEngine:
                                              "instead (it goes when the turn ends)")
         return running.turn, running.sink.steer(text)
 
-    def answer(self, session: str, interaction: str, answer: PermissionAnswer) -> bool:
-        """Answer a pending interaction of SESSION's running turn."""
+    def answer(self, session: str, interaction: str,
+               answer: PermissionAnswer | PermissionReply) -> bool:
+        """Answer a pending interaction of SESSION's running turn (raises for a bad edit).
+
+        ANSWER is the bare choice or a reply carrying an edited change or a reason.
+        """
         running = self.running.get(session)
-        return running is not None and running.sink.answer(interaction, answer)
+        reply = answer if isinstance(answer, PermissionReply) else PermissionReply(answer=answer)
+        return running is not None and running.sink.answer(interaction, reply)
 
     async def wait(self, session: str, turn: int) -> TurnEnded:
         """Wait for turn TURN of SESSION to end and return how it ended."""
@@ -408,7 +402,7 @@ class TurnEngine:
             self.repair(journal)  # a turn a crash or a full disk left open ends here
         except TandemError as err:
             log.warning("cannot repair %s yet: %s", session, err.message)
-        rec = self.index_of(journal).get(turn)
+        rec = self.facts.index(journal).get(turn)
         end = rec.end if rec is not None else None
         if end is not None:
             patch = end.patch if isinstance(end.patch, dict) else None
@@ -432,7 +426,7 @@ class TurnEngine:
         if journal.id in self._repaired or journal.id in self.running or not journal.writable:
             return []
         open_turns = {rec.turn: rec.open_directive
-                      for rec in self.index_of(journal).open_turns()}
+                      for rec in self.facts.index(journal).open_turns()}
         for turn, directive in sorted(open_turns.items()):
             why = self._unrecorded.get((journal.id, turn))
             outcome, error = ("failed", why) if why else ("aborted", CRASH_ERROR)

@@ -19,7 +19,7 @@ from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import ModelsReply
 from tandem.protocol.turns import AgentSpec, RemoteHostSpec, SteerReply, TurnStatus
-from tandem.providers.base import PermissionAnswer, PermissionMode
+from tandem.providers.base import PermissionAnswer, PermissionMode, PermissionReply
 from tandem.providers.credentials import ApiFamily, resolve_credentials
 from tandem.providers.model_list import list_models, models_url
 from tandem.providers.registry import parse_provider
@@ -54,9 +54,13 @@ def steer(turns: TurnService, session: str, text: str) -> SteerReply:
     return SteerReply(session=sid, turn=turn, waiting=waiting)
 
 
-def answer(turns: TurnService, session: str, interaction_id: str,
-           reply: PermissionAnswer) -> None:
-    """Answer a permission question of SESSION's running turn (not-found: none waits)."""
+def answer(turns: TurnService, session: str, interaction_id: str, choice: PermissionAnswer,
+           content: str | None = None, reason: str | None = None) -> None:
+    """Answer a permission question of SESSION's running turn (not-found: none waits).
+
+    CONTENT is the user's edited change, REASON a rejection's reason for the model.
+    """
+    reply = PermissionReply(answer=choice, content=content, reason=reason)
     if not turns.engine.answer(turns.sessions.journal(session).id, interaction_id, reply):
         raise TandemError("not-found", f"No pending question {interaction_id} in {session}")
 

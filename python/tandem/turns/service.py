@@ -32,7 +32,8 @@ from tandem.store import layout
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
-from tandem.turns.engine import TurnEngine, TurnSpec, last_acp_session, run_blocking
+from tandem.turns.engine import TurnEnded, TurnEngine, TurnSpec, last_acp_session, run_blocking
+from tandem.turns.facts import ServiceFacts
 
 if TYPE_CHECKING:
     from tandem.checkpoints.checkpointer import Checkpointer
@@ -140,7 +141,9 @@ class TurnService:
 
     def __init__(self, events: EventSink, sessions: SessionService, gate: SessionGate,
                  checkpoints: Checkpoints, editor: EditorBridge | None = None,
-                 mcp: McpService | None = None) -> None:
+                 mcp: McpService | None = None,
+                 remote_target: Callable[[str], RemoteTarget | None] | None = None,
+                 after_end: Iterable[Callable[[TurnEnded], None]] = ()) -> None:
         self.events = events
         self.mcp = mcp if mcp is not None else McpService()
         """The sessions' MCP servers (started lazily, stopped with the session)."""
@@ -148,23 +151,20 @@ class TurnService:
         """The connected Emacs's buffers for ACP file requests (None: disk only)."""
         self.sessions = sessions
         self.gate = gate
-        self._config = ClientConfig()
-        sessions.front_end = self._config  # its settings layer (one object: edits show)
+        self._front_end = sessions.front_end
+        """The configuration shared with the sessions side (its settings layer)."""
         self._providers: dict[tuple[str, str], Provider] = {}
-        self.remote_target: Callable[[str], RemoteTarget | None] = lambda _session: None
-        """A session's remote target (the app sets `RemoteService.target`)."""
+        self.remote_target: Callable[[str], RemoteTarget | None] = (
+            remote_target or (lambda _session: None))
+        """A session's remote target (the app's `RemoteService.target`; none: all local)."""
         self._grants = SessionGrants()
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
-                                 root_of=sessions.root_of, entries_of=sessions.entries,
-                                 gate=gate, index_of=sessions.index,
-                                 projection_of=lambda j: sessions.projection(j).messages(),
-                                 protected_of=lambda root: sessions.resolved(
-                                     root).settings.protected())
+                                 facts=ServiceFacts(sessions), gate=gate, after_end=after_end)
 
     @property
     def config(self) -> ClientConfig:
         """What the front end configured (credentials, ACP agents, defaults)."""
-        return self._config
+        return self._front_end.config
 
     def configure(self, config: ClientConfig) -> bool:
         """Take the front end's CONFIG; True when it changed.
@@ -173,11 +173,10 @@ class TurnService:
         permission mode or default provider applies from the next turn on to the
         running agent (``session/set_mode``), which keeps its conversation.
         """
-        if config == self._config:
+        if config == self._front_end.config:
             return False
-        rebuild = _built_from(config) != _built_from(self._config)
-        self._config = config
-        self.sessions.front_end = config
+        rebuild = _built_from(config) != _built_from(self._front_end.config)
+        self._front_end.replace(config)
         if rebuild:
             self.forget_providers()
         return True
@@ -210,7 +209,7 @@ class TurnService:
                 "project_trusted": lambda root: self.sessions.resolved(root).trusted,
                 "tool_source": self.mcp.tool_source(settings_now)}
             self._providers[key] = build_provider(
-                spec.provider, resolved.settings, credentials=self._config.credentials,
+                spec.provider, resolved.settings, credentials=self.config.credentials,
                 grants=self._grants, origin=resolved.origin, conversation_id=conversation,
                 **agent)
         return self._providers[key]
@@ -227,9 +226,9 @@ class TurnService:
             section = getattr(resolved.settings, family, None)
             return getattr(section, "base_url", None)
 
-        agent = choose_agent(spec.provider, target, self._config.remote_hosts,
-                             self._config.credentials, settings_url, resolved.origin)
-        entry = host_entry(target, self._config.remote_hosts)
+        agent = choose_agent(spec.provider, target, self.config.remote_hosts,
+                             self.config.credentials, settings_url, resolved.origin)
+        entry = host_entry(target, self.config.remote_hosts)
         return RemoteProvider(spec.provider, target, agent,
                               entry.api_key if entry is not None else None,
                               grants=self._grants,

@@ -19,7 +19,7 @@ from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent, InteractionEvent
 from tandem.protocol.events import delta as delta_event
-from tandem.providers.base import PermissionAnswer, PermissionRequest, ToolKind
+from tandem.providers.base import PermissionAnswer, PermissionReply, PermissionRequest, ToolKind
 from tandem.store.journal import Journal
 from tandem.store.jsonl import now_iso
 from tandem.store.models import entry_to_dict
@@ -51,8 +51,10 @@ class JournalSink:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._ids = itertools.count(1)
-        self.pending: dict[str, asyncio.Future[PermissionAnswer]] = {}
+        self.pending: dict[str, asyncio.Future[PermissionReply]] = {}
         """Interactions waiting for the user, by interaction id."""
+        self.asked: dict[str, PermissionRequest] = {}
+        """The request of each pending interaction, to check what its answer carries."""
         self.final_text: list[str] = []
         """Every assistant message of the turn, for the directive frame."""
         self.write_error: str | None = None
@@ -141,32 +143,59 @@ class JournalSink:
         self.end_message()
         interaction = f"{self.turn}.{next(self._ids)}"
         options = ONCE_ONLY if request.once_only else OPTIONS
-        self.write({"type": "interaction", "interaction_id": interaction, "kind": "permission",
-                    "call_id": request.call_id, "title": request.title, "tool": request.tool,
-                    "tool_kind": request.kind, "options": options})
+        asked: dict[str, Any] = {
+            "type": "interaction", "interaction_id": interaction, "kind": "permission",
+            "call_id": request.call_id, "title": request.title, "tool": request.tool,
+            "tool_kind": request.kind, "options": options}
+        if request.editable:
+            asked["editable"] = True  # the view offers to edit the change before it lands
+        self.write(asked)
         if self.asker is not None:
-            answer = await self.asker(request, interaction)
+            reply = PermissionReply(answer=await self.asker(request, interaction))
         else:
-            future: asyncio.Future[PermissionAnswer] = (
+            future: asyncio.Future[PermissionReply] = (
                 asyncio.get_running_loop().create_future())
             self.pending[interaction] = future
+            self.asked[interaction] = request
             self.events.publish(self.session, InteractionEvent(
                 turn=self.turn, interaction_id=interaction, title=request.title,
                 tool=request.tool, options=options))
             try:
-                answer = await future
+                reply = await future
             finally:
                 self.pending.pop(interaction, None)
+                self.asked.pop(interaction, None)
+        answer = reply.answer
         if request.once_only and answer == "allow_session":
             answer = "allow_once"  # not offered: an allow counts for this write only
-        self.write({"type": "interaction_answer", "interaction_id": interaction,
-                    "answer": answer})
+        entry: dict[str, Any] = {"type": "interaction_answer", "interaction_id": interaction,
+                                 "answer": answer}
+        if reply.content is not None:
+            entry["edited"] = True  # the user's content is written, not the model's
+        if reply.reason is not None:
+            entry["reason"] = reply.reason
+        self.write(entry)
+        if reply.content is not None or reply.reason is not None:
+            request.reply = reply
         return answer
 
-    def answer(self, interaction: str, answer: PermissionAnswer) -> bool:
-        """Resolve a pending interaction; False when it is not pending."""
+    def answer(self, interaction: str, reply: PermissionReply) -> bool:
+        """Resolve a pending interaction; False when it is not pending.
+
+        An edited change (REPLY's content) is refused, with a sentence saying
+        why, unless the question offered editing: a native write or edit of a
+        path that is not protected.
+        """
         future = self.pending.get(interaction)
         if future is None or future.done():
             return False
-        future.set_result(answer)
+        request = self.asked.get(interaction)
+        if reply.content is not None and (request is None or not request.editable):
+            tool = request.tool if request is not None else "this tool"
+            why = ("a write to a protected path is allowed or rejected as the model "
+                   "proposed it" if request is not None and request.once_only
+                   else f"only a write_file or edit_file question takes one, not {tool}")
+            raise TandemError("invalid", f"Cannot answer {interaction} with an edited "
+                              f"change: {why}")
+        future.set_result(reply)
         return True

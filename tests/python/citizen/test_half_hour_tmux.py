@@ -22,28 +22,18 @@ Every check reads the screen (or the files a person would open).
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Script
 
-from demo.test_demo_tmux import Pane, _missing, tmux_socket
+from citizen.newuser import answer_yes, new_user, quit_emacs, shell, until
+from demo.test_demo_tmux import Pane
 
-ROOT = Path(__file__).resolve().parents[3]
 ANSWER = "Welcome to tandem; this answer streamed from the local test server."
-
-
-def shell(pane: Pane, line: str) -> None:
-    """Type LINE at the shell prompt and run it."""
-    pane.text(line)
-    pane.keys("Enter")
 
 
 @pytest.fixture
@@ -75,81 +65,8 @@ def fake_server() -> Iterator[str]:
 @pytest.fixture
 def user(tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
     """A shell in tmux for a new user: HOME with an init file that loads tandem."""
-    reason = _missing()
-    if reason:
-        print(f"SKIP test_half_hour_tmux: {reason}")
-        pytest.skip(reason)
-    if not (ROOT / "doc" / "tandem.info").exists():
-        subprocess.run(["make", "info"], cwd=ROOT, check=True, capture_output=True)
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "main.py").write_text('print("hello")\n')
-    home = tmp_path / "home"
-    (home / ".emacs.d").mkdir(parents=True)
-    (home / ".emacs.d" / "init.el").write_text(
-        f";; A new user's init file: tandem from a clone.\n"
-        f"(add-to-list 'load-path {json.dumps(str(ROOT / 'elisp'))})\n"
-        f"(require 'tandem)\n"
-        f"(setq inhibit-startup-screen t)\n")
-    env = {
-        # Inside tmux; screen's terminal setup sends Emacs no query whose
-        # late reply (under load) would arrive as typed text.
-        "HOME": str(home), "TERM": "screen-256color", "LANG": "C.UTF-8",
-        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "TANDEM_HOME": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "PS1": "user$ ",
-    }
-    command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()),
-                        shutil.which("bash") or "/bin/bash", "--norc", "--noprofile"])
-    pane = Pane("half-hour", tmux_socket())
-    pane.start(command, project, env, 120, 40)
-    try:
-        pane.wait_for(r"user\$", timeout=30)
-        yield pane, tmp_path
-    finally:
-        pane.stop()
-
-
-def until(check: Callable[[], bool], screen: str, timeout: float = 15) -> None:
-    """Wait until CHECK holds (a file on disk), else fail showing SCREEN."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached after {timeout}s; the screen:\n{screen}")
-        time.sleep(0.2)
-
-
-def answer_yes(pane: Pane, timeout: float = 10) -> None:
-    """Answer a y-or-n or yes-or-no question if one shows within TIMEOUT."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        screen = pane.screen()
-        if "(y or n)" in screen:
-            pane.text("y")
-            return
-        if "(yes or no)" in screen:
-            pane.text("yes")
-            pane.keys("Enter")
-            return
-        time.sleep(0.2)
-
-
-def _quit_emacs(pane: Pane) -> None:
-    pane.keys("C-x", "C-c")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        screen = pane.screen()
-        if "(y or n)" in screen or "(yes or no)" in screen:
-            pane.text("y" if "(y or n)" in screen else "yes")
-            pane.keys("Enter")
-        if screen.rstrip().endswith("user$"):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"Emacs did not quit:\n{pane.screen()}")
+    with new_user(tmp_path, "half-hour") as pane_and_tmp:
+        yield pane_and_tmp
 
 
 def test_a_new_users_first_half_hour(user: tuple[Pane, Path],
@@ -183,7 +100,7 @@ def test_a_new_users_first_half_hour(user: tuple[Pane, Path],
     pane.keys("C-c", "C-c")
     pane.wait_for(r"answer streamed from the local", timeout=60)
     pane.wait_for(r"✔ succeeded", timeout=30)
-    _quit_emacs(pane)
+    quit_emacs(pane)
 
     # The shell: the same configuration, no flag and no variable.
     pane.keys("C-l")
@@ -318,6 +235,6 @@ def test_a_new_users_first_half_hour(user: tuple[Pane, Path],
     assert "No match" not in screen
     pane.wait_for(r"Top", timeout=10)
     pane.keys("q")
-    _quit_emacs(pane)
+    quit_emacs(pane)
     settings = json.loads((tmp / "config" / "tandem" / "settings.json").read_text())
     assert settings["default_provider"] == "openai:fake-model"

@@ -1,0 +1,123 @@
+"""Talking to a running agent, in a real terminal with a normal init file.
+
+The user's settings file already names the local test server (what the first-run
+setup writes), so `M-x tandem` asks nothing. Then:
+
+- a request whose turn stops at a permission question; while it waits the user
+  types a second message and sends it with C-c C-c: it is queued under the running
+  turn (a visible row), the turn is not cancelled;
+- the question is answered with the keys the screen names (point comes back to
+  the composer, where it was); the file is written,
+  the turn ends well and the queued message goes as the next turn, whose answer
+  shows;
+- C-c C-k on an idle composer cancels nothing and says so;
+- with the session buffer out of sight (main.py fills the frame), a turn that
+  starts waiting is heard: the echo area says so (no desktop bus here) and names
+  the command that goes back, which lands on the question.
+
+Every check reads the screen (or the files a person would open).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.openai_server import FakeOpenAI
+from fakes.script import Script
+
+from citizen.newuser import new_user, quit_emacs, shell
+from demo.test_demo_tmux import Pane
+
+
+@pytest.fixture
+def fake_server() -> Iterator[str]:
+    """The scripted OpenAI-compatible server; yields its base URL (with /v1)."""
+    script = Script.load({
+        "default": {"text": "Nothing scripted for that.", "chunk_size": 8},
+        "steps": [
+            {"match": {"last_user_contains": "keep a notes file"},
+             "reply": {"text": "I will write it.", "tool_calls": [{
+                 "name": "write_file",
+                 "input": {"path": "notes.txt", "content": "first line\n"}}]}},
+            {"match": {"last_user_contains": "notes.txt"},
+             "reply": {"text": "Done: notes.txt is written."}},
+            {"match": {"last_user_contains": "add a second line"},
+             "reply": {"text": "The queued request arrived after the first turn."}},
+            {"match": {"last_user_contains": "also a todo file"},
+             # Slow enough that the user has left the session before it asks.
+             "reply": {"text": "Writing the todo file now.", "chunk_size": 2, "delay": 0.25,
+                       "tool_calls": [{
+                 "name": "write_file", "input": {"path": "todo.txt", "content": "x\n"}}]}},
+            {"match": {"last_user_contains": "todo.txt"},
+             "reply": {"text": "todo.txt is written."}},
+        ]})
+    with FakeOpenAI(script) as fake:
+        yield fake.base_url + "/v1"
+
+
+@pytest.fixture
+def user(tmp_path: Path, fake_server: str) -> Iterator[tuple[Pane, Path]]:
+    """A new user whose settings file (as the setup writes it) names the test server."""
+    config = tmp_path / "config" / "tandem"
+    config.mkdir(parents=True)
+    (config / "settings.json").write_text(json.dumps({
+        "default_provider": "openai:fake-model", "permission_mode": "ask",
+        "openai": {"base_url": fake_server}}))
+    with new_user(tmp_path, "running-agent") as pane_and_tmp:
+        yield pane_and_tmp
+
+
+def test_a_message_queued_while_a_question_waits(user: tuple[Pane, Path]) -> None:
+    pane, tmp = user
+    shell(pane, "emacs -nw main.py")
+    pane.wait_for(r"main\.py", timeout=60)
+    pane.keys("M-x")
+    pane.text("tandem")
+    pane.keys("Enter")
+    screen = pane.wait_for(r"chat ❯", timeout=60)
+    assert "Provider" not in screen.splitlines()[-1], screen
+
+    # The turn stops at a permission question.
+    pane.text("Please keep a notes file")
+    pane.keys("C-c", "C-c")
+    pane.wait_for(r"\[y\] Allow once", timeout=60)
+
+    # A second message while it waits: queued, never a cancel.
+    pane.text("Then add a second line")
+    pane.keys("C-c", "C-c")
+    screen = pane.wait_for(r"⧗ Queued \S+ · Then add a second line", timeout=30)
+    assert "aborted" not in screen and "cancelled" not in screen, screen
+    assert (tmp / "project" / "notes.txt").exists() is False
+
+    # The answer from the screen's own hint; the queue goes on after the turn.
+    pane.keys("C-c", "C-q")
+    pane.keys("y")
+    pane.wait_for(r"notes\.txt is written", timeout=60)
+    screen = pane.wait_for(r"queued request arrived after the first turn", timeout=60)
+    assert "⧗ Queued" not in screen, screen
+    assert (tmp / "project" / "notes.txt").read_text() == "first line\n"
+
+    # C-c C-k with nothing running cancels nothing, and says so.
+    pane.keys("C-c", "C-k")
+    screen = pane.wait_for(r"No turn is running|No turn to cancel", timeout=15)
+
+    # Out of sight, still heard: the question is announced and the command goes back.
+    pane.text("And also a todo file")
+    pane.keys("C-c", "C-c")
+    pane.wait_for(r"Writing the", timeout=30)  # it streams; it has not asked yet
+    pane.keys("C-x", "b")
+    pane.text("main.py")
+    pane.keys("Enter")
+    pane.keys("C-x", "1")
+    screen = pane.wait_for(r"Waits for you.*tandem-notify-visit", timeout=60)
+    assert "[y] Allow once" not in screen, screen  # the session really is out of sight
+    pane.keys("M-x")
+    pane.text("tandem-notify-visit")
+    pane.keys("Enter")
+    pane.wait_for(r"\[y\] Allow once", timeout=15)
+    pane.keys("C-c", "C-q")
+    pane.keys("y")
+    pane.wait_for(r"todo\.txt is written", timeout=60)
+    quit_emacs(pane)
