@@ -70,6 +70,7 @@
 (require 'tandem-view-shape)
 (require 'tandem-view-kinds)
 (require 'tandem-view-queue)
+(require 'tandem-view-steer)
 
 ;;;; Mode
 
@@ -106,6 +107,7 @@ In the composer:
               '(:eval (string-replace "%" "%%" (tandem-view--header-line))))
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
+  (setq-local tandem-composer-steer-function #'tandem-view-steer-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
               (lambda () (and (tandem-view-state-running tandem-view--state) t)))

@@ -121,7 +121,8 @@
     ("acp_option" :agent "claude" :option "mode" :value "plan" :outside t)
     ("revert" :of-turn 1 :path "a.txt" :hunk 0 :outside t)
     ("rewind_undo" :before-turn 1 :rewind-seq 5 :outside t)
-    ("queue" :op "add" :item "q1" :text "next" :outside t))
+    ("queue" :op "add" :item "q1" :text "next" :outside t)
+    ("steer" :text "use b.txt instead" :given "2026-01-01T00:00:00Z"))
   "A minimal entry of each kind, as the view receives them.")
 
 (ert-deftest tandem-citizen-every-entry-kind-speaks ()
