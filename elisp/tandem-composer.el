@@ -256,7 +256,7 @@ the composer keeps working while the transcript changes above it."
   (let* ((busy (tandem-composer-busy-p))
          (directive (not (eq tandem-composer--scope 'chat)))
          (label (tandem-composer-scope-label))
-         (keys (concat (if busy "C-c C-c queue · C-c C-k cancel the running turn"
+         (keys (concat (if busy "C-c C-c queue · C-c C-s steer · C-c C-k cancel the running turn"
                          "C-c C-c send")
                        (if directive " · C-c C-b back to chat" " · M-p/M-n history")
                        (if tandem-composer-note (concat " · " tandem-composer-note) "")))
