@@ -137,7 +137,7 @@ def build_provider(
     creds = bound_credentials(spec.family, given, section.base_url if section else None,
                               env=env, origin=origin)
     limits = loop_limits(typed)
-    # Only the chosen family's wire format is imported (start-up: issue 16).
+    # Only the chosen family's wire format is imported (start-up).
     if spec.family == "openai":
         from tandem.providers.openai import OpenAIWire
 
