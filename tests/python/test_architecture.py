@@ -226,10 +226,22 @@ _TRACKER = re.compile("|".join([
 ]))
 
 
+_NOT_THE_REPOSITORY = frozenset({".git", ".venv", ".cache", "__pycache__", ".mypy_cache",
+                                 ".ruff_cache", ".pytest_cache"})
+
+
 def _repository_files() -> list[Path]:
+    """Every file of the checkout, tracked or not, that git does not ignore.
+
+    Without git (a copy of the tree), every file outside the build and cache folders."""
     top = SOURCE.parent
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, check=True, cwd=top).stdout
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, check=True,
+                                cwd=top).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return [p for p in top.rglob("*")
+                if p.is_file() and not _NOT_THE_REPOSITORY & set(p.relative_to(top).parts)]
     return [top / name for name in listed.decode().split("\0") if name and (top / name).is_file()]
 
 
