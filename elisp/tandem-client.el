@@ -34,10 +34,10 @@
 (require 'seq)
 (require 'subr-x)
 (require 'json)
-(require 'seq)
 (require 'tandem-core)
 (require 'tandem-install)
 (require 'tandem-errors)
+(require 'tandem-wire)
 (require 'tandem-events-log)
 
 (defcustom tandem-python nil
@@ -160,123 +160,7 @@ is collected as usual once the frame is done.")
 (cl-defgeneric tandem-connection-shutdown (conn)
   "Stop CONN's backend and fail every pending call (mandatory).")
 
-;;;; Errors
-
-;; Each error code (a string from the backend, e.g. "invalid") has its own
-;; error condition `tandem-CODE' whose parent is `tandem-error', defined
-;; by tandem-errors.el from the backend's list, so that callers can catch
-;; one kind; the data stays (MESSAGE), and the message Emacs shows is just
-;; the backend's sentence.  A code this Emacs does not know (a newer
-;; backend) signals `tandem-error' itself, with data (MESSAGE CODE).
-;; Messages name no keys: an error whose way out is a command carries it
-;; in `:command', and its key is shown here, from this Emacs's keymaps.
-
-(defun tandem--error-symbol (code)
-  "Return the error condition of CODE, or `tandem-error' for an unknown code."
-  (let ((sym (and (stringp code) (intern-soft (concat "tandem-" code)))))
-    (if (and sym (get sym 'tandem-code)) sym 'tandem-error)))
-
-(defun tandem--signal (code message &optional _data _command)
-  "Signal the error condition of CODE with the readable MESSAGE.
-The key of the command an error names is in MESSAGE already."
-  (let ((sym (tandem--error-symbol code)) (text (format "%s" message)))
-    (signal sym (if (and (eq sym 'tandem-error) code) (list text code) (list text)))))
-
-(defun tandem-error-code (err)
-  "Return the code string of ERR, a caught `tandem-error' (e.g. \"invalid\").
-A code this Emacs does not know is the second element of ERR's data."
-  (or (get (car err) 'tandem-code) (nth 2 err)))
-
-(defun tandem-error-message (err)
-  "Return the readable message of ERR, a caught `tandem-error'."
-  (cadr err))
-
-(defun tandem-error-hint (command)
-  "Return how to run COMMAND, a command or its name, for an error message.
-It is COMMAND's key in the current buffer, by `substitute-command-keys',
-or its `execute-extended-command' form when it has none.  When COMMAND
-has no key but its `tandem-hint-command' property names a command that
-has one (a key that does COMMAND's job in this buffer), that key is shown."
-  (let* ((command (if (symbolp command) command (intern command)))
-         (via (get command 'tandem-hint-command))
-         (shown (if (and via (not (where-is-internal command nil t))
-                         (where-is-internal via nil t))
-                    via
-                  command)))
-    (substitute-command-keys (format "\\[%s]" shown))))
-
-(defun tandem--error-from-reply (kind err)
-  "Turn an error reply ERR of KIND into (CODE MESSAGE DATA COMMAND).
-When the reply names a COMMAND, its key follows MESSAGE in parentheses."
-  (cond ((and (listp err) (plist-get err :message))
-         (let ((command (plist-get err :command)))
-           (list (plist-get err :code)
-                 (if command
-                     (format "%s (%s)" (plist-get err :message) (tandem-error-hint command))
-                   (plist-get err :message))
-                 (plist-get err :data)
-                 command)))
-        ((eq kind 'epc-error) (list "protocol" (format "Protocol error: %s" err) nil))
-        (t (list "remote" (format "%s" err) nil))))
-
-;;;; Encoding
-
-(defun tandem--plain (value)
-  "Return VALUE with text properties removed from every string in it.
-Strings without properties are returned as they are (no copy)."
-  (cond ((stringp value)
-         (if (next-property-change 0 value) (substring-no-properties value)
-           (if (text-properties-at 0 value) (substring-no-properties value) value)))
-        ((consp value) (cons (tandem--plain (car value)) (tandem--plain (cdr value))))
-        ((vectorp value) (vconcat (mapcar #'tandem--plain value)))
-        (t value)))
-
-(defun tandem--insert-value (value)
-  "Insert VALUE at point, printed for the backend's reader.
-Strings are escaped with `string-replace' and inserted, never copied into
-intermediate strings: `prin1' and `concat' on large text cost
-milliseconds per 100 KB here.  Our reader takes other characters raw."
-  (cond ((stringp value)
-         (insert "\"" (string-replace "\"" "\\\"" (string-replace "\\" "\\\\" value)) "\""))
-        ((and (consp value) (proper-list-p value))
-         (insert "(")
-         (tandem--insert-value (car value))
-         (dolist (item (cdr value))
-           (insert " ")
-           (tandem--insert-value item))
-         (insert ")"))
-        ((vectorp value)
-         (insert "[")
-         (dotimes (i (length value))
-           (unless (zerop i) (insert " "))
-           (tandem--insert-value (aref value i)))
-         (insert "]"))
-        (t (let ((print-escape-newlines nil) (print-length nil) (print-level nil)
-                 (print-circle nil) (float-output-format nil))
-             (prin1 value (current-buffer))))))
-
-(defun tandem--frame-into-buffer (message)
-  "Make the current buffer hold MESSAGE as one EPC frame, in bytes."
-  (erase-buffer)
-  (set-buffer-multibyte t)
-  (tandem--insert-value message)
-  ;; Encoding a region copies it into a string first: garbage the size of
-  ;; the frame.  ASCII text (as many bytes as characters) is its own UTF-8.
-  (unless (= (position-bytes (point-max)) (point-max))
-    (encode-coding-region (point-min) (point-max) 'utf-8))
-  (set-buffer-multibyte nil)
-  (let ((length (buffer-size)))
-    (when (> length #xffffff)
-      (tandem--signal "too-large" (format "Request of %d bytes is too large for one frame"
-                                          length)))
-    (goto-char (point-min))
-    (insert (format "%06x" length))))
-
-(defun tandem--frame (message)
-  "Return MESSAGE as an EPC frame (a unibyte string)."
-  (with-temp-buffer
-    (tandem--frame-into-buffer message)
-    (buffer-string)))
+;;;; Sending
 
 (defun tandem--send (conn message)
   "Send MESSAGE to CONN's backend.
@@ -375,15 +259,11 @@ backend it follows."
 
 ;;;; Requests
 
-(defun tandem--ensure ()
-  "Return a live connection, starting the backend when there is none."
+(defun tandem-ensure-connection ()
+  "Return the current live connection, starting the backend when there is none."
   (if (and tandem--connection (tandem-connection-live-p tandem--connection))
       tandem--connection
     (tandem-start)))
-
-(defun tandem-ensure-connection ()
-  "Return the current live connection, starting the backend when there is none."
-  (tandem--ensure))
 
 (defun tandem--call (conn method params success error)
   "Send METHOD with PARAMS on CONN; run SUCCESS or ERROR with the reply.
@@ -422,7 +302,7 @@ error as (CODE MESSAGE DATA COMMAND); without it the error is shown as a
 message.
 CONNECTION, if non-nil, is the live connection to call on (default: the
 current one, started when needed).  Return the call's uid."
-  (tandem--call (or connection (tandem--ensure)) method params callback
+  (tandem--call (or connection (tandem-ensure-connection)) method params callback
                 (or errback
                     (lambda (err)
                       (message "tandem: %s failed: %s" method (nth 1 err))))))
@@ -433,7 +313,7 @@ Wait at most TIMEOUT seconds (default `tandem-request-timeout').  When
 CANCEL-ON-INPUT is non-nil, pending user input cancels the wait.  Failures
 of any kind -- an error reply, a timeout, a cancel, the backend dying --
 signal `tandem-error' with a readable message."
-  (let* ((conn (tandem--ensure))
+  (let* ((conn (tandem-ensure-connection))
          (state nil) (value nil)
          (uid (tandem--call conn method params
                             (lambda (v) (setq state 'ok value v))
@@ -581,7 +461,7 @@ initial environment, which any process of the user can read."
 An earlier backend is stopped first."
   (interactive)
   (when tandem--connection (tandem-connection-shutdown tandem--connection))
-  (let* ((read-process-output-max (max read-process-output-max (* 1024 1024)))
+  (let* ((read-process-output-max (max read-process-output-max tandem--read-max))
          (conn (tandem-connection
                 :token (secure-hash 'sha256 (format "%s%s%s" (random t) (float-time) (emacs-pid)))))
          (port (condition-case err (tandem--start-process conn)

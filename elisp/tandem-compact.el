@@ -29,6 +29,7 @@
 (require 'tandem-turns)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
+(require 'tandem-view-kinds)
 
 ;; The view is above this file (its compaction rows use it).
 (declare-function tandem-view-refresh "tandem-view-live" ())

@@ -67,7 +67,7 @@
     ("no-credentials"
      . "There is no API key for the provider; set its environment variable or add it to auth-source.")
     ("no-provider"
-     . "No provider was chosen; pass one (openai:MODEL, anthropic:MODEL, acp:AGENT) or set default_provider in settings.json.")
+     . "No provider was chosen; pass one (FAMILY:MODEL for an API family `tandem doctor` lists, or acp:AGENT) or set default_provider in settings.json.")
     ("no-such-method"
      . "The backend has no such method: Emacs and the backend are different versions; restart the backend from this checkout.")
     ("not-found"

@@ -64,11 +64,38 @@ gemini is started with --experimental-acp.")
            collect (cons name (if (equal name "gemini") (list found "--experimental-acp")
                                 (list found)))))
 
-(defconst tandem-setup--families
-  '(("Anthropic" "anthropic" "api.anthropic.com" "ANTHROPIC_API_KEY")
-    ("OpenAI" "openai" "api.openai.com" "OPENAI_API_KEY")
-    ("OpenAI-compatible server (llama.cpp, Ollama, vLLM…)" "openai" nil "OPENAI_API_KEY"))
-  "Provider kinds offered first: (LABEL FAMILY HOST KEY-VARIABLE).")
+;; The families come from the backend (its `hello' reply), the one place
+;; that knows which wire formats it speaks: none is named here.
+(defun tandem-setup--backend-families ()
+  "Return the API families the backend speaks, as plists (the `hello' reply's).
+Each has :name, :label, :default-base-url, :key-env and, when other
+servers speak its wire format, :compatible-label."
+  (plist-get (oref (tandem-ensure-connection) info) :families))
+
+(defun tandem-setup--family (name)
+  "Return the backend's plist of the family NAME, or nil."
+  (cl-find name (tandem-setup--backend-families)
+           :key (lambda (f) (plist-get f :name)) :test #'equal))
+
+(defun tandem-setup--families ()
+  "Return the provider kinds offered first: (LABEL FAMILY HOST KEY-VARIABLE).
+One row per API family at its default host, then one per family other
+servers speak (HOST nil: the setup asks for their URL), each part
+sorted by label."
+  (let* ((families (tandem-setup--backend-families))
+         (by-label (lambda (a b) (string< (car a) (car b))))
+         (own (mapcar (lambda (f)
+                        (list (plist-get f :label) (plist-get f :name)
+                              (url-host (url-generic-parse-url
+                                         (plist-get f :default-base-url)))
+                              (plist-get f :key-env)))
+                      families))
+         (compatible (cl-loop for f in families
+                              for label = (plist-get f :compatible-label)
+                              when (stringp label)
+                              collect (list label (plist-get f :name) nil
+                                            (plist-get f :key-env)))))
+    (append (sort own by-label) (sort compatible by-label))))
 
 (defun tandem-setup-needed-p ()
   "Return non-nil when no provider is chosen, neither here nor in settings.json."
@@ -95,7 +122,9 @@ Return nil when the key is found or not needed, else a note for the user."
          (local (member host '("127.0.0.1" "localhost" "::1" "[::1]")))
          (default (if local none auth))
          (where (tandem-setup--ask (format "Where is the %s key? " family)
-                                   (if (equal family "openai") (list auth env none)
+                                   (if (stringp (plist-get (tandem-setup--family family)
+                                                           :compatible-label))
+                                       (list auth env none)
                                      (list auth env))
                                    default)))
     (cond
@@ -145,12 +174,13 @@ The choices go to the user's settings file (settings.json under
 `tandem ask' and `tandem doctor' all read.  Return the provider chosen."
   (interactive)
   (let* ((agents (tandem-setup--acp-found))
-         (labels (append (mapcar #'car tandem-setup--families)
+         (families (tandem-setup--families))
+         (labels (append (mapcar #'car families)
                          (mapcar (lambda (a) (format "ACP agent: %s (%s)" (car a) (cadr a)))
                                  agents)))
          (label (tandem-setup--ask "Provider: " labels
                                    (car labels)))
-         (family-row (assoc label tandem-setup--families))
+         (family-row (assoc label families))
          (agent (and (null family-row)
                      (cl-find-if (lambda (a) (string-prefix-p (format "ACP agent: %s " (car a))
                                                               label))

@@ -17,6 +17,7 @@
 (require 'tandem-composer)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
+(require 'tandem-view-kinds)
 (require 'tandem-view-model)
 
 ;; The top row's button pages in older turns (tandem-view-live.el, above).

@@ -16,6 +16,7 @@
 (require 'cl-lib)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
+(require 'tandem-view-kinds)
 (require 'tandem-view-compaction)
 
 (defun tandem-view--fold-key (block part)
@@ -37,11 +38,12 @@
     ('turn (and (tandem-view-block-directive block)
                 (tandem-view-block-end-entry block)
                 (not (eq block (tandem-view--newest-turn-block)))))
-    (`(,(or 'prompt 'reasoning 'tool 'compaction) . ,_) t)
     ('live-reasoning t)
     ;; Old turns inside an unfolded compaction row: open, their parts as usual.
     (`(compacted ,_ turn) nil)
-    (`(compacted ,_ ,inner) (tandem-view--default-folded block inner))))
+    (`(compacted ,_ ,inner) (tandem-view--default-folded block inner))
+    ;; An entry's part, (reasoning SEQ) say: as its kind registered it.
+    (`(,(and part (pred symbolp)) . ,_) (tandem-view-kinds-folded-by-default-p part))))
 
 (defun tandem-view--folded-p (block part)
   "Return non-nil when PART of BLOCK is folded (an explicit fold wins)."

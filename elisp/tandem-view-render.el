@@ -7,8 +7,11 @@
 
 ;; A session buffer shows blocks: one per turn (every journal entry that
 ;; names the turn) and one per entry that belongs to no turn (rewind,
-;; compaction, unknown types).  This file defines the block and inserts
-;; one at point, given a predicate that says which parts are folded.
+;; compaction, unknown types).  This file draws the parts of a block: the
+;; header, the rows of the common entry kinds, the streamed text.  Which
+;; row an entry gets is the kind registry's choice (tandem-view-kinds.el,
+;; where `tandem-view-render-block' inserts a block at point, given a
+;; predicate that says which parts are folded).
 ;;
 ;; Parts are named by keys: `turn' (the whole turn), (prompt SEQ) for a
 ;; directive's submitted prompt, (reasoning SEQ), (tool CALL-ID),
@@ -70,7 +73,7 @@ Session buffers set it locally; elsewhere bodies are fontified at once.")
 
 (defvar tandem-view-render--kept nil
   "A body text left where it is shown: its rendering inserts nothing.
-Bound by a re-rendering around that body (tandem-view-settle.el); the
+Bound by a re-rendering around that body (tandem-view-stream.el); the
 text is compared with `eq', so it is the entry's own string.")
 
 (defvar tandem-view-render--kept-at nil
@@ -256,72 +259,86 @@ EDITABLE adds \`e', which opens the proposed change for editing."
             (tandem-view-answer-at (button-start button)
                      (button-get button 'tandem-answer))))
 
-(defun tandem-view-render--entry (block entry folded-p)
-  "Insert ENTRY of BLOCK, with FOLDED-P telling whether a part key is folded."
-  (let ((type (plist-get entry :type)) (seq (plist-get entry :seq)))
-    (pcase type
-      ((or "turn_start" "directive_open" "tool_result" "interaction_answer" "remote_turn"))
-      ("user"
-       (if (tandem-view-block-directive block)
-           (let ((folded (funcall folded-p (list 'prompt seq)))
-                 (text (plist-get entry :text)))
-             (tandem-view-render--line
-              (concat tandem-view-render-indent (tandem-view-render--arrow folded)
-                      (propertize (let ((n (1+ (cl-count ?\n (string-trim-right text)))))
-                                    (format "Prompt (%d line%s, exactly as submitted)"
-                                            n (if (= n 1) "" "s")))
-                                  'font-lock-face 'tandem-view-muted))
-              (list 'prompt seq))
-             (unless folded (tandem-view-render--body text)))
-         (tandem-view-render--body (plist-get entry :text))))
-      ("assistant"
-       (tandem-view-render--line (concat tandem-view-render-indent
-                                         (propertize "Assistant" 'font-lock-face 'tandem-view-role))
-                                 nil)
-       (let ((text (plist-get entry :text)) (start (point)))
-         (if (and tandem-view-render--kept (eq text tandem-view-render--kept))
-             (tandem-view-render--kept-place text)
-           (tandem-view-render--body text)
-           ;; Where the body is, for a re-rendering to leave it there.
-           (when (and tandem-view-render-lazy (not tandem-view-render-plain))
-             (put-text-property start (+ start (length text)) 'tandem-body text)))))
-      ("reasoning"
-       (let ((folded (funcall folded-p (list 'reasoning seq))))
-         (tandem-view-render--line
-          (concat tandem-view-render-indent (tandem-view-render--arrow folded)
-                  (propertize (format "Reasoning (%d words)"
-                                      (length (split-string (plist-get entry :text))))
-                              'font-lock-face 'tandem-view-reasoning))
-          (list 'reasoning seq))
-         (unless folded (tandem-view-render--body (plist-get entry :text) 'tandem-view-reasoning))))
-      ("tool_call"
-       (tandem-view-render--tool block entry (funcall folded-p (list 'tool (plist-get entry :call-id)))))
-      ("interaction" (tandem-view-render--interaction block entry))
-      ("turn_end"
-       ;; The live `turn-ended' event names the files; a turn read back
-       ;; from the journal has them in its `turn_end' entry's patch.
-       (let ((files (or (tandem-view-block-files-changed block)
-                        (tandem-view-render--patch-files entry))))
-         (tandem-view-render--line
-          (concat tandem-view-render-indent
-                  (tandem-view-render--outcome (plist-get entry :outcome) (plist-get entry :error))
-                  (if files (propertize (format " · %d file%s changed" (length files)
-                                                (if (cdr files) "s" ""))
-                                        'font-lock-face 'tandem-view-muted)
-                    "")
-                  (tandem-view-render--usage block entry))
-          nil)))
-      ("directive_close"
-       (tandem-view-render--line
-        (concat tandem-view-render-indent
-                (propertize (format "◇ Directive %s closed: " (plist-get entry :directive))
-                            'font-lock-face 'tandem-view-muted)
-                (tandem-view-render--outcome (plist-get entry :outcome))
-                (let ((summary (plist-get entry :summary)))
-                  (if (and summary (not (string-empty-p summary)))
-                      (concat " — " (tandem-view-render--first-line summary 70)) "")))
-        nil))
-      (_ (tandem-view-render--other block entry folded-p tandem-view-render-indent)))))
+;;;; The rows of each kind (tandem-view-kinds.el registers them)
+
+(defun tandem-view-render--user (block entry folded-p)
+  "Insert ENTRY, a `user' message of BLOCK: a directive's prompt, else its body.
+The prompt is a fold; FOLDED-P tells whether a part key is folded."
+  (if (tandem-view-block-directive block)
+      (let* ((seq (plist-get entry :seq))
+             (folded (funcall folded-p (list 'prompt seq)))
+             (text (plist-get entry :text)))
+        (tandem-view-render--line
+         (concat tandem-view-render-indent (tandem-view-render--arrow folded)
+                 (propertize (let ((n (1+ (cl-count ?\n (string-trim-right text)))))
+                               (format "Prompt (%d line%s, exactly as submitted)"
+                                       n (if (= n 1) "" "s")))
+                             'font-lock-face 'tandem-view-muted))
+         (list 'prompt seq))
+        (unless folded (tandem-view-render--body text)))
+    (tandem-view-render--body (plist-get entry :text))))
+
+(defun tandem-view-render--assistant (_block entry _folded-p)
+  "Insert ENTRY, an `assistant' message: its role line and its body."
+  (tandem-view-render--line (concat tandem-view-render-indent
+                                    (propertize "Assistant" 'font-lock-face 'tandem-view-role))
+                            nil)
+  (let ((text (plist-get entry :text)) (start (point)))
+    (if (and tandem-view-render--kept (eq text tandem-view-render--kept))
+        (tandem-view-render--kept-place text)
+      (tandem-view-render--body text)
+      ;; Where the body is, for a re-rendering to leave it there.
+      (when (and tandem-view-render-lazy (not tandem-view-render-plain))
+        (put-text-property start (+ start (length text)) 'tandem-body text)))))
+
+(defun tandem-view-render--reasoning (_block entry folded-p)
+  "Insert ENTRY, a `reasoning' entry: a fold line, then its text.
+The text is left out when FOLDED-P says its part is folded."
+  (let* ((seq (plist-get entry :seq))
+         (folded (funcall folded-p (list 'reasoning seq))))
+    (tandem-view-render--line
+     (concat tandem-view-render-indent (tandem-view-render--arrow folded)
+             (propertize (format "Reasoning (%d words)"
+                                 (length (split-string (plist-get entry :text))))
+                         'font-lock-face 'tandem-view-reasoning))
+     (list 'reasoning seq))
+    (unless folded (tandem-view-render--body (plist-get entry :text) 'tandem-view-reasoning))))
+
+(defun tandem-view-render--tool-call (block entry folded-p)
+  "Insert ENTRY, a `tool_call' of BLOCK, folded or not as FOLDED-P answers."
+  (tandem-view-render--tool block entry (funcall folded-p (list 'tool (plist-get entry :call-id)))))
+
+(defun tandem-view-render--interaction-row (block entry _folded-p)
+  "Insert ENTRY, an `interaction' of BLOCK (`tandem-view-render--interaction')."
+  (tandem-view-render--interaction block entry))
+
+(defun tandem-view-render--turn-end (block entry _folded-p)
+  "Insert ENTRY, BLOCK's `turn_end': outcome, files changed, tokens."
+  ;; The live `turn-ended' event names the files; a turn read back
+  ;; from the journal has them in its `turn_end' entry's patch.
+  (let ((files (or (tandem-view-block-files-changed block)
+                   (tandem-view-render--patch-files entry))))
+    (tandem-view-render--line
+     (concat tandem-view-render-indent
+             (tandem-view-render--outcome (plist-get entry :outcome) (plist-get entry :error))
+             (if files (propertize (format " · %d file%s changed" (length files)
+                                           (if (cdr files) "s" ""))
+                                   'font-lock-face 'tandem-view-muted)
+               "")
+             (tandem-view-render--usage block entry))
+     nil)))
+
+(defun tandem-view-render--directive-close (_block entry _folded-p)
+  "Insert ENTRY, a `directive_close': the directive's outcome and summary."
+  (tandem-view-render--line
+   (concat tandem-view-render-indent
+           (propertize (format "◇ Directive %s closed: " (plist-get entry :directive))
+                       'font-lock-face 'tandem-view-muted)
+           (tandem-view-render--outcome (plist-get entry :outcome))
+           (let ((summary (plist-get entry :summary)))
+             (if (and summary (not (string-empty-p summary)))
+                 (concat " — " (tandem-view-render--first-line summary 70)) "")))
+   nil))
 
 (defun tandem-view-render--patch-files (end)
   "Return the paths of the files changed in the turn END closes.
@@ -342,25 +359,6 @@ END is a `turn_end' entry; its patch names the files."
         (propertize (concat " · " text (if cost (concat " · " (tandem-usage-format-cost cost)) ""))
                     'font-lock-face 'tandem-view-muted)
       "")))
-
-(defvar tandem-view-render-kind-functions nil
-  "Renderers of entry kinds this file does not know, by type.
-An alist (TYPE . FUNCTION); FUNCTION is called with the block, the
-entry and the fold predicate, point at the line's start, and inserts
-the entry's lines (or nothing, for a kind kept out of the transcript).
-Filled by tandem-view-kinds.el.")
-
-(defun tandem-view-render--other (block entry folded-p prefix)
-  "Insert ENTRY of BLOCK through `tandem-view-render-kind-functions'.
-An unknown kind (from a newer tandem) keeps an honest one-line row,
-indented by PREFIX; FOLDED-P as for a turn."
-  (let* ((type (plist-get entry :type))
-         (fn (cdr (assoc type tandem-view-render-kind-functions))))
-    (if fn (funcall fn block entry folded-p)
-      (tandem-view-render--line
-       (propertize (format "%s· %s (seq %s)" prefix type (plist-get entry :seq))
-                   'font-lock-face 'tandem-view-muted)
-       nil))))
 
 (defvar tandem-view-live-fontify-interval 0.25
   "Seconds between two fontifications of the paragraph still streaming.
@@ -423,96 +421,79 @@ FOLDED-P tells whether a part key is folded."
                                                  'wrap-prefix tandem-view-render-indent))))
     (setf (tandem-view-block-text-shown block) (length text))))
 
-(defun tandem-view-render--outside (block folded-p)
-  "Insert BLOCK, an entry outside any turn; FOLDED-P as for a turn."
-  (let* ((entry (car (tandem-view-block-entries block)))
-         (type (plist-get entry :type)) (seq (plist-get entry :seq)))
-    (pcase type
-      ("rewind"
-       (tandem-view-render--line
-        (propertize (format "⟲ Rewound to before turn %s · %s" (plist-get entry :before-turn)
-                            (tandem-view-render-time (plist-get entry :ts)))
-                    'font-lock-face 'tandem-view-muted)
-        nil))
-      ("rewind_undo"
-       (tandem-view-render--line
-        (propertize (format (if (plist-get entry :files-only)
-                                "⟲ Files put back as before the rewind before turn %s \
-(its turns stay rewound) · %s"
-                              "⟲ Undid the rewind before turn %s · %s")
-                            (plist-get entry :before-turn)
-                            (tandem-view-render-time (plist-get entry :ts)))
-                    'font-lock-face 'tandem-view-muted)
-        nil))
-      ("rewind_recovery"
-       ;; A rewind (or its undo) a crash interrupted, settled when the backend came back.
-       (tandem-view-render--line
-        (propertize (format "⟲ Interrupted %s before turn %s %s · %s"
-                            (if (plist-get entry :undo) "undo of the rewind" "rewind")
-                            (plist-get entry :before-turn)
-                            (if (equal (plist-get entry :outcome) "committed")
-                                "kept" "rolled back")
-                            (tandem-view-render-time (plist-get entry :ts)))
-                    'font-lock-face 'tandem-view-muted)
-        nil)
-       (let ((note (plist-get entry :message)))
-         (when (and (stringp note) (not (string-empty-p note)))
-           (tandem-view-render--body note 'tandem-view-muted))))
-      ("revert"
-       ;; A hunk or file of a turn reverted from its review (tandem-review).
-       (tandem-view-render--line
-        (propertize (format "↶ Reverted %s%s of turn %s · %s"
-                            (if (integerp (plist-get entry :hunk))
-                                (format "hunk %d of " (1+ (plist-get entry :hunk)))
-                              "")
-                            (plist-get entry :path) (plist-get entry :of-turn)
-                            (tandem-view-render-time (plist-get entry :ts)))
-                    'font-lock-face 'tandem-view-muted)
-        nil))
-      ("compaction"
-       (let ((folded (funcall folded-p (list 'compaction seq)))
-             (first-kept (plist-get entry :first-kept-turn)))
-         (tandem-view-render--line
-          (propertize (format "%s≡ Compacted%s%s" (tandem-view-render--arrow folded)
-                              (if (plist-get entry :tokens-before)
-                                  (format " (%s → %s tokens)" (plist-get entry :tokens-before)
-                                          (plist-get entry :tokens-after))
-                                "")
-                              (if (integerp first-kept)
-                                  (format " · turns before %d" first-kept)
-                                ""))
-                      'font-lock-face 'tandem-view-muted)
-          (list 'compaction seq))
-         (unless folded
-           (tandem-view-render--body (plist-get entry :summary))
-           ;; The summarised turns themselves, from the journal (read-only).
-           (when (and (integerp first-kept) (fboundp 'tandem-view-compaction-insert-old))
-             (tandem-view-compaction-insert-old entry folded-p)))))
-      (_ (tandem-view-render--other block entry folded-p "")))))
+;;;; Rows of entries outside any turn
 
-(defun tandem-view-render-block (block folded-p)
-  "Insert BLOCK at point.
-FOLDED-P is called with a part key and returns non-nil when that part
-is folded.  The block ends with an empty line."
-  (if (null (tandem-view-block-turn block))
-      (tandem-view-render--outside block folded-p)
-    (let ((folded (funcall folded-p 'turn)))
-      (tandem-view-render--header block folded)
-      (unless folded
-        (let ((ordered (tandem-view-block-ordered block)) (end nil))
-          (dolist (entry ordered)
-            (if (equal (plist-get entry :type) "turn_end")
-                (setq end entry)
-              (tandem-view-render--entry block entry folded-p)))
-          (dolist (i (reverse (tandem-view-block-interactions block)))
-            (unless (cl-find (plist-get i :interaction-id) ordered
-                             :key (lambda (e) (and (equal (plist-get e :type) "interaction")
-                                                   (plist-get e :interaction-id)))
-                             :test #'equal)
-              (tandem-view-render--interaction block i)))
-          (tandem-view-render--live block folded-p)
-          (when end (tandem-view-render--entry block end folded-p))))))
-  (insert "\n"))
+(defun tandem-view-render--rewind (_block entry _folded-p)
+  "Insert ENTRY, a `rewind': the turn it went back to before."
+  (tandem-view-render--line
+   (propertize (format "⟲ Rewound to before turn %s · %s" (plist-get entry :before-turn)
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
+(defun tandem-view-render--rewind-undo (_block entry _folded-p)
+  "Insert ENTRY, a `rewind_undo': the rewind undone, or only its files."
+  (tandem-view-render--line
+   (propertize (format (if (plist-get entry :files-only)
+                           "⟲ Files put back as before the rewind before turn %s \
+(its turns stay rewound) · %s"
+                         "⟲ Undid the rewind before turn %s · %s")
+                       (plist-get entry :before-turn)
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
+(defun tandem-view-render--rewind-recovery (_block entry _folded-p)
+  "Insert ENTRY, a `rewind_recovery'.
+That is a rewind (or its undo) a crash interrupted, settled when the
+backend came back."
+  (tandem-view-render--line
+   (propertize (format "⟲ Interrupted %s before turn %s %s · %s"
+                       (if (plist-get entry :undo) "undo of the rewind" "rewind")
+                       (plist-get entry :before-turn)
+                       (if (equal (plist-get entry :outcome) "committed")
+                           "kept" "rolled back")
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil)
+  (let ((note (plist-get entry :message)))
+    (when (and (stringp note) (not (string-empty-p note)))
+      (tandem-view-render--body note 'tandem-view-muted))))
+
+(defun tandem-view-render--revert (_block entry _folded-p)
+  "Insert ENTRY, a `revert': a hunk or file of a turn reverted from its review."
+  (tandem-view-render--line
+   (propertize (format "↶ Reverted %s%s of turn %s · %s"
+                       (if (integerp (plist-get entry :hunk))
+                           (format "hunk %d of " (1+ (plist-get entry :hunk)))
+                         "")
+                       (plist-get entry :path) (plist-get entry :of-turn)
+                       (tandem-view-render-time (plist-get entry :ts)))
+               'font-lock-face 'tandem-view-muted)
+   nil))
+
+(defun tandem-view-render--compaction (_block entry folded-p)
+  "Insert ENTRY, a `compaction': a fold line, its summary and the old turn rows.
+FOLDED-P tells whether a part key is folded."
+  (let* ((seq (plist-get entry :seq))
+         (folded (funcall folded-p (list 'compaction seq)))
+         (first-kept (plist-get entry :first-kept-turn)))
+    (tandem-view-render--line
+     (propertize (format "%s≡ Compacted%s%s" (tandem-view-render--arrow folded)
+                         (if (plist-get entry :tokens-before)
+                             (format " (%s → %s tokens)" (plist-get entry :tokens-before)
+                                     (plist-get entry :tokens-after))
+                           "")
+                         (if (integerp first-kept)
+                             (format " · turns before %d" first-kept)
+                           ""))
+                 'font-lock-face 'tandem-view-muted)
+     (list 'compaction seq))
+    (unless folded
+      (tandem-view-render--body (plist-get entry :summary))
+      ;; The summarised turns themselves, from the journal (read-only).
+      (when (and (integerp first-kept) (fboundp 'tandem-view-compaction-insert-old))
+        (tandem-view-compaction-insert-old entry folded-p)))))
 
 (provide 'tandem-view-render)
 ;;; tandem-view-render.el ends here

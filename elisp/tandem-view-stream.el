@@ -22,6 +22,7 @@
 (require 'tandem-view-state)
 (require 'tandem-view-block)
 (require 'tandem-view-render)
+(require 'tandem-view-kinds)
 (require 'tandem-view-segments)
 (require 'tandem-view-draw)
 

@@ -21,15 +21,26 @@
 ;; files further down:
 ;;   tandem-view-commands.el   -- folding, moving, answering, send, cancel.
 ;;   tandem-view-live.el       -- full rendering, older pages, events.
+;;   tandem-view-queue.el      -- the queued drafts' rows under a turn.
 ;;   tandem-view-frame.el      -- the one timer that applies changes.
+;;   tandem-view-stream.el     -- streamed text appended; long bodies kept.
 ;;   tandem-view-draw.el       -- editing blocks and rows; the keymaps.
 ;;   tandem-view-model.el      -- blocks from entries, folds.
-;;   tandem-view-compaction.el -- compaction rows.
-;;   tandem-view-render.el     -- rendering one block (and markdown).
+;;   tandem-view-compaction.el -- compaction rows and the turns they hold.
+;;   tandem-view-kinds.el      -- the entry-kind registry; a block at point.
+;;   tandem-view-render.el     -- the parts of a block: header, rows, live.
+;;   tandem-view-usage.el      -- the header line's token totals and cost.
 ;;   tandem-view-state.el      -- the buffer's state, the buffer registry.
+;;   tandem-view-gc.el         -- garbage collection paced while streaming.
+;;   tandem-view-fontify.el    -- jit-lock fontifying displayed segments.
+;;   tandem-view-lazy.el       -- bodies of a long history marked later.
+;;   tandem-view-markdown.el   -- Markdown to propertized text.
+;;   tandem-view-segments.el   -- bodies cut into segments fontified alone.
+;;   tandem-view-format.el     -- faces, indentation, small formatters.
+;;   tandem-view-block.el      -- the block struct and questions about it.
 ;;
 ;; Streaming: events only change the model and mark what is dirty; one
-;; timer (`tandem-view-frame-interval', about 30 Hz) applies everything
+;; timer (`tandem-view-frame-interval', 0.05 s: 20 Hz) applies everything
 ;; at once.  Streamed text is appended at a marker; a block is re-rendered
 ;; only when its structure changes.  Windows whose point is in the
 ;; transcript keep point and start (anchored to blocks); a window whose
@@ -59,6 +70,7 @@
 (require 'tandem-view-shape)
 (require 'tandem-view-kinds)
 (require 'tandem-view-queue)
+(require 'tandem-view-steer)
 
 ;;;; Mode
 
@@ -95,6 +107,7 @@ In the composer:
               '(:eval (string-replace "%" "%%" (tandem-view--header-line))))
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
+  (setq-local tandem-composer-steer-function #'tandem-view-steer-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
               (lambda () (and (tandem-view-state-running tandem-view--state) t)))

@@ -76,8 +76,10 @@ class App:
                                  remote_target=self._remote_target, after_end=[self._after_turn])
 
     def _after_turn(self, ended: TurnEnded) -> None:
-        # Only a session with queued messages needs the queue's driver.
-        if queue.fold(self.sessions.entries(self.sessions.journal(ended.session))).items:
+        # Only a session with queued messages (or steers its turn did not take)
+        # needs the queue's driver.
+        if ended.steers_left or queue.fold(
+                self.sessions.entries(self.sessions.journal(ended.session))).items:
             self.queue.on_turn_ended(ended)
 
     def _recover_on_open(self, journal: Journal) -> None:

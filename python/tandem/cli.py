@@ -59,7 +59,8 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
     ask.add_argument("prompt", help="what to ask")
     ask.add_argument("--cwd", help="project directory of a new session (default: here)")
     ask.add_argument("--session", help="continue this session (id or unique prefix)")
-    ask.add_argument("--provider", help="openai:MODEL, anthropic:MODEL or acp:AGENT")
+    ask.add_argument("--provider", help="FAMILY:MODEL (an API family `tandem doctor` lists) "
+                     "or acp:AGENT")
     ask.add_argument("--permission-mode", choices=["ask", "auto-edit", "read-only"])
     ask.add_argument("--json", action="store_true", help="end with one JSON line")
     ask.set_defaults(func=lazy("tandem.ask", "run_ask"))

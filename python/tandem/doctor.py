@@ -18,11 +18,11 @@ from pydantic import BaseModel
 
 from tandem import secrets
 from tandem.paths import tandem_home
+from tandem.providers import families
 from tandem.store import fsutil
 from tandem.store.home import prepare_home
 
 PACKAGES = ("epc", "sexpdata", "pydantic", "anyio", "httpx", "httpx-sse", "agent-client-protocol")
-KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 ACP_COMMANDS = ("claude-agent-acp", "claude-code-acp", "codex-acp", "gemini")
 
 
@@ -164,7 +164,8 @@ def checks() -> list[Check]:
     result += _configured()
     result.append(_project_trust())
     keys = secrets.lookup_env()  # keys live in memory, not in os.environ
-    for provider, var in KEY_VARS.items():
+    for provider, variables in families.key_vars().items():
+        var = next((v for v in variables if keys.get(v)), variables[0])
         result.append(Check(name=f"provider {provider}", ok=bool(keys.get(var)),
                             required=False,
                             detail=f"{var} is set" if keys.get(var) else f"{var} not set"))

@@ -121,7 +121,8 @@
     ("acp_option" :agent "claude" :option "mode" :value "plan" :outside t)
     ("revert" :of-turn 1 :path "a.txt" :hunk 0 :outside t)
     ("rewind_undo" :before-turn 1 :rewind-seq 5 :outside t)
-    ("queue" :op "add" :item "q1" :text "next" :outside t))
+    ("queue" :op "add" :item "q1" :text "next" :outside t)
+    ("steer" :text "use b.txt instead" :given "2026-01-01T00:00:00Z"))
   "A minimal entry of each kind, as the view receives them.")
 
 (ert-deftest tandem-citizen-every-entry-kind-speaks ()
@@ -142,11 +143,12 @@
                          (tandem-view-render-block block (lambda (_) nil))
                          (buffer-string))))
             (should-not (string-match-p (format "· %s (seq 7)" type) text))
-            (when (member type tandem-view-kinds-shown-elsewhere)
-              (should (string-match-p (format "^%s:" type)
-                                      (documentation-property
-                                       'tandem-view-kinds-shown-elsewhere
-                                       'variable-documentation))))))))))
+            (should (tandem-view-kinds-get type))
+            (when (member type (tandem-view-kinds-shown-elsewhere))
+              ;; The turn's header line and the block's empty line: no row of its own.
+              (should (string-match-p "\\`[^\n]*\n\n\\'" text))
+              (should (string-match-p "[[:alpha:]]" (tandem-view-kind-elsewhere
+                                                      (tandem-view-kinds-get type)))))))))))
 
 (ert-deftest tandem-citizen-unknown-kind-keeps-its-row ()
   "A kind from a newer tandem keeps its honest one-line row."
@@ -157,6 +159,41 @@
                  (lambda (_) nil))
                 (buffer-string))))
     (should (string-match-p "· from_the_future (seq 3)" text))))
+
+;; The kind registry itself: elisp only, no backend.
+(ert-deftest tandem-citizen-kind-registry-drives-folding ()
+  "The parts registered as folded start folded; other parts start open."
+  (dolist (part '(prompt reasoning tool compaction))
+    (should (tandem-view-kinds-folded-by-default-p part)))
+  (should-not (tandem-view-kinds-folded-by-default-p 'interaction))
+  (should (equal (tandem-view-kind-fold (tandem-view-kinds-get "reasoning")) 'reasoning))
+  (should (equal (tandem-view-kinds-shown-elsewhere)
+                 '("directive_open" "interaction_answer" "remote_turn" "tool_result"
+                   "turn_start"))))
+
+(ert-deftest tandem-citizen-kind-out-of-place-keeps-the-unknown-row ()
+  "A kind registered for turns, found outside one, keeps the honest unknown row."
+  (let ((text (with-temp-buffer
+                (tandem-view-render-block
+                 (tandem-view-block-create :key 4 :entries (list (list :type "user" :seq 4
+                                                                       :text "hi")))
+                 (lambda (_) nil))
+                (buffer-string))))
+    (should (equal text "· user (seq 4)\n\n"))))
+
+(ert-deftest tandem-citizen-kind-definition-refuses-bad-input ()
+  "A malformed kind definition is an error that names what is wrong."
+  (dolist (case '((("x") . "needs either :render or :elsewhere, not neither")
+                  (("x" :render ignore :elsewhere "there") . "not both")
+                  (("x" :render 42) . ":render is not a function")
+                  (("x" :render ignore :place inside) . ":place is not")
+                  (("x" :render ignore :fold "tool") . ":fold is not a part symbol")
+                  (("x" :render ignore :folded t) . ":fold is not a part symbol")
+                  (("x" :render ignore :colour red) . "unknown properties (:colour)")
+                  ((x :render ignore) . "type is not a string")))
+    (let ((err (should-error (apply #'tandem-view-kinds-define (car case)))))
+      (should (string-match-p (regexp-quote (cdr case)) (error-message-string err)))))
+  (should-not (tandem-view-kinds-get "x")))
 
 (ert-deftest tandem-citizen-directive-at-point-anchors-the-function ()
   "`tandem-directive' with point inside a function and no region anchors the whole function."

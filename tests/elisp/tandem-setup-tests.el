@@ -163,5 +163,30 @@ none of them lands in customize, and every prompt shows its default."
       (should (string-match-p "compaction_threshold"
                               (cadr (should-error (tandem-configure) :type 'tandem-error)))))))
 
+(ert-deftest tandem-setup-families-come-from-the-backend ()
+  "The provider kinds the setup offers are the backend's families (its `hello' reply).
+Each at its default host with its key variable, then the servers that
+speak a family's wire format, asked for their URL; a local server may
+need no key, a family without compatible servers always does."
+  (tandem-test-with-backend
+    (should (equal (tandem-setup--families)
+                   '(("Anthropic" "anthropic" "api.anthropic.com" "ANTHROPIC_API_KEY")
+                     ("OpenAI" "openai" "api.openai.com" "OPENAI_API_KEY")
+                     ("OpenAI-compatible server (llama.cpp, Ollama, vLLM…)" "openai" nil
+                      "OPENAI_API_KEY"))))
+    (should (equal (plist-get (tandem-setup--family "anthropic") :default-base-url)
+                   "https://api.anthropic.com"))
+    (should-not (tandem-setup--family "no-such-family"))
+    (let (offered
+          (tandem-provider-hosts tandem-provider-hosts)
+          (process-environment (cons "ANTHROPIC_API_KEY=sk-x" process-environment)))
+      (dolist (family '("openai" "anthropic"))
+        (let ((tandem-setup-read-function
+               (lambda (_prompt choices &optional _default)
+                 (push (cons family (length choices)) offered)
+                 (nth 1 choices))))       ; the environment variable
+          (tandem-setup--key family "api.example.com" "ANTHROPIC_API_KEY")))
+      (should (equal (nreverse offered) '(("openai" . 3) ("anthropic" . 2)))))))
+
 (provide 'tandem-setup-tests)
 ;;; tandem-setup-tests.el ends here

@@ -99,8 +99,8 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.app", "tandem.remote.service"): _REMOTE,
     ("tandem.app", "tandem.remote.checkpoints"): _REMOTE,
     ("tandem.app", "tandem.remote.agent_llm"): _REMOTE,
-    ("tandem.providers.registry", "tandem.providers.openai"): _ONE_FAMILY,
-    ("tandem.providers.registry", "tandem.providers.anthropic"): _ONE_FAMILY,
+    ("tandem.providers.families", "tandem.providers.openai"): _ONE_FAMILY,
+    ("tandem.providers.families", "tandem.providers.anthropic"): _ONE_FAMILY,
     ("tandem.providers.registry", "tandem.providers.acp"): (
         "start-up of `tandem serve` and `tandem ask`: the acp SDK takes ~1.5 s to import; "
         "it loads with the first ACP provider"),

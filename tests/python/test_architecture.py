@@ -264,7 +264,7 @@ def test_the_tracker_pattern_sees_numbers_and_spares_upstream_links() -> None:
         assert not _TRACKER.search(fine), fine
 
 
-_PENDING = {"python/tandem/providers/families.py": "the table of provider families, being built"}
+_PENDING: dict[str, str] = {}
 """Files docs/architecture.md names before they land, with why (tolerated, never required)."""
 
 
@@ -277,3 +277,56 @@ def test_every_file_architecture_md_names_exists() -> None:
     assert "python/tandem/directives/prompts.py" in named
     missing = sorted(p for p in named - set(_PENDING) if not (top / p).is_file())
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+# A provider family is one row (`tandem.providers.families`).
+
+FAMILY_WORD = r"\b(openai|anthropic)\b"
+"""The built-in family names, as a lowercase word (``openai``, ``openai:MODEL``,
+``anthropic-version``); ``OpenAI`` in prose is not one."""
+
+FAMILY_MODULES = frozenset({"providers/families.py", "providers/openai.py",
+                            "providers/anthropic.py"})
+"""The table, and the two wire-format modules, which speak their API (its headers, hosts)."""
+
+
+def _family_literals(path: Path, root: Path = SOURCE) -> list[str]:
+    import ast
+    import re
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    # A statement that is only a string is a docstring (of a module, class, function or
+    # attribute): prose, which may name a family. Any other string is a value.
+    prose = {id(n.value) for n in ast.walk(tree)
+             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return [f"{path.relative_to(root)}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in prose and re.search(FAMILY_WORD, n.value)]
+
+
+def test_a_family_is_named_only_in_its_row() -> None:
+    """No string literal of python/tandem names a built-in family, outside the table.
+
+    The rule, precisely: in every ``python/tandem/**/*.py`` but `FAMILY_MODULES`,
+    no string constant (f-string parts included) that is not a docstring
+    contains `FAMILY_WORD`. So a family is chosen, configured, listed and
+    named in messages through `tandem.providers.families` only, and a new
+    row is all a new family needs. Identifiers are no literals: the settings
+    fields ``openai``/``anthropic`` of `tandem.config.model` (config sits below
+    providers) are checked against the table when it loads.
+    """
+    root = SOURCE / "tandem"
+    found = [hit for p in sorted(root.rglob("*.py"))
+             if str(p.relative_to(root)) not in FAMILY_MODULES for hit in _family_literals(p)]
+    assert found == []
+
+
+def test_the_family_rule_sees_a_literal_and_skips_prose(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text('"""Talks to anthropic."""\n'
+                      'X = {"openai": 1}\n'
+                      'def f(n):\n    """For openai:MODEL."""\n    return f"use anthropic:{n}"\n'
+                      'Y = "OpenAI-compatible"\n')
+    hits = [h.split(": ", 1)[1] for h in _family_literals(source, tmp_path)]
+    assert hits == ["'openai'", "'use anthropic:'"]
+

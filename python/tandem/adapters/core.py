@@ -11,8 +11,16 @@ import anyio.to_thread
 from tandem import __version__
 from tandem.doctor import report_data
 from tandem.protocol.base import MethodSpec, TandemError
-from tandem.protocol.core import PROTOCOL_VERSION, HelloParams, HelloReply, NoParams, PageParams
+from tandem.protocol.core import (
+    PROTOCOL_VERSION,
+    FamilyRow,
+    HelloParams,
+    HelloReply,
+    NoParams,
+    PageParams,
+)
 from tandem.protocol.peer import CURRENT
+from tandem.providers import families
 
 if TYPE_CHECKING:
     from tandem.app import App
@@ -29,6 +37,9 @@ async def hello(app: App, p: HelloParams) -> HelloReply:
         executable=sys.executable,
         prefix=sys.prefix,
         methods=sorted(CURRENT.get().methods),
+        families=[FamilyRow(name=f.name, label=f.label, default_base_url=f.default_base_url,
+                            key_env=f.key_env[0], compatible_label=f.compatible_label)
+                  for f in families.families()],
     )
 
 

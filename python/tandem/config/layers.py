@@ -22,6 +22,7 @@ from tandem.config.model import (
     MODE_ORDER,
     NativeSettings,
     SettingsModel,
+    family_sections,
     trusted_only_keys,
     validate,
 )
@@ -179,10 +180,10 @@ def _drop(data: dict[str, Any], dotted: str) -> None:
 
 
 def _users_native(provider: Any, user: dict[str, Any]) -> bool:
-    """Whether PROVIDER is ``openai:…``/``anthropic:…`` of a family USER's settings name."""
+    """Whether PROVIDER is a native family's (``openai:…``) and USER's settings name the family."""
     family = str(provider).partition(":")[0]
     own = str(user.get("default_provider") or "").partition(":")[0]
-    return family in ("openai", "anthropic") and (family == own or family in user)
+    return family in family_sections() and (family == own or family in user)
 
 
 def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[str, Any],

@@ -64,8 +64,11 @@ def _check_url(value: str) -> str:
 
 
 def _check_provider(value: str) -> str:
-    if not re.fullmatch(r"(openai|anthropic|acp):\S{1,200}", value):
-        raise ValueError(f"{value!r} must look like openai:MODEL, anthropic:MODEL or acp:AGENT")
+    family, colon, target = value.partition(":")
+    known = [*family_sections(), "acp"]
+    if not colon or family not in known or not re.fullmatch(r"\S{1,200}", target):
+        forms = [f"{name}:MODEL" for name in known[:-1]] + ["acp:AGENT"]
+        raise ValueError(f"{value!r} must look like {', '.join(forms[:-1])} or {forms[-1]}")
     return value
 
 
@@ -96,13 +99,22 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class OpenAISettings(Section):
+class FamilySection(Section):
+    """The settings section of an API family (`tandem.providers.families`).
+
+    A field of `SettingsModel` whose type is one is the section of the
+    family of the same name: its provider names are valid ``default_provider``
+    values, and a project may name them when the user's settings do.
+    """
+
+
+class OpenAISettings(FamilySection):
     """``openai``: an OpenAI-compatible server."""
 
     base_url: Url | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
 
 
-class AnthropicSettings(Section):
+class AnthropicSettings(FamilySection):
     """``anthropic``: the Messages API."""
 
     base_url: Url | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
@@ -228,6 +240,16 @@ class SettingsModel(Section):
     def plain(self) -> dict[str, Any]:
         """The keys that were set, as plain JSON data."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+
+def family_sections() -> dict[str, type[FamilySection]]:
+    """Settings key -> section of every API family `SettingsModel` has a section for."""
+    out: dict[str, type[FamilySection]] = {}
+    for name, info in SettingsModel.model_fields.items():
+        section = _section_type(info.annotation)
+        if section is not None and issubclass(section, FamilySection):
+            out[name] = section
+    return out
 
 
 _MESSAGES = {

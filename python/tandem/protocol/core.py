@@ -25,6 +25,21 @@ class HelloParams(Params):
     """Free text naming the client (Emacs version), for the log."""
 
 
+class FamilyRow(Reply):
+    """One API family, as the first-run setup shows it (`tandem.providers.families`)."""
+
+    name: str
+    """The provider prefix (``NAME:MODEL``), settings key and credentials key."""
+    label: str
+    """How a person calls it (``OpenAI``)."""
+    default_base_url: str
+    key_env: str
+    """The environment variable of its API key."""
+    compatible_label: str | None = None
+    """Set when other servers speak this family's wire format: the setup offers them
+    under this label (they may need no key)."""
+
+
 class HelloReply(Reply):
     """What the backend tells a newly authenticated client."""
 
@@ -40,6 +55,8 @@ class HelloReply(Reply):
     prefix: str
     """``sys.prefix``: the venv (or system Python) the backend runs in."""
     methods: list[str]
+    families: list[FamilyRow] = []
+    """The API families this backend speaks, in the order to offer them."""
 
 
 class NoParams(Params):

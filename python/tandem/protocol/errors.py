@@ -100,8 +100,8 @@ CODES: dict[ErrorCode, str] = {
     "store, so its files cannot be shown or restored.",
     "no-credentials": "There is no API key for the provider; set its environment "
     "variable or add it to auth-source.",
-    "no-provider": "No provider was chosen; pass one (openai:MODEL, "
-    "anthropic:MODEL, acp:AGENT) or set default_provider in settings.json.",
+    "no-provider": "No provider was chosen; pass one (FAMILY:MODEL for an API family "
+    "`tandem doctor` lists, or acp:AGENT) or set default_provider in settings.json.",
     "no-such-method": "The backend has no such method: Emacs and the backend are "
     "different versions; restart the backend from this checkout.",
     "not-found": "Nothing has that id or name (a session, turn, directive, checkpoint, "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from tandem.protocol.base import Params, Reply
@@ -18,7 +16,9 @@ class DefaultParams(Params):
 class ModelsParams(Params):
     """List the models of FAMILY's server (BASE_URL, else the configured one)."""
 
-    family: Literal["openai", "anthropic"]
+    family: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+    """An API family the backend knows (the ``hello`` reply's ``families``); another
+    name is refused with ``invalid``, naming the known ones."""
     base_url: str | None = Field(default=None, max_length=2048)
     timeout: float = Field(default=10.0, gt=0, le=60)
 

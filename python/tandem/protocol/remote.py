@@ -37,7 +37,7 @@ class LlmSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(min_length=1, description="litellm model name, e.g. ``openai/gpt-4o``")
+    model: str = Field(min_length=1, description="litellm model name, ``PREFIX/MODEL``")
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint")
     api_key: SecretStr | None = None
     usage_id: str = Field(default="tandem", min_length=1)

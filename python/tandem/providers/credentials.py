@@ -7,20 +7,16 @@ serialising a `Credentials` never shows it; only the HTTP layer unwraps it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
 from tandem import secrets
 from tandem.protocol.base import TandemError
+from tandem.providers import families
 
-ApiFamily = Literal["openai", "anthropic"]
-
-DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-"""Default base URLs. OpenAI's includes ``/v1`` (as ``OPENAI_BASE_URL`` does); Anthropic's not."""
-ENV_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-ENV_BASE = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+ApiFamily = str
+"""The name of a registered API family (`tandem.providers.families`)."""
 
 
 class Credentials(BaseModel):
@@ -31,6 +27,11 @@ class Credentials(BaseModel):
     family: ApiFamily
     base_url: str
     api_key: SecretStr | None = None
+
+    @field_validator("family")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return families.get(value).name
 
     def key(self) -> str:
         """The key in clear, for the Authorization header only ('' when there is none)."""
@@ -55,26 +56,26 @@ def resolve_credentials(
     ENV defaults to `tandem.secrets.lookup_env`: the keys handed over at start,
     then ``os.environ``.
 
-    Raises `TandemError` ``no-credentials`` when no key is found, except for an
-    OpenAI-compatible server at a non-default base URL (local llama.cpp, vLLM),
-    which usually needs none.
+    Raises `TandemError` ``no-credentials`` when no key is found, except for a
+    compatible server (a family with ``compatible_label``: local llama.cpp,
+    vLLM) at a non-default base URL, which usually needs none.
     """
-    if family not in DEFAULT_BASE:
-        raise TandemError("invalid", f"unknown API family {family!r}")
+    row = families.get(family)
     # Keys live in `tandem.secrets` (memory), not in the backend's environment.
     env = secrets.lookup_env() if env is None else env
-    explicit_base = base_url or env.get(ENV_BASE[family]) or ""
-    source = "base_url" if base_url else ENV_BASE[family]
-    url = _check_url(explicit_base, source) if explicit_base else DEFAULT_BASE[family]
-    key = api_key if api_key is not None else env.get(ENV_KEY[family], "")
+    explicit_base = base_url or env.get(row.base_url_env) or ""
+    source = "base_url" if base_url else row.base_url_env
+    url = _check_url(explicit_base, source) if explicit_base else row.default_base_url
+    key_var = next((v for v in row.key_env if env.get(v)), row.key_env[0])
+    key = api_key if api_key is not None else env.get(key_var, "")
     if key is not None and any(c in key for c in "\r\n\x00"):
-        raise TandemError("invalid", f"{ENV_KEY[family]}: the key contains a control character")
+        raise TandemError("invalid", f"{key_var}: the key contains a control character")
     if not key:
-        if family == "openai" and url != DEFAULT_BASE["openai"]:
+        if row.compatible_label is not None and url != row.default_base_url:
             return Credentials(family=family, base_url=url)
         raise TandemError(
             "no-credentials",
-            f"no API key for {family}: set {ENV_KEY[family]} or add it to auth-source",
+            f"no API key for {family}: set {' or '.join(row.key_env)} or add it to auth-source",
         )
     return Credentials(family=family, base_url=url, api_key=SecretStr(key.strip()))
 
@@ -116,8 +117,8 @@ def bound_credentials(
             chose = "the front end's base_url"
         elif settings_url:
             chose = (origin or (lambda k: f"settings {k}"))(f"{family}.base_url")
-        elif env.get(ENV_BASE[family]):
-            chose = ENV_BASE[family]
+        elif env.get(families.get(family).base_url_env):
+            chose = families.get(family).base_url_env
         else:
             chose = "the default base URL"
         raise TandemError(

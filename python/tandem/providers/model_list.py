@@ -12,7 +12,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from tandem.protocol.base import TandemError
-from tandem.providers.anthropic import API_VERSION
+from tandem.providers import families
 from tandem.providers.credentials import Credentials
 
 MAX_MODELS = 2000
@@ -28,15 +28,12 @@ class _ModelList(BaseModel):
 
 
 def models_url(creds: Credentials) -> str:
-    """The list endpoint: OpenAI's base includes ``/v1``, Anthropic's does not."""
-    return f"{creds.base_url}/models" if creds.family == "openai" else f"{creds.base_url}/v1/models"
+    """The list endpoint: the base URL and the family's ``models_path``."""
+    return creds.base_url + families.get(creds.family).models_path
 
 
 def _headers(creds: Credentials) -> dict[str, str]:
-    key = creds.key()
-    if creds.family == "anthropic":
-        return {"x-api-key": key, "anthropic-version": API_VERSION}
-    return {"authorization": f"Bearer {key}"} if key else {}
+    return families.get(creds.family).auth_headers(creds.key())
 
 
 async def list_models(creds: Credentials, timeout: float = 10.0) -> list[str]:

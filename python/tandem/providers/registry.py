@@ -1,4 +1,6 @@
-"""Provider names (``openai:MODEL``, ``anthropic:MODEL``, ``acp:AGENT``) and building providers.
+"""Provider names (``FAMILY:MODEL`` of a `tandem.providers.families` row, ``acp:AGENT``).
+
+And building providers from them.
 
 Settings keys read here (all optional)::
 
@@ -16,28 +18,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, cast
 
-from tandem.config.model import AnthropicSettings, SettingsModel, validate
+from tandem.config.model import SettingsModel, validate
 from tandem.protocol.base import TandemError
+from tandem.providers import families
 from tandem.providers.base import Provider, ToolSource
 from tandem.providers.credentials import bound_credentials
 from tandem.providers.native import LoopLimits, NativeProvider
 from tandem.tools.permissions import SessionGrants
 
-if TYPE_CHECKING:
-    from tandem.providers.anthropic import AnthropicWire
-    from tandem.providers.openai import OpenAIWire
-
-Family = Literal["openai", "anthropic", "acp"]
-FAMILIES: tuple[Family, ...] = ("openai", "anthropic", "acp")
+ACP = "acp"
+"""The pseudo-family of ACP agents (``acp:AGENT``): a program, not a wire format."""
 
 
 @dataclass(frozen=True)
 class ProviderSpec:
     """A parsed provider name: FAMILY and TARGET (a model, or an ACP agent name)."""
 
-    family: Family
+    family: str
+    """A registered API family's name, or ``acp``."""
     target: str
 
     @property
@@ -47,16 +47,15 @@ class ProviderSpec:
 
 
 def parse_provider(name: str) -> ProviderSpec:
-    """Parse ``openai:MODEL``, ``anthropic:MODEL`` or ``acp:AGENT``; TandemError if malformed."""
+    """Parse ``FAMILY:MODEL`` or ``acp:AGENT``; TandemError if malformed."""
     if not isinstance(name, str) or ":" not in name:
         raise TandemError(
-            "invalid",
-            f"provider {name!r} must look like openai:MODEL, anthropic:MODEL or acp:AGENT",
-        )
+            "invalid", f"provider {name!r} must look like {families.provider_forms()}")
     family, _, target = name.strip().partition(":")
-    if family not in FAMILIES:
+    if family != ACP and not families.is_family(family):
+        known = families.names()
         raise TandemError(
-            "invalid", f"unknown provider family {family!r} (use openai, anthropic or acp)"
+            "invalid", f"unknown provider family {family!r} (use {', '.join(known)} or acp)"
         )
     if not target.strip() or any(c.isspace() for c in target):
         raise TandemError(
@@ -81,13 +80,19 @@ def loop_limits(settings: Mapping[str, Any] | SettingsModel) -> LoopLimits:
         raise TandemError("invalid", f"settings native: {exc}") from None
 
 
+def section_of(settings: Mapping[str, Any] | SettingsModel | None, family: str) -> Any:
+    """FAMILY's settings section in SETTINGS, or None (unset, or a family without one)."""
+    row = families.get(family)
+    return getattr(typed_settings(settings), row.name, None) if row.settings else None
+
+
 def keeps_conversation(name: str) -> bool:
     """Whether provider NAME keeps the root chat's conversation itself (an agent).
 
     False for a name that does not parse: nothing of it runs to keep one.
     """
     try:
-        return parse_provider(name).family == "acp"
+        return parse_provider(name).family == ACP
     except TandemError:
         return False
 
@@ -118,7 +123,7 @@ def build_provider(
     """
     spec = parse_provider(name)
     typed = typed_settings(settings)
-    if spec.family == "acp":
+    if spec.family == ACP:
         agents = typed.acp_agents or {}
         if spec.target not in agents:
             known = ", ".join(sorted(agents)) or "none configured"
@@ -132,21 +137,13 @@ def build_provider(
                         project_config_files=list(agent.project_config_files),
                         root_session_id=conversation_id, **acp_kwargs),
         )
-    section = typed.openai if spec.family == "openai" else typed.anthropic
+    row = families.get(spec.family)
+    section = section_of(typed, row.name)
     given = dict((credentials or {}).get(spec.family) or {})
-    creds = bound_credentials(spec.family, given, section.base_url if section else None,
+    creds = bound_credentials(spec.family, given, getattr(section, "base_url", None),
                               env=env, origin=origin)
     limits = loop_limits(typed)
-    # Only the chosen family's wire format is imported (start-up).
-    if spec.family == "openai":
-        from tandem.providers.openai import OpenAIWire
-
-        wire: OpenAIWire | AnthropicWire = OpenAIWire(creds)
-    else:
-        from tandem.providers.anthropic import AnthropicWire
-
-        anthropic = typed.anthropic or AnthropicSettings()
-        wire = AnthropicWire(creds, thinking_budget=anthropic.thinking_budget,
-                             prompt_cache=anthropic.prompt_cache)
+    # The row's factory imports only its own wire format (start-up).
+    wire = row.wire(creds, section)
     return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target,
                           tool_source=tool_source)

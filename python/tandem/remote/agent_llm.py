@@ -11,19 +11,16 @@ another URL than the user's entry) never receives a key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import cast
 
 from pydantic import BaseModel
 
 from tandem.config.front_end import RemoteHost
 from tandem.protocol.base import TandemError
 from tandem.protocol.remote import LlmSettings, RemoteTarget
-from tandem.providers.credentials import ApiFamily, bound_credentials
+from tandem.providers import families
+from tandem.providers.credentials import bound_credentials
 from tandem.providers.registry import parse_provider
 from tandem.remote.client import normalize_base_url
-
-LITELLM_PREFIX = {"openai": "openai", "anthropic": "anthropic"}
-"""litellm's provider prefix per tandem family (the agent-server speaks litellm)."""
 
 
 class AgentChoice(BaseModel):
@@ -69,15 +66,16 @@ def choose_agent(
     spec = parse_provider(provider)
     entry = host_entry(target, hosts)
     if entry is not None and entry.forward_keys:
-        if spec.family not in LITELLM_PREFIX:
+        if not families.is_family(spec.family):
             raise TandemError(
-                "invalid",
-                f"a remote turn needs an openai:MODEL or anthropic:MODEL provider, not {provider}")
-        family = cast(ApiFamily, spec.family)
-        creds = bound_credentials(family, dict(credentials.get(family) or {}),
-                                  settings_url(family), origin=origin)
+                "invalid", f"a remote turn needs a {families.provider_forms(acp=False)} "
+                f"provider, not {provider}")
+        # litellm names the family by its own prefix (the agent-server speaks litellm).
+        row = families.get(spec.family)
+        creds = bound_credentials(row.name, dict(credentials.get(row.name) or {}),
+                                  settings_url(row.name), origin=origin)
         return AgentChoice(llm=LlmSettings(
-            model=f"{LITELLM_PREFIX[family]}/{spec.target}", base_url=creds.base_url,
+            model=f"{row.litellm_prefix}/{spec.target}", base_url=creds.base_url,
             api_key=creds.api_key))
     if entry is not None and entry.agent_profile:
         return AgentChoice(profile=entry.agent_profile)

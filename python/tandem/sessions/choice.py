@@ -14,6 +14,7 @@ from tandem.config.front_end import FrontEndSettings
 from tandem.config.layers import Resolved, resolve
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
+from tandem.providers import families
 from tandem.providers.base import PermissionMode
 from tandem.providers.registry import parse_provider
 
@@ -37,8 +38,8 @@ def choose_provider(settings: dict[str, Any], requested: str | None) -> str:
     """The provider name a request uses: REQUESTED, else the settings' default."""
     name = requested or settings.get("default_provider")
     if not name:
-        raise TandemError("no-provider", "No provider chosen: pass one (e.g. openai:gpt-4o, "
-                          "anthropic:claude-sonnet-4-5, acp:claude) or set default_provider "
+        raise TandemError("no-provider", "No provider chosen: pass one (e.g. "
+                          f"{families.provider_examples()}, acp:claude) or set default_provider "
                           "in ~/.config/tandem/settings.json")
     parse_provider(str(name))  # a clear error for a malformed name
     return str(name)

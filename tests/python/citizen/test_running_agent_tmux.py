@@ -13,7 +13,11 @@ setup writes), so `M-x tandem` asks nothing. Then:
 - C-c C-k on an idle composer cancels nothing and says so;
 - with the session buffer out of sight (main.py fills the frame), a turn that
   starts waiting is heard: the echo area says so (no desktop bus here) and names
-  the command that goes back, which lands on the question.
+  the command that goes back, which lands on the question;
+- `e` on that turn puts its request in the composer ("editing turn 3"); the
+  edited text is sent after one question (a rewind before turn 3, then the new
+  request): the todo file is gone and the new answer shows; `tandem-rewind-undo`
+  brings the todo turn and its file back.
 
 Every check reads the screen (or the files a person would open).
 """
@@ -27,7 +31,7 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Script
 
-from citizen.newuser import new_user, quit_emacs, shell
+from citizen.newuser import answer_yes, new_user, quit_emacs, shell, until
 from demo.test_demo_tmux import Pane
 
 
@@ -120,4 +124,27 @@ def test_a_message_queued_while_a_question_waits(user: tuple[Pane, Path]) -> Non
     pane.keys("C-c", "C-q")
     pane.keys("y")
     pane.wait_for(r"todo\.txt is written", timeout=60)
+    until(lambda: (tmp / "project" / "todo.txt").exists(), pane.screen())
+
+    # Edit and resend the todo request: one question, the rewind, the new request.
+    pane.keys("C-p", "C-p", "C-p")  # out of the composer, into the last turn
+    pane.keys("p")
+    pane.keys("e")
+    pane.wait_for(r"editing turn 3", timeout=15)
+    pane.keys("C-a", "C-k")
+    pane.text("Just say hello instead")
+    pane.keys("C-c", "C-c")
+    answer_yes(pane)
+    screen = pane.wait_for(r"Just say hello instead(.|\n)*Nothing scripted for that", timeout=60)
+    assert "todo.txt is written" not in screen, screen
+    until(lambda: not (tmp / "project" / "todo.txt").exists(), screen)
+
+    # The undo brings the todo turn back, and its file.
+    pane.keys("M-x")
+    pane.text("tandem-rewind-undo")
+    pane.keys("Enter")
+    answer_yes(pane)
+    screen = pane.wait_for(r"Undid the rewind before turn 3", timeout=30)
+    until(lambda: (tmp / "project" / "todo.txt").exists(), screen)
+    screen = pane.wait_for(r"todo\.txt is written", timeout=15)
     quit_emacs(pane)

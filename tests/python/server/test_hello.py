@@ -24,3 +24,6 @@ def test_hello_reports_versions_and_the_interpreter(backend: subprocess.Popen[st
     # The backend runs on the interpreter that started it (this venv's).
     assert Path(reply["executable"]).resolve() == Path(sys.executable).resolve()
     assert reply["prefix"] == sys.prefix
+    # The setup's list of API families (`tandem.providers.families`).
+    assert [(f["name"], f["key_env"]) for f in reply["families"]] == [
+        ("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")]

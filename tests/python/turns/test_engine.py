@@ -260,3 +260,40 @@ def test_closing_a_session_stops_its_providers_and_waits_for_turns(
             await service.aclose()
 
     asyncio.run(main())
+
+
+def test_ended_turns_are_bounded_and_an_evicted_one_is_read_from_the_journal(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``ended`` cache keeps the newest turns; an older turn's end comes from its journal."""
+    from tandem.lru import LRU
+    from tandem.turns.engine import ENDED_LIMIT
+
+    async def main() -> None:
+        app = App(home=tmp_path / "home", events=RecordingSink())
+        engine = app.turns.engine
+        assert isinstance(engine.ended, LRU) and engine.ended.limit == ENDED_LIMIT
+        engine.ended = LRU(2)
+        with FakeOpenAI([Reply(text="one"), Reply(text="two"), Reply(text="three")]) as fake:
+            monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/v1")
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+            info = await new(app, NewParams(cwd=str(project)))
+            try:
+                for text in ("first", "second", "third"):
+                    ended = await _run(app, info.id, TurnSpec(session=info.id, text=text,
+                                                              provider="openai:m"))
+                    assert ended.outcome == "succeeded"
+                assert list(engine.ended) == [(info.id, 2), (info.id, 3)]
+                assert engine.ended.get((info.id, 3)) is ended  # the newest is the one kept
+                evicted = await engine.wait(info.id, 1)
+                status = engine.status(info.id, 1)
+                with pytest.raises(TandemError) as missing:
+                    await engine.wait(info.id, 9)
+            finally:
+                await app.turns.aclose()
+        assert (evicted.session, evicted.turn, evicted.outcome) == (info.id, 1, "succeeded")
+        assert status == {"state": "ended", "turn": 1, "outcome": "succeeded", "error": None,
+                          "files_changed": []}
+        assert missing.value.code == "not-found"
+        assert (info.id, 1) not in engine.ended  # reading it back does not grow the cache
+
+    asyncio.run(main())
