@@ -8,7 +8,7 @@ service they need; domain code never sees the `App`.
 
 The services above the engine are built, and their modules imported, on
 first use: ``tandem ask`` runs one chat turn and needs
-none of them (issue 16: start-up), and a backend builds each once. So is the
+none of them (start-up), and a backend builds each once. So is the
 remote side (`remote`, `remote_checkpoints`): a turn of a session without a
 target file never imports `tandem.remote`'s client, mirror or models.
 """

@@ -1,7 +1,7 @@
 ;;; tandem-citizen-tests.el --- Tokens, cost, waiting questions, entry kinds  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
-;; Issue 17 items 4 to 7 against the real backend and the real fake
+;; Against the real backend and the real fake
 ;; OpenAI-compatible server (tests/fakes): a turn's tokens and cost in its
 ;; footer, the session's totals and context in the header, the provider
 ;; switch, the mode-line indicator and `tandem-answer' for a question in a

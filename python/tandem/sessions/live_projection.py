@@ -1,4 +1,4 @@
-"""The projection kept up to date as entries are appended (issue 16).
+"""The projection kept up to date as entries are appended.
 
 `tandem.sessions.projection.project` reads the whole journal: on a 10k-turn
 session that is ~80 ms per chat send. `LiveProjection` is fed the entries
