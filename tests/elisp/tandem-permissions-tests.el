@@ -75,8 +75,9 @@
                (pos (tandem-test-wait-until
                      (lambda ()
                        (with-current-buffer view
-                         (text-property-any (point-min) (point-max) 'tandem-part
-                                            (list 'interaction (format "%d.1" turn)))))
+                         (let ((at (next-single-property-change (point-min)
+                                                                'tandem-interaction)))
+                           (and at (get-text-property at 'tandem-interaction) at))))
                      20)))
           (with-current-buffer view
             (should (string-match-p "\\[A\\] Always" (tandem-permissions-test--text view)))
