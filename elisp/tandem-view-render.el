@@ -241,15 +241,15 @@ adds \`A', which keeps a permission rule for the call."
           (insert-text-button (format "[%s] %s" (nth 2 o) (nth 1 o))
                               'type 'tandem-view-answer 'tandem-answer (car o))
           (insert " "))
-        (when rule
-          (insert-text-button "[A] Always…" 'follow-link t
-                              'help-echo "Keep a rule that allows calls like this one"
-                              'action (lambda (b) (tandem-permissions-always-at (button-start b))))
-          (insert " "))
         (when editable
           (insert-text-button "[e] Edit" 'follow-link t
                               'help-echo "Edit the proposed change before it is written"
                               'action (lambda (b) (tandem-view-shape-at (button-start b))))
+          (insert " "))
+        (when rule
+          (insert-text-button "[A] Always…" 'follow-link t
+                              'help-echo "Keep a rule that allows calls like this one"
+                              'action (lambda (b) (tandem-permissions-always-at (button-start b))))
           (insert " "))
         (insert "\n")
         (add-text-properties start (point)
