@@ -79,6 +79,9 @@ Tests bind it to give the answer.")
             nil t)
   (tabulated-list-init-header))
 
+;; Entered through `tandem-permissions', never by name from M-x.
+(function-put 'tandem-permissions-mode 'completion-predicate #'ignore)
+
 ;;;###autoload
 (defun tandem-permissions ()
   "Show the permission rules kept in your settings file.
@@ -134,7 +137,7 @@ the default named in the prompt."
 
 (defun tandem-permissions-always ()
   "Keep a rule for the question at point (asked: pattern and scope), then allow it."
-  (interactive)
+  (interactive nil tandem-view-mode)
   (tandem-permissions-always-at (point)))
 
 (provide 'tandem-permissions)
