@@ -309,6 +309,9 @@ class Resolved:
         if not self.ignored or self.project is None:
             return []
         root = self.project.path.parent.parent
+        if self.trusted:  # only what no project sets, trusted or not
+            return [f"{self.project.path}: ignored {', '.join(self.ignored)} (a project "
+                    "never sets them, trusted or not)"]
         why = ("changed since you trusted it" if self.changed else "this project is not trusted")
         return [f"{self.project.path}: ignored {', '.join(self.ignored)} ({why}; "
                 f"trusting the project allows them: `tandem trust {root}`)"]

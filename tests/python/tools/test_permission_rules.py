@@ -208,6 +208,7 @@ def test_a_projects_rules_are_ignored_untrusted_and_trusted(tmp_path: Path) -> N
     trusted = resolve(root, home, user_file)
     assert trusted.trusted and trusted.settings.permission_rules is None
     assert "permission_rules" in " ".join(trusted.ignored)
+    assert "trusted or not" in trusted.warnings[0], trusted.warnings
     assert user_rules() == []  # the executor reads the user's file alone
 
 
