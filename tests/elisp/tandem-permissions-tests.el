@@ -28,6 +28,11 @@
   "Return BUFFER's text without properties."
   (with-current-buffer buffer (buffer-substring-no-properties (point-min) (point-max))))
 
+(defun tandem-permissions-test--clear ()
+  "Remove every rule from the user's (test) settings file: each test starts with none."
+  (tandem-request "settings/save-user" (list :settings-json "{\"permission_rules\": null}"))
+  (should (null (plist-get (tandem-request "permissions/rules" nil) :rules))))
+
 (ert-deftest tandem-permissions-rule-allows-git-status-without-asking ()
   "A kept shell rule runs `git status -s' unasked; the row and journal name the rule."
   (tandem-test-with-fake-openai (tandem-permissions-test--script)
@@ -37,6 +42,7 @@
       (add-hook 'tandem-event-functions hook)
       (unwind-protect
           (progn
+            (tandem-permissions-test--clear)
             (tandem-request "permissions/add-rule" (list :tool "shell" :pattern "git status"))
             (let* ((session (tandem-project-session project))
                    (turn (cdr (tandem-send "What changed?" session))))
@@ -68,6 +74,7 @@
   (tandem-test-with-fake-openai (tandem-permissions-test--script)
     (let ((tandem-permission-mode 'ask)
           (prompts nil))
+      (tandem-permissions-test--clear)
       (let* ((session (tandem-project-session project))
              (turn (cdr (tandem-send "What changed?" session))))
         (tandem-view-open project)
@@ -101,6 +108,7 @@
 (ert-deftest tandem-permissions-lists-and-deletes ()
   "`tandem-permissions' lists every rule; `d' deletes the one at point after asking."
   (tandem-test-with-backend
+    (tandem-permissions-test--clear)
     (tandem-request "permissions/add-rule" (list :tool "shell" :pattern "make test"))
     (tandem-request "permissions/add-rule" (list :tool "write_file" :pattern "src/*.py"
                                                  :scope "/work/proj" :decision "deny"))
