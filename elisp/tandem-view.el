@@ -61,6 +61,7 @@
 (require 'tandem-composer)
 (require 'tandem-remote)
 (require 'tandem-trust)
+(require 'tandem-permissions)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-view-draw)

@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tandem.config.rules import proposal
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent, InteractionEvent
@@ -105,11 +106,17 @@ class JournalSink:
             self._text.clear()
 
     def tool_call(self, call_id: str, name: str, kind: ToolKind, title: str,
-                  input: dict[str, Any]) -> None:
-        """Record the model's tool call (after any text streamed before it)."""
+                  input: dict[str, Any], decided_by: str | None = None) -> None:
+        """Record the model's tool call (after any text streamed before it).
+
+        DECIDED_BY names the user's permission rule that decided the call, if one did.
+        """
         self.end_message()
-        self.write({"type": "tool_call", "call_id": call_id, "name": name, "kind": kind,
-                    "title": title, "input": input})
+        entry: dict[str, Any] = {"type": "tool_call", "call_id": call_id, "name": name,
+                                 "kind": kind, "title": title, "input": input}
+        if decided_by is not None:
+            entry["decided_by"] = decided_by
+        self.write(entry)
 
     def tool_result(self, call_id: str, status: str, output: str) -> None:
         """Record what a tool returned."""
@@ -149,6 +156,9 @@ class JournalSink:
             "tool_kind": request.kind, "options": options}
         if request.editable:
             asked["editable"] = True  # the view offers to edit the change before it lands
+        pattern = None if request.once_only else proposal(request.tool, request.input)
+        if pattern is not None:
+            asked["rule_pattern"] = pattern  # what an "always" answer proposes to keep
         self.write(asked)
         if self.asker is not None:
             reply = PermissionReply(answer=await self.asker(request, interaction))
