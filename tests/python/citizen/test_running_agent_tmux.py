@@ -19,13 +19,17 @@ setup writes), so `M-x tandem` asks nothing. Then:
 - `e` on that turn puts its request in the composer ("editing turn 3"); the
   edited text is sent after one question (a rewind before turn 3, then the new
   request): the todo file is gone and the new answer shows; `tandem-rewind-undo`
-  brings the todo turn and its file back.
+  brings the todo turn and its file back;
+- `A` on a shell question keeps a rule (prefix and scope asked, defaults shown)
+  in the user's settings file; the same command later runs with no question and
+  its row names the rule.
 
 Every check reads the screen (or the files a person would open).
 """
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +62,16 @@ def fake_server() -> Iterator[str]:
              "reply": {"text": "Writing the todo file now.", "chunk_size": 2, "delay": 0.25,
                        "tool_calls": [{
                  "name": "write_file", "input": {"path": "todo.txt", "content": "x\n"}}]}},
+            {"match": {"last_user_contains": "print the marker"},
+             "reply": {"text": "Printing.", "tool_calls": [{
+                 "name": "shell", "input": {"command": "echo LISTED-FILES"}}]}},
+            {"match": {"last_user_contains": "print the marker"},
+             "reply": {"text": "Printing again.", "tool_calls": [{
+                 "name": "shell", "input": {"command": "echo LISTED-FILES"}}]}},
+            {"match": {"last_user_contains": "LISTED-FILES"},
+             "reply": {"text": "The marker is printed."}},
+            {"match": {"last_user_contains": "LISTED-FILES"},
+             "reply": {"text": "The marker is printed once more."}},
             {"match": {"last_user_contains": "todo.txt"},
              "reply": {"text": "todo.txt is written."}},
         ]})
@@ -157,4 +171,25 @@ def test_a_message_queued_while_a_question_waits(user: tuple[Pane, Path]) -> Non
     screen = pane.wait_for(r"Undid the rewind before turn 3", timeout=30)
     until(lambda: (tmp / "project" / "todo.txt").exists(), screen)
     screen = pane.wait_for(r"todo\.txt is written", timeout=15)
+
+    # A remembered answer: A on the question keeps a rule, the next same call is not asked.
+    pane.text("Please print the marker")
+    pane.keys("C-c", "C-c")
+    pane.wait_for(r"\[A\] Always", timeout=60)
+    pane.keys("C-c", "C-q")
+    pane.keys("A")
+    pane.wait_for(r"Command prefix to always allow for shell \(default echo LISTED-FILES\)",
+                  timeout=15)
+    pane.keys("Enter")
+    pane.wait_for(r"Scope \(default .*project\)", timeout=15)
+    pane.keys("Enter")
+    pane.wait_for(r"The marker is printed\.", timeout=60)
+    rules = json.loads((tmp / "config" / "tandem" / "settings.json").read_text())
+    assert [r["pattern"] for r in rules["permission_rules"]] == ["echo LISTED-FILES"], rules
+    pane.text("Please print the marker again")
+    pane.keys("C-c", "C-c")
+    screen = pane.wait_for(r"The marker is printed once more\.", timeout=60)
+    last_turn = screen.split("print the marker again")[-1]
+    assert "Allow once" not in last_turn, screen
+    assert re.search(r"rule: shell echo LISTED-FILES", last_turn), screen
     quit_emacs(pane)
