@@ -171,6 +171,9 @@ def test_demo_follows_a_rejected_write(pane: Pane) -> None:
     pane.wait_for(r"\[y\] Allow once")
     pane.keys("C-c", "C-q")
     pane.keys("n")
+    # A rejected write asks for a reason for the model; RET gives none.
+    pane.wait_for(r"Reason for the model \(RET: none\):", timeout=15)
+    pane.keys("Enter")
     screen = pane.wait_for(r"✔ succeeded", timeout=60)
     assert "Write hello.txt — Reject" in screen
     assert re.search(r"⚙ write_file .*\[refused\]", screen)
