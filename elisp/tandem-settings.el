@@ -12,8 +12,10 @@
 ;; here": the settings files decide.  What is set is sent with every
 ;; `tandem-configure' and laid on top of the files; it is the user's own,
 ;; so it is trusted like the user's settings file.
-;; `tandem-settings-keys' maps each settings key to its option; a test
-;; checks that it covers every key of the backend's settings model.
+;; `tandem-settings-keys' maps each settings key to its option, and
+;; `tandem-settings-command-keys' names the command of each key that has
+;; none; a test checks that together they cover every key of the
+;; backend's settings model.
 
 ;;; Code:
 
@@ -156,6 +158,13 @@ can add to it, never shorten it."
   "Each settings.json key (dotted) and the user option that sets it.
 default_provider, permission_mode and acp_agents are sent by
 `tandem-configure' in their own fields; the rest by `tandem-settings-json'.")
+
+(defconst tandem-settings-command-keys
+  '(("permission_rules" . tandem-permissions))
+  "Settings keys with no user option, each with the command that edits it.
+Permission rules are kept only in the user's settings file (never sent
+by Emacs on top of the files, never read from a project's), so their one
+place is that file, edited through the command.")
 
 (defconst tandem-settings--own-fields '("default_provider" "permission_mode" "acp_agents")
   "Keys `tandem-configure' sends in fields of their own.")

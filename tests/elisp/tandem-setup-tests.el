@@ -146,9 +146,13 @@ none of them lands in customize, and every prompt shows its default."
           (options (tandem-setup-test--options 'tandem)))
       (should (member "native.max_steps" keys))
       (dolist (key keys)
-        (let ((option (cdr (assoc key tandem-settings-keys))))
-          (unless option (ert-fail (format "settings key %s has no user option" key)))
-          (should (memq option options)))))
+        (let ((option (cdr (assoc key tandem-settings-keys)))
+              (command (cdr (assoc key tandem-settings-command-keys))))
+          (cond (option (should (memq option options)))
+                ;; Kept in the user's file only, edited by a command of its own.
+                (command (require 'tandem-permissions)
+                         (should (commandp command)))
+                (t (ert-fail (format "settings key %s has no user option" key)))))))
     ;; What is set is laid on top of the settings files and validated.
     (let ((tandem-compaction-threshold 0.5) (tandem-auto-compact 'off)
           (tandem-native-max-steps 7)
