@@ -77,9 +77,10 @@ def install() -> None:
     from tandem.providers import native
     from tandem.server import pusher
     from tandem.store import journal
-    from tandem.turns import engine, service
+    from tandem.turns import facts, service
 
-    engine.project = _timed("projection", engine.project)  # type: ignore[assignment]
+    # The engine's journal-only facts project with this name (the service's use the cache).
+    facts.project = _timed("projection", facts.project)  # type: ignore[assignment]
     from tandem.sessions.service import SessionService
 
     if hasattr(SessionService, "projection"):  # the incremental projection
