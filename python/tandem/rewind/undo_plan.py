@@ -13,7 +13,7 @@ edit-and-resend (its entry says ``resend``): when the only turn after it is
 the resent one, the undo takes that turn back (the entry's ``hides_from``
 hides it, as a rewind before it would) and the files go back to before
 the resend. The orchestration is
-`tandem.history.rewind_undo`.
+`tandem.rewind.undo`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tandem.protocol.sessions import (
     KnownGap,
     UndoPlan,
 )
-from tandem.sessions.rewind import turn_facts
+from tandem.rewind.plan import turn_facts
 from tandem.store.entry_view import JournalEntry, RewindEntry
 from tandem.store.rewinds import cancels
 
