@@ -1,9 +1,9 @@
-"""The rewind plan's pure step: `plan_from` over hand-made facts, no git, no journal.
+"""The rewind plans' pure steps over hand-made facts: no git, no journal.
 
 `build_plan` is `turn_facts` (the journal), `read_git` (the checkpoint
-store) and `plan_from`; here the last one gets facts no store could give
-(a root that does not exist, ids no git knows) and must still compute the
-plan from them alone.
+store) and `plan_from`; `build_undo_plan` likewise ends in `undo_plan_from`.
+Here those get facts no store could give (a root that does not exist, ids
+no git knows) and must still compute the plan from them alone.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import replace
 from tandem.protocol.checkpoints import RestoreGap, RestorePlan
 from tandem.protocol.sessions import DiscardedTurn, KnownGap
 from tandem.rewind.plan import GitFacts, TurnFacts, plan_from, turn_facts
+from tandem.rewind.undo_plan import UndoFacts, UndoGitFacts, undo_plan_from
 
 CP = "c" * 40
 END1, START2, END2 = "1" * 40, "2" * 40, "3" * 40
@@ -86,3 +87,35 @@ def test_the_facts_come_from_hand_made_entries() -> None:
     assert [(t.turn, t.request, t.files) for t in facts.turns] == [
         (1, "first line", ["a.txt"]), (2, "", ["b.txt"])]
     assert facts.gaps == []
+
+
+def _undo_facts(end_state: str | None = None) -> UndoFacts:
+    rewind = {"type": "rewind", "seq": 9, "before_turn": 1, "checkpoint": CP, "backup": END2}
+    return UndoFacts(
+        rewind=rewind,
+        returning=[DiscardedTurn(turn=1, origin="chat", request="one", provider="openai:m")],
+        attempts=[], later_turns=[3], refusal="turn(s) 3 ran after the rewind", acp_reset=True,
+        takes_back=[], end_state=end_state)
+
+
+def _undo_git(left_in_store: bool = True) -> UndoGitFacts:
+    restore = RestorePlan(checkpoint_id=END2, current_tree="t" * 40, to_restore=["a.txt"],
+                          changed_externally=["a.txt"])
+    return UndoGitFacts(root="/nowhere/project", left_in_store=left_in_store, restore=restore)
+
+
+def test_the_undo_plan_comes_from_the_facts_alone() -> None:
+    plan = undo_plan_from("S1", 12, False, _undo_facts(), _undo_git())
+    assert (plan.rewind_seq, plan.before_turn, plan.root, plan.checkpoint) == (
+        9, 1, "/nowhere/project", END2)
+    assert (plan.expected_after, plan.journal_seq, plan.gaps) == (CP, 12, [])
+    assert [(c.path, c.when) for c in plan.changed_externally] == [("a.txt", "since the rewind")]
+    assert [t.turn for t in plan.turns] == [1] and plan.acp_reset
+    assert plan.refusal == "turn(s) 3 ran after the rewind" and plan.later_turns == [3]
+    # Files only: no turn returns, no refusal, no reset; a resend's end is what tandem left.
+    files = undo_plan_from("S1", 12, True, _undo_facts(end_state=END1), _undo_git(False))
+    assert (files.turns, files.refusal, files.acp_reset) == ([], None, False)
+    assert files.expected_after == END1
+    assert [g.kind for g in files.gaps] == ["no-end-state"]
+    assert files.digest != plan.digest
+    assert undo_plan_from("S1", 12, False, _undo_facts(), _undo_git()).digest == plan.digest
