@@ -39,7 +39,7 @@ ELPA_LET_ALIST = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/let-alis
 PKG_VERSION = $(shell sed -n 's/^;; Version: *//p' elisp/tandem.el)
 DIST ?= .cache/dist
 
-.PHONY: run test bench bench-compare demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc clean \
+.PHONY: run test bench bench-compare demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc architecture-doc clean \
   package-lint autoloads info package package-test
 
 setup: venv emacs-deps
@@ -122,6 +122,10 @@ package-lint: emacs-deps
 protocol-doc: venv
 	$(VPY) -m tandem.server.protocol_doc > docs/protocol.md
 	$(VPY) -m tandem.server.protocol_doc --elisp > elisp/tandem-errors.el
+
+# The package graph and the file map of docs/architecture.md, from the code.
+architecture-doc: venv
+	$(VPY) tests/python/architecture_doc.py docs/architecture.md
 
 # For a clone on the load-path: (require 'tandem-autoloads) instead of
 # loading everything at start-up.  package.el and package-vc make their own.

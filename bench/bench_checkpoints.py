@@ -1,4 +1,4 @@
-"""Checkpoint benchmarks (issue 6) on a generated tree of 20k files.
+"""Checkpoint benchmarks on a generated tree of 20k files.
 
 Figures: first checkpoint, incremental checkpoint after 10 changed files
 (target ≤ 250 ms), the same with nothing changed (a turn that edits

@@ -1,4 +1,4 @@
-"""Backend memory (issue 16 item 7): RSS of a real ``tandem serve`` with 20 sessions open.
+"""Backend memory: RSS of a real ``tandem serve`` with 20 sessions open.
 
 Nineteen sessions of 10 turns and one of 10,000 turns (the journal of
 ``bench_projection``: 45k entries, 10.5 MB) are written to a fresh

@@ -1,4 +1,4 @@
-"""Private state and secrets at start-up (issue 12): the re-exec and the mode walk.
+"""Private state and secrets at start-up (trust boundaries): the re-exec and the mode walk.
 
 * ``secrets_reexec_start``: a ``tandem`` command started from a shell that
   exports an API key re-executes itself once (the key leaves the initial

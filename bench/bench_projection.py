@@ -1,4 +1,4 @@
-"""Projection benchmark (issue 8): a 10k-turn journal with 500 directive spans.
+"""Projection benchmark: a 10k-turn journal with 500 directive spans.
 
 Prints JSON lines ``{"bench", "value", "unit", "anchor", "anchor_value", "target"}``;
 every figure is a median over several runs, beside its anchor measured in the

@@ -1,4 +1,4 @@
-"""Native provider streaming overhead (issue 4): one answer of N text deltas.
+"""Native provider streaming overhead: one answer of N text deltas.
 
 Figure: wall time for a native provider turn whose answer arrives as N SSE
 deltas from the local fake server (OpenAI-compatible and Anthropic), beside
@@ -8,7 +8,7 @@ The difference is what tandem's loop adds (parsing, sink calls, tool specs).
 Medians over several runs. Prints JSON lines ``{"bench", "value", "unit",
 "anchor", "anchor_value", "target"}``; the target is 1.5 × the anchor.
 
-Second figure (issue 12): one large answer (20 MB by default) streamed from
+Second figure (trust boundaries): one large answer (20 MB by default) streamed from
 the fake Anthropic server through the whole turn engine (a real journal, the
 sink, one assistant entry), beside the same stream parsed by httpx-sse
 alone; the target is 2 × the anchor. Streamed text must accumulate in linear

@@ -1,4 +1,4 @@
-"""Overhead of a remote turn (issue 18): tandem's time beyond the agent-server's own.
+"""Overhead of a remote turn: tandem's time beyond the agent-server's own.
 
 Figure: wall time of one chat turn of a session attached to the REAL
 openhands-agent-server (started as tests/python/remote/agent_server.py starts

@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 ;; Run by bench/run.py in batch Emacs (`bench-reply-main').  Splits the
-;; 10k-element reply (issue 16, item 4) into its parts, each timed in the
+;; 10k-element reply into its parts, each timed in the
 ;; same run, every line against the 20 ms target:
 ;;
 ;;   reply_10k_roundtrip        `tandem-request' "debug/big" end to end

@@ -1,4 +1,4 @@
-"""Session journal benchmarks (issue 3): open 100k entries, list 10k sessions, append p99.
+"""Session journal benchmarks: open 100k entries, list 10k sessions, append p99.
 
 Prints JSON lines ``{"bench", "value", "unit", "anchor", "anchor_value", "target"}``;
 every figure is a median over several runs with its anchor measured in the

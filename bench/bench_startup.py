@@ -1,4 +1,4 @@
-"""Start-up (issue 16 item 8): ``tandem ask`` with an instant model; ``tandem serve``'s port line.
+"""Start-up: ``tandem ask`` with an instant model; ``tandem serve``'s port line.
 
 * ``ask_wall_instant_fake``: the wall time of ``tandem ask`` (a real process,
   ``python -m tandem.cli``) on a tiny project (three files; its first

@@ -1,4 +1,4 @@
-"""Checkpoint store growth (issue 16 item 6): size and incremental time after 1,000 turns.
+"""Checkpoint store growth: size and incremental time after 1,000 turns.
 
 On a generated 20k-file tree, a store with N turns of history (ten changed
 files each, one checkpoint per turn) is measured after its maintenance

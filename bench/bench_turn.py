@@ -1,4 +1,4 @@
-"""Per-turn overhead in a long-lived backend (issue 16 item 2).
+"""Per-turn overhead in a long-lived backend.
 
 A real ``tandem serve`` (`bench/turn_probe.py`: the real server with timers
 around a few functions) driven over its EPC socket as Emacs drives it; a

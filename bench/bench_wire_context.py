@@ -1,4 +1,4 @@
-"""The request body of a turn at turn 1,000: kept context against full conversion (issue 16).
+"""The request body of a turn at turn 1,000: kept context against full conversion.
 
 A stateless chat API is sent the whole context each turn. Figure: what the
 native provider does per turn before the request leaves — the context of a

@@ -1,4 +1,4 @@
-"""Workspace record benchmark (issue 7): reading a large directive workspace.
+"""Workspace record benchmark: reading a large directive workspace.
 
 A workspace log with 200 directives, each with 5 attempts (4 KB prompt,
 2 KB diff, 1 KB answer) and 5 discussion turns: 2,200 events, written
@@ -8,7 +8,7 @@ rewind (so the read path derives hidden turns from it).
 Figures (medians):
 * ``directive_get_200x10_cold`` -- the same ``directives/get`` in a fresh
   backend (nothing parsed or folded yet: read, validate, fold). Target 300 ms,
-  and at most its anchor (issue 16); the two are timed alternately (the
+  and at most its anchor; the two are timed alternately (the
   previous run's parsed log is dropped untimed before each cold run), so a
   load change meets both.
 * ``directive_get_200x10`` -- `WorkspaceService.get` of one directive in a

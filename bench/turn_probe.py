@@ -82,7 +82,7 @@ def install() -> None:
     engine.project = _timed("projection", engine.project)  # type: ignore[assignment]
     from tandem.sessions.service import SessionService
 
-    if hasattr(SessionService, "projection"):  # the incremental projection (issue 16 item 1)
+    if hasattr(SessionService, "projection"):  # the incremental projection
         SessionService.projection = _timed(  # type: ignore[method-assign]
             "projection", SessionService.projection)
     compaction.CompactionService.maybe_compact = _timed_async(  # type: ignore[method-assign]

@@ -51,6 +51,12 @@ The message goes as the next turn once the running one ends well.  It
 signals an error when the text could not be queued; the draft is then
 kept.  While nil, sending during a turn fails with a message.")
 
+(defvar-local tandem-composer-steer-function nil
+  "Function called as (FUNCTION TEXT) to give the draft to the turn in flight.
+The running turn takes it at its next step (C-c C-s).  It signals an
+error when the text was neither given nor queued; the draft is then
+kept.  While nil, steering fails with a message.")
+
 (defvar-local tandem-composer-cancel-function nil
   "Function called with no argument to cancel the turn in flight (C-c C-k).")
 
@@ -119,6 +125,7 @@ a message and the draft is kept.")
     (define-key map (kbd "RET") #'newline)
     (define-key map (kbd "C-c C-c") #'tandem-composer-send)
     (define-key map (kbd "C-c C-k") #'tandem-composer-cancel)
+    (define-key map (kbd "C-c C-s") #'tandem-composer-steer)
     (define-key map (kbd "C-c C-b") #'tandem-composer-back-to-chat)
     (define-key map (kbd "M-p") #'tandem-composer-history-previous)
     (define-key map (kbd "M-n") #'tandem-composer-history-next)
@@ -249,7 +256,7 @@ the composer keeps working while the transcript changes above it."
   (let* ((busy (tandem-composer-busy-p))
          (directive (not (eq tandem-composer--scope 'chat)))
          (label (tandem-composer-scope-label))
-         (keys (concat (if busy "C-c C-c queue · C-c C-k cancel the running turn"
+         (keys (concat (if busy "C-c C-c queue · C-c C-s steer · C-c C-k cancel the running turn"
                          "C-c C-c send")
                        (if directive " · C-c C-b back to chat" " · M-p/M-n history")
                        (if tandem-composer-note (concat " · " tandem-composer-note) "")))
@@ -379,6 +386,27 @@ to chat queues a message, C-c C-k cancels the turn)"))
     (setq tandem-composer-after-send-draft nil)
     (tandem-composer-refresh)
     result))
+
+(defun tandem-composer-steer ()
+  "Give the draft to the turn in flight, for the turn's next step.
+Unlike \\[tandem-composer-send], which queues the draft for after the
+turn, this hands it to the running turn (`tandem-composer-steer-function').
+Return what that function returned."
+  (interactive nil tandem-view-mode)
+  (let ((text (string-trim (tandem-composer-draft))))
+    (when (string-empty-p text) (user-error "The draft is empty"))
+    (unless (tandem-composer-busy-p)
+      (user-error "No turn is running: C-c C-c sends the draft"))
+    (unless (eq tandem-composer--scope 'chat)
+      (user-error "Steering is chat guidance: C-c C-b goes back to chat first"))
+    (unless tandem-composer-steer-function (user-error "This buffer cannot steer"))
+    (prog1 (funcall tandem-composer-steer-function text)
+      ;; Given (or queued instead): only now is the draft cleared.
+      (unless (equal text (car tandem-composer-history))
+        (push text tandem-composer-history))
+      (setq tandem-composer--history-index -1 tandem-composer--history-saved nil)
+      (tandem-composer-set-draft "")
+      (tandem-composer-refresh))))
 
 (defun tandem-composer-cancel ()
   "Cancel the turn in flight (the host asks first when it already did work).

@@ -11,9 +11,10 @@
 ;; stream, each one marking the whole heap (25-40 ms in an `emacs -nw'
 ;; with the package loaded): a key typed meanwhile waits for it, and
 ;; those waits are the input latency of a streaming session
-;; (docs/performance.md, issue 16 item 5).  The Emacs manual's advice
-;; for "a program that creates lots of Lisp data" is a larger threshold;
-;; this does that for the stream only, as gcmh does when Emacs is busy:
+;; (docs/performance.md, "Streaming into a real terminal").  The Emacs
+;; manual's advice for "a program that creates lots of Lisp data" is a
+;; larger threshold; this does that for the stream only, as gcmh does
+;; when Emacs is busy:
 ;; while streamed text keeps arriving the threshold is at least
 ;; `tandem-view-stream-gc-cons-threshold'; the user's own value comes
 ;; back when the turn ends, or when no text has arrived for a second,

@@ -213,6 +213,18 @@ under the running turn show the queue as it is (tandem-view-queue.el)."
                'font-lock-face 'tandem-view-muted)
    nil))
 
+(defun tandem-view-kinds--steer (_block entry _folded-p)
+  "Insert the rows of ENTRY, a `steer': guidance the model took mid-turn.
+The model saw it as a user message there, after the step's tool results."
+  (tandem-view-render--line
+   (concat tandem-view-render-indent
+           (propertize "↪ You steered" 'font-lock-face 'tandem-view-role)
+           (propertize (format " · taken at the next step · %s"
+                               (tandem-view-render-time (plist-get entry :ts)))
+                       'font-lock-face 'tandem-view-muted))
+   nil)
+  (tandem-view-render--body (format "%s" (or (plist-get entry :text) ""))))
+
 ;;;; Every kind
 
 (tandem-view-kinds-define "user" :place 'turn :render #'tandem-view-render--user
@@ -245,6 +257,7 @@ the header line names the host.")
 (tandem-view-kinds-define "revert" :place 'outside :render #'tandem-view-render--revert)
 (tandem-view-kinds-define "compaction" :place 'outside :render #'tandem-view-render--compaction
                           :fold 'compaction :folded t)
+(tandem-view-kinds-define "steer" :place 'turn :render #'tandem-view-kinds--steer)
 (tandem-view-kinds-define "queue" :render #'tandem-view-kinds--queue)
 (tandem-view-kinds-define "plan" :render #'tandem-view-kinds--plan)
 (tandem-view-kinds-define "acp_session" :render #'tandem-view-kinds--acp-session)

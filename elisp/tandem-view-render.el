@@ -147,14 +147,18 @@ That is the newline ending a body that does not end a line."
          (status (if (tandem-view-render--edited-p block id)
                      (concat status ", edited by you")
                    status))
-         (title (or (plist-get call :title) "")))
+         (title (or (plist-get call :title) ""))
+         (rule (plist-get call :decided-by)))
     (tandem-view-render--line
      (concat tandem-view-render-indent (tandem-view-render--arrow folded)
              (propertize (format "⚙ %s" (plist-get call :name)) 'font-lock-face 'tandem-view-tool)
              (if (string-empty-p title) "" (concat " " title))
              (propertize (format "  [%s]" status)
                          'font-lock-face (if (member status '("failed" "refused"))
-                                             'tandem-view-error 'tandem-view-muted)))
+                                             'tandem-view-error 'tandem-view-muted))
+             ;; The kept permission rule that decided the call, never asked.
+             (if (stringp rule) (propertize (format " · %s" rule) 'font-lock-face 'tandem-view-muted)
+               ""))
      (list 'tool id))
     (unless folded
       (tandem-view-render--body (concat "input:\n" (tandem-view-render--value (plist-get call :input)))
@@ -198,9 +202,10 @@ ones fall back to `tandem-view-answer-labels' and `tandem-view-answer-keys'."
         (mapcar (lambda (a) (list (car a) (cdr a) (cdr (assoc (car a) tandem-view-answer-keys))))
                 tandem-view-answer-labels))))
 
-(defun tandem-view-render--row-map (options &optional editable)
+(defun tandem-view-render--row-map (options &optional editable rule)
   "Return the keymap of an interaction row offering OPTIONS.
-EDITABLE adds \`e', which opens the proposed change for editing."
+EDITABLE adds \`e', which opens the proposed change for editing; RULE
+adds \`A', which keeps a permission rule for the call."
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map tandem-view-interaction-map)
     (dolist (o options)
@@ -209,6 +214,8 @@ EDITABLE adds \`e', which opens the proposed change for editing."
                     (lambda () (interactive) (tandem-view-answer-at (point) answer)))))
     (when editable
       (define-key map "e" #'tandem-view-shape-at-point))
+    (when rule
+      (define-key map "A" #'tandem-permissions-always))
     map))
 
 (defun tandem-view-render--interaction (block entry)
@@ -217,6 +224,7 @@ EDITABLE adds \`e', which opens the proposed change for editing."
          (answer (tandem-view-block-answered block id))
          (options (tandem-view-render--options entry))
          (editable (eq (plist-get entry :editable) t))
+         (rule (and (stringp (plist-get entry :rule-pattern)) (plist-get entry :rule-pattern)))
          (title (or (plist-get entry :title) "Permission")))
     (if (or answer (tandem-view-block-end-entry block))
         (tandem-view-render--line
@@ -238,15 +246,24 @@ EDITABLE adds \`e', which opens the proposed change for editing."
                               'help-echo "Edit the proposed change before it is written"
                               'action (lambda (b) (tandem-view-shape-at (button-start b))))
           (insert " "))
+        (when rule
+          (insert-text-button "[A] Always…" 'follow-link t
+                              'help-echo "Keep a rule that allows calls like this one"
+                              'action (lambda (b) (tandem-permissions-always-at (button-start b))))
+          (insert " "))
         (insert "\n")
         (add-text-properties start (point)
                              (list 'tandem-interaction (list :id id :turn (tandem-view-block-turn block)
                                                              :call-id (plist-get entry :call-id)
-                                                             :editable editable)
-                                   'keymap (tandem-view-render--row-map options editable)
+                                                             :editable editable
+                                                             :tool (plist-get entry :tool)
+                                                             :rule-pattern rule)
+                                   'keymap (tandem-view-render--row-map options editable rule)
                                    'tandem-part (list 'interaction id)))))))
 
 (declare-function tandem-view-answer-at "tandem-view-commands" (pos answer))
+(declare-function tandem-permissions-always-at "tandem-permissions" (pos))
+(declare-function tandem-permissions-always "tandem-permissions" ())
 (declare-function tandem-view-shape-at "tandem-view-shape" (pos))
 (declare-function tandem-view-shape-at-point "tandem-view-shape" ())
 ;; Not required: tandem-view-compaction needs tandem-compact, which needs this file.

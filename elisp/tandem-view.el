@@ -61,6 +61,7 @@
 (require 'tandem-composer)
 (require 'tandem-remote)
 (require 'tandem-trust)
+(require 'tandem-permissions)
 (require 'tandem-view-state)
 (require 'tandem-view-render)
 (require 'tandem-view-draw)
@@ -70,6 +71,7 @@
 (require 'tandem-view-shape)
 (require 'tandem-view-kinds)
 (require 'tandem-view-queue)
+(require 'tandem-view-steer)
 
 ;;;; Mode
 
@@ -106,6 +108,7 @@ In the composer:
               '(:eval (string-replace "%" "%%" (tandem-view--header-line))))
   (setq-local tandem-composer-send-function #'tandem-view--send)
   (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
+  (setq-local tandem-composer-steer-function #'tandem-view-steer-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
               (lambda () (and (tandem-view-state-running tandem-view--state) t)))

@@ -8,7 +8,7 @@ service they need; domain code never sees the `App`.
 
 The services above the engine are built, and their modules imported, on
 first use: ``tandem ask`` runs one chat turn and needs
-none of them (issue 16: start-up), and a backend builds each once. So is the
+none of them (start-up), and a backend builds each once. So is the
 remote side (`remote`, `remote_checkpoints`): a turn of a session without a
 target file never imports `tandem.remote`'s client, mirror or models.
 """
@@ -76,8 +76,10 @@ class App:
                                  remote_target=self._remote_target, after_end=[self._after_turn])
 
     def _after_turn(self, ended: TurnEnded) -> None:
-        # Only a session with queued messages needs the queue's driver.
-        if queue.fold(self.sessions.entries(self.sessions.journal(ended.session))).items:
+        # Only a session with queued messages (or steers its turn did not take)
+        # needs the queue's driver.
+        if ended.steers_left or queue.fold(
+                self.sessions.entries(self.sessions.journal(ended.session))).items:
             self.queue.on_turn_ended(ended)
 
     def _recover_on_open(self, journal: Journal) -> None:

@@ -2,7 +2,7 @@
 
 ``tandem --help`` and ``tandem ask`` build the whole argument parser; with
 handlers imported only when their sub-command runs, building it loads
-argparse and nothing of the domain (issue 16: start-up).
+argparse and nothing of the domain (start-up).
 """
 
 from __future__ import annotations

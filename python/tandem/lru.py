@@ -1,7 +1,7 @@
 """A bounded mapping for caches: least recently used entries go first.
 
 Every cache the backend keeps for longer than one request is one of these
-(issue 16: no cache without a limit). Not thread-safe by itself: callers
+(no cache without a limit). Not thread-safe by itself: callers
 that share one across threads hold their own lock, as before.
 """
 

@@ -1,7 +1,7 @@
 ;;; tandem-chat-tests.el --- A chat turn from the composer, across a restart  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
-;; Issue 4: a chat turn sent from the composer streams into the session
+;; A chat turn sent from the composer streams into the session
 ;; buffer, and the buffer survives a backend restart: it is rebuilt from
 ;; the journal by the new backend, with nothing kept only in Emacs.
 

@@ -1,7 +1,7 @@
 ;;; tandem-citizen-tests.el --- Tokens, cost, waiting questions, entry kinds  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
-;; Issue 17 items 4 to 7 against the real backend and the real fake
+;; Against the real backend and the real fake
 ;; OpenAI-compatible server (tests/fakes): a turn's tokens and cost in its
 ;; footer, the session's totals and context in the header, the provider
 ;; switch, the mode-line indicator and `tandem-answer' for a question in a
@@ -121,7 +121,8 @@
     ("acp_option" :agent "claude" :option "mode" :value "plan" :outside t)
     ("revert" :of-turn 1 :path "a.txt" :hunk 0 :outside t)
     ("rewind_undo" :before-turn 1 :rewind-seq 5 :outside t)
-    ("queue" :op "add" :item "q1" :text "next" :outside t))
+    ("queue" :op "add" :item "q1" :text "next" :outside t)
+    ("steer" :text "use b.txt instead" :given "2026-01-01T00:00:00Z"))
   "A minimal entry of each kind, as the view receives them.")
 
 (ert-deftest tandem-citizen-every-entry-kind-speaks ()

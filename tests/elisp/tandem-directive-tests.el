@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 ;; Real batch Emacs, real backend, a real HTTP server speaking the OpenAI
-;; streaming format.  The scenario of issue 7: create a directive on a
+;; streaming format.  The directive scenario: create a directive on a
 ;; region, Implement, see the turn in the session buffer with its badge,
 ;; follow up with Discuss result in sticky scope, Back to chat, View
 ;; changes, Rewind before this implementation, inspect after deleting the

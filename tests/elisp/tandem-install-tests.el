@@ -1,7 +1,7 @@
 ;;; tandem-install-tests.el --- Finding, checking and offering the backend  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
-;; Issue 17, item 2, in the checkout: which Python runs the backend, what
+;; Installing the backend, in the checkout: which Python runs the backend, what
 ;; `hello' says about its versions, and the offers to (re)install.  The
 ;; install itself, from a clean clone into a fresh venv, is
 ;; tests/package/run.sh (`make package-test').

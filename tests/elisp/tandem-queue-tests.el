@@ -81,7 +81,7 @@ Two queued messages go, in order, as the next turns once it ends well."
     (should (equal (tandem-view-test-send "write notes") 1))
     (tandem-queue-test--wait-question)
     (tandem-view-flush)
-    (should (string-match-p "C-c C-c queue · C-c C-k cancel" (tandem-view-test-text)))
+    (should (string-match-p "C-c C-c queue · C-c C-s steer · C-c C-k cancel" (tandem-view-test-text)))
     (tandem-queue-test--queue "then the second")
     (tandem-queue-test--queue "and the third")
     (tandem-queue-test--wait-text "⧗ Queued q2 · and the third")

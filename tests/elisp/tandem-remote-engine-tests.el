@@ -1,7 +1,7 @@
 ;;; tandem-remote-engine-tests.el --- Turns on the real agent-server, driven from Emacs  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
-;; Issue 18's "Done when", from Emacs: batch Emacs drives the real backend,
+;; The remote engine's whole story, from Emacs: batch Emacs drives the real backend,
 ;; whose session is attached to the REAL openhands-agent-server (started
 ;; by tests/python/remote/agent_server.py, as the Python integration tests
 ;; start it); the server's agent talks to tandem's fake OpenAI server.

@@ -292,7 +292,7 @@
   (tandem-view-test-with-session '(:steps [(:reply (:text "Thinking forever" :stall t))])
     (let ((turn (tandem-view-test-send "never ends")))
       (tandem-test-wait-until (lambda () (string-match-p "Thinking forever" (tandem-view-test-text))))
-      (should (string-match-p "C-c C-c queue · C-c C-k cancel the running turn"
+      (should (string-match-p "C-c C-c queue · C-c C-s steer · C-c C-k cancel the running turn"
                               (tandem-view-test-text)))
       (should (string-match-p "⏵ Turn 1 running" (tandem-view-test-text)))
       (goto-char (point-max))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17: install tandem as a user would, from a clean clone of HEAD.
+# Install tandem as a user would, from a clean clone of HEAD.
 #
 #   1. git clone this repository's HEAD into a temporary directory;
 #   2. Emacs >= 29: package-vc-install the clone; Emacs 28: `make package'

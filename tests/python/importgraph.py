@@ -69,14 +69,14 @@ _SUBCOMMAND = ("the CLI's start-up: `tandem --help` registers every subcommand; 
 _PORT_LINE = ("`tandem serve`'s port line: the log captures warnings first, then the server's "
               "parts (pydantic and the domain) load")
 _DOCTOR = "the doctor: a broken part is a finding, not a crash of `tandem doctor`"
-_ABOVE_ENGINE = ("start-up of `tandem ask` and `tandem serve` (issue 16): the services above "
+_ABOVE_ENGINE = ("start-up of `tandem ask` and `tandem serve`: the services above "
                  "the engine load with their first use; `ask` uses none of them")
 _MCP_SDK = ("start-up of `tandem ask` and `tandem serve`'s port line: the MCP SDK takes ~0.5 s "
             "to import; it loads with the first MCP server that starts")
-_REMOTE = ("start-up of `tandem ask` and `tandem serve` (issue 16): the remote side (its "
+_REMOTE = ("start-up of `tandem ask` and `tandem serve`: the remote side (its "
            "client, mirror, engine and models) loads with the first session that has a target "
            "file, or the first remote method")
-_ONE_FAMILY = ("start-up of `tandem ask` (issue 16): a turn imports the wire format of its "
+_ONE_FAMILY = ("start-up of `tandem ask`: a turn imports the wire format of its "
                "provider's family only")
 
 FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {

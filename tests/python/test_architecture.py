@@ -1,13 +1,14 @@
-"""The architecture test: the backend's packages form a one-way graph (issue 13).
+"""The architecture test: the backend's packages form a one-way graph.
 
 It reads the imports with `ast` (`importgraph`). What today's code still
 breaks is listed in `DEBT`, each with the reason it is there; the test fails
 on anything new *and* on a listed item that no longer occurs, so the list can
-only shrink. Issue 13 is done when `DEBT` is empty.
+only shrink; it is empty now.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ DEBT: dict[str, dict[str, str]] = {
     "layers": {},
     "function_imports": {},
 }
-"""Empty: issue 13 is done. Function-level imports that stay are allowed, with why,
+"""Empty: the graph has no debt. Function-level imports that stay are allowed, with why,
 in `importgraph.FUNCTION_IMPORTS_ALLOWED`."""
 
 
@@ -213,6 +214,108 @@ def test_each_namespace_has_its_adapter_module() -> None:
         for spec in importlib.import_module(name).METHODS:
             space = spec.name.split("/")[0] if "/" in spec.name else "core"
             assert space == module, f"{spec.name} is declared in {name}"
+
+
+# docs/architecture.md's package graph and file map are generated from the code.
+
+def test_architecture_doc_regions_match_the_code() -> None:
+    import architecture_doc
+    text = architecture_doc.DOC.read_text(encoding="utf-8")
+    assert text == architecture_doc.update(text), (
+        "docs/architecture.md's generated regions drifted from the code: run "
+        "`make architecture-doc`")
+
+
+def test_the_generated_graph_names_every_package_and_the_edges_the_code_has() -> None:
+    import architecture_doc
+    modules = architecture_doc.python_modules()
+    graph = architecture_doc.render_packages(g.scan(SOURCE), modules)
+    lines = {line.split()[0]: line for line in graph.splitlines()[1:-1]}
+    assert {"lru", "reaper", "gcpause", "editor", "server", "protocol"} <= set(lines)
+    assert "sexp" not in lines and "protocol/sexp.py" in modules
+    for pkg, target in [("turns", "remote"), ("history", "remote"),
+                        ("checkpoints", "providers")]:
+        assert target in lines[pkg].split("──>")[1], (pkg, target)
+    # turns imports remote only inside a function (on first use): marked.
+    assert "remote*" in lines["turns"]
+    files = architecture_doc.render_elisp_files(architecture_doc.elisp_files())
+    assert "* view\n" in files and "`tandem-view-gc.el` —" in files
+
+
+def test_the_generator_refuses_a_doc_without_its_regions() -> None:
+    import pytest
+
+    import architecture_doc
+    fill = {"packages": lambda: "graph\n"}
+    marked = "prose\n<!-- generated: packages -->\nold\n<!-- end generated -->\nmore\n"
+    assert architecture_doc.update(marked, fill) == marked.replace("old\n", "graph\n")
+    with pytest.raises(ValueError, match="lacks the generated regions"):
+        architecture_doc.update("prose only\n", fill)
+    with pytest.raises(ValueError, match="unknown generated region"):
+        architecture_doc.update(marked.replace("packages", "other"), fill)
+
+
+# Readers of the repository cannot see the tracker: no text cites its numbers.
+
+_TRACKER = re.compile("|".join([
+    r"\b(?:[Ii]ssues?|[Tt]asks?|[Ff]indings?) \d+\b",  # not "issue #551" of an upstream project
+    r"(?<![:\w-])[Ii]tems? \d+\b(?!\d)",  # not the `:items 10000` of a request
+    "DESIGN" + r"\.md",
+    r"\bseeds" + "/",
+]))
+
+
+_NOT_THE_REPOSITORY = frozenset({".git", ".venv", ".cache", "__pycache__", ".mypy_cache",
+                                 ".ruff_cache", ".pytest_cache"})
+
+
+def _repository_files() -> list[Path]:
+    """Every file of the checkout, tracked or not, that git does not ignore.
+
+    Without git (a copy of the tree), every file outside the build and cache folders."""
+    top = SOURCE.parent
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, check=True,
+                                cwd=top).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return [p for p in top.rglob("*")
+                if p.is_file() and not _NOT_THE_REPOSITORY & set(p.relative_to(top).parts)]
+    return [top / name for name in listed.decode().split("\0") if name and (top / name).is_file()]
+
+
+def test_no_file_cites_a_tracker_number_or_the_design_notes() -> None:
+    hits = []
+    for path in _repository_files():
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), 1):
+            if found := _TRACKER.search(line):
+                hits.append(f"{path.relative_to(SOURCE.parent)}:{number}: {found.group(0)!r}")
+    assert not hits, "reword by subject (readers cannot see the tracker):\n" + "\n".join(hits)
+
+
+def test_the_tracker_pattern_sees_numbers_and_spares_upstream_links() -> None:
+    # Written with "_" for the space, so this file does not cite what it tests.
+    for cited in ["see issue_16", "Issue_17: install", "(item_3)", "items_4 to 7",
+                  "task_2", "findings_5 and 10", "DESIGN" + ".md", "seeds" + "/x"]:
+        assert _TRACKER.search(cited.replace("_", " ")), cited
+    for fine in ["claude-agent-acp issue #551", "(list :items 1000)", "line item", "#40"]:
+        assert not _TRACKER.search(fine), fine
+
+
+_PENDING: dict[str, str] = {}
+"""Files docs/architecture.md names before they land, with why (tolerated, never required)."""
+
+
+def test_every_file_architecture_md_names_exists() -> None:
+    # The walkthrough and the prose name real files: a rename must update them.
+    top = SOURCE.parent
+    text = (top / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:python/tandem|elisp|tests/python|docs)/[\w/.-]+\.(?:py|el|md))`",
+                           text))
+    assert "python/tandem/directives/prompts.py" in named
+    missing = sorted(p for p in named - set(_PENDING) if not (top / p).is_file())
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
 
 
 # A provider family is one row (`tandem.providers.families`).

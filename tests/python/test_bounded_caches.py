@@ -1,4 +1,4 @@
-"""Every cache the backend keeps stays bounded (issue 16 item 7), each tested here.
+"""Every cache the backend keeps stays bounded, each tested here.
 
 Each test fills a real cache through its real entry point with more distinct
 keys than its limit and checks the size, and that the newest entry is still

@@ -1,4 +1,4 @@
-"""What `tandem ask` and the command line import (issue 16, item 8: start-up).
+"""What `tandem ask` and the command line import (start-up).
 
 A real ``tandem ask`` process (``python -X importtime -m tandem.cli``) runs one
 turn against the fake OpenAI server; every module it imported is read from

@@ -1,4 +1,4 @@
-"""The adapter layer: one module per method namespace (issue 13).
+"""The adapter layer: one module per method namespace.
 
 Each module declares ``METHODS: list[MethodSpec]``: short handlers that take
 the params model, make one call into a domain service and return the reply

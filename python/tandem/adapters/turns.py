@@ -1,5 +1,5 @@
 """Turn methods (``turns/…``): send, cancel, answer, status, wait, configure, set-provider,
-and the queue (queue, queue-edit, queue-remove, queue-list, queue-send)."""
+the queue (queue, queue-edit, queue-remove, queue-list, queue-send) and steer."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from tandem.protocol.turns import (
     SendParams,
     SessionParams,
     SetProviderParams,
+    SteerParams,
+    SteerReply,
     TurnParams,
     TurnStatus,
 )
@@ -74,6 +76,11 @@ async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:
     return requests.set_provider(app.sessions, app.events, p.session, p.provider)
 
 
+async def steer(app: App, p: SteerParams) -> SteerReply:
+    """Give TEXT to SESSION's running turn for its next model request."""
+    return requests.steer(app.turns, p.session, p.text)
+
+
 async def queue(app: App, p: QueueParams) -> QueueReply:
     """Queue TEXT in SESSION; it goes as the next turn when the running one ends well."""
     return await app.queue.add(p.session, p.text)
@@ -112,6 +119,8 @@ METHODS = [
                "Set ACP agents, credentials and defaults (memory only)."),
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,
                "Switch a session's provider and model (a journal entry)."),
+    MethodSpec("turns/steer", SteerParams, steer,
+               "Give guidance to the running turn at its next step (native engine)."),
     MethodSpec("turns/queue", QueueParams, queue,
                "Queue a message for after the running turn (a journal entry)."),
     MethodSpec("turns/queue-edit", QueueEditParams, queue_edit, "Edit a queued message."),

@@ -198,6 +198,8 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
     """
     kept = copy.deepcopy(project)
     ignored: list[str] = []
+    if kept.pop(PROJECT_NEVER, None) is not None:
+        ignored.append(f"{PROJECT_NEVER} (kept only in your own settings)")
     for dotted in sorted(trusted_only_keys()):
         if _present(kept, dotted):
             ignored.append(dotted)
@@ -225,6 +227,11 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
             kept.pop("native")
     _protected_union(kept, user, ignored)
     return kept, ignored
+
+
+PROJECT_NEVER = "permission_rules"
+"""The key a project file never sets, even trusted: what runs without asking is the
+user's word alone (docs/security.md)."""
 
 
 LIMITED_KEYS = ("permission_mode", "native", "protected_paths")
@@ -303,6 +310,9 @@ class Resolved:
         if not self.ignored or self.project is None:
             return []
         root = self.project.path.parent.parent
+        if self.trusted:  # only what no project sets, trusted or not
+            return [f"{self.project.path}: ignored {', '.join(self.ignored)} (a project "
+                    "never sets them, trusted or not)"]
         why = ("changed since you trusted it" if self.changed else "this project is not trusted")
         return [f"{self.project.path}: ignored {', '.join(self.ignored)} ({why}; "
                 f"trusting the project allows them: `tandem trust {root}`)"]
@@ -346,6 +356,8 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
     if project is not None and project.exists:
         if trusted:
             kept = copy.deepcopy(project.raw)
+            if kept.pop(PROJECT_NEVER, None) is not None:
+                ignored.append(f"{PROJECT_NEVER} (kept only in your own settings)")
         else:
             # The front end's layer is the user's own word too (Emacs' `tandem-provider`).
             kept, ignored = untrusted_view(project.raw, merge(user.raw, overlay or {}))

@@ -28,6 +28,7 @@ from pydantic import (
     ValidationError,
 )
 
+from tandem.config.rules import PermissionRule
 from tandem.protocol.base import TandemError
 
 # Same order as providers.base: typing caches equal Literals, and docs render the first.
@@ -230,6 +231,9 @@ class SettingsModel(Section):
     protected_paths: list[ProtectedPath] | None = Field(default=None, max_length=256)
     """Writes here are always asked (`DEFAULT_PROTECTED_PATHS` when unset); an untrusted
     project may add entries, never remove one (`tandem.config.layers`)."""
+    permission_rules: list[PermissionRule] | None = Field(default=None, max_length=1024)
+    """Remembered permission answers (`tandem.config.rules`); read only from the user's
+    own file, never from a project's, trusted or not."""
 
     def protected(self) -> tuple[str, ...]:
         """The effective protected paths: the setting, or the defaults."""

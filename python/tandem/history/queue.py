@@ -148,9 +148,17 @@ class QueueService:
         return accepted.turn
 
     def on_turn_ended(self, ended: TurnEnded) -> None:
-        """After ENDED (its session free again): send the queue on, or hold it."""
+        """After ENDED (its session free again): send the queue on, or hold it.
+
+        Guidance the turn ended before taking (``steers_left``) joins the
+        queue's front first, so it goes as the next turn (or waits first).
+        """
         journal = self._journal(ended.session)
         state = self.state(journal)
+        if ended.steers_left and journal.writable:
+            for entry in queue.steer_entries(state, ended.steers_left):
+                queue.write(journal, self.events, entry)
+            state = self.state(journal)
         if not state.items or state.held is not None:
             return
         if ended.outcome != "succeeded":

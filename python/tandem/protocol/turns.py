@@ -204,6 +204,26 @@ class QueueReply(Reply):
     """How many messages the queue may hold."""
 
 
+class SteerParams(Params):
+    """Give TEXT to SESSION's running turn: it goes with the turn's next model request."""
+
+    session: str = SessionId
+    text: str = Field(min_length=1, max_length=QUEUE_TEXT_MAX)
+
+
+class SteerReply(Reply):
+    """The running turn took the guidance; it is sent at that turn's next step.
+
+    Written as a ``steer`` entry when the request takes it; a turn that ends
+    before its next request puts it at the front of the queue instead.
+    """
+
+    session: str
+    turn: int
+    waiting: int = Field(ge=1)
+    """How many steers (this one included) wait for the turn's next request."""
+
+
 class ResendParams(SendParams):
     """Rewind SESSION before TURN (as planned with DIGEST), then send TEXT as a new turn.
 

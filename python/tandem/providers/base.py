@@ -144,7 +144,8 @@ class TurnSink(Protocol):
         """The current assistant message (text and reasoning) is complete."""
 
     def tool_call(
-        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any]
+        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any],
+        decided_by: str | None = None,
     ) -> None:
         """The model asked for a tool."""
 

@@ -2,11 +2,12 @@
 
 One turn: send the context → stream the answer into the sink → run the tool
 calls it asks for (asking permission as the mode says) → send the results →
-loop, until the model answers without tool calls. Each HTTP request is retried
-a bounded number of times on 429 (honouring ``retry-after``), 5xx and
-connection failures, but only while nothing of it reached the sink; a stream
-that breaks after output began fails the turn with the provider's message.
-Cancellation ends the turn as ``aborted``.
+loop, until the model answers without tool calls. Guidance the user gives the
+running turn (``turns/steer``) joins the next request as a user message.
+Each HTTP request is retried a bounded number of times on 429 (honouring
+``retry-after``), 5xx and connection failures, but only while nothing of it
+reached the sink; a stream that breaks after output began fails the turn with
+the provider's message. Cancellation ends the turn as ``aborted``.
 
 The wire formats live in `tandem.providers.openai` and
 `tandem.providers.anthropic` as `Wire` implementations.
@@ -249,8 +250,18 @@ def tls_for(url: str) -> ssl.SSLContext | bool:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname
 
 
+def take_steers(sink: TurnSink) -> list[str]:
+    """The guidance SINK holds for the next model request (``take_steers``), or none:
+    a sink that takes no guidance (a compaction's, a test's) has no such method."""
+    take = getattr(sink, "take_steers", None)
+    return list(take()) if take is not None else []
+
+
 class NativeProvider:
     """A `Provider` running tandem's own agent loop over one `Wire`."""
+
+    accepts_steering = True
+    """Guidance given mid-turn goes with the loop's next model request (`take_steers`)."""
 
     conversation: Conversation | None = None
     """Native providers keep no conversation: the projection is sent each turn."""
@@ -343,6 +354,11 @@ class NativeProvider:
 
         try:
             for _ in range(self.limits.max_steps):
+                # Guidance the user gave meanwhile goes as user messages with this request.
+                steers = take_steers(sink)
+                if steers:
+                    self.wire.extend_messages(
+                        wire_messages, [Message(role="user", text=t) for t in steers])
                 watch.text = False
                 step = await self._step_with_retries(
                     request, system, wire_messages, executor.specs(), watch

@@ -143,7 +143,7 @@ def build_provider(
     creds = bound_credentials(spec.family, given, getattr(section, "base_url", None),
                               env=env, origin=origin)
     limits = loop_limits(typed)
-    # The row's factory imports only its own wire format (start-up: issue 16).
+    # The row's factory imports only its own wire format (start-up).
     wire = row.wire(creds, section)
     return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target,
                           tool_source=tool_source)

@@ -1,6 +1,6 @@
 """Which LLM a remote conversation's agent runs, and whether tandem's key goes with it.
 
-The trust rule (issue 18, item 1): an LLM key leaves this process for an
+The trust rule: an LLM key leaves this process for an
 agent-server only when the user's own ``tandem-remote-hosts`` entry for that
 host says ``:forward-keys``. Otherwise the host's server-side agent profile
 runs, or the turn is refused naming the setting. A target whose host is not

@@ -1,7 +1,7 @@
 """Where a session's remote target file is, and whether it has one, without pydantic.
 
 Every turn asks whether its session runs remotely; a session with no target
-file needs nothing of `tandem.remote` beyond this answer (issue 16:
+file needs nothing of `tandem.remote` beyond this answer (start-up:
 ``tandem ask`` imports no remote code). Reading the file is `tandem.remote.targets`.
 """
 

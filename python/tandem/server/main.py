@@ -93,7 +93,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     The port is bound and printed first; then the services are built and the
     method table imported (most of the start-up). A client that connects in
     between is accepted and waits for them: its first message is read only
-    once everything a request needs is ready (issue 16: start-up).
+    once everything a request needs is ready (start-up).
     """
     check_installed()
     stop = asyncio.Event()

@@ -29,6 +29,7 @@ DOMAIN_APIS = (
     "tandem.adapters.directives",
     "tandem.adapters.remote",
     "tandem.adapters.settings",
+    "tandem.adapters.permissions",
 )
 
 

@@ -410,7 +410,8 @@ class CollectSink:
             self._current.clear()
 
     def tool_call(
-        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any]
+        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any],
+        decided_by: str | None = None,
     ) -> None:
         """Count tool calls (a read-only request may still read)."""
         self.tool_calls += 1

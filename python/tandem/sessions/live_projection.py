@@ -1,4 +1,4 @@
-"""The projection kept up to date as entries are appended (issue 16).
+"""The projection kept up to date as entries are appended.
 
 `tandem.sessions.projection.project` reads the whole journal: on a 10k-turn
 session that is ~80 ms per chat send. `LiveProjection` is fed the entries
@@ -137,6 +137,9 @@ class LiveProjection:
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
             self._add(msg(kind, text if text.__class__ is str else str(text)), turn)
+        elif kind == "steer":  # as `project` reads it: a user message
+            text = e.get("text", "")
+            self._add(msg("user", text if text.__class__ is str else str(text)), turn)
         elif kind == "tool_call":
             call = tool_call(e)
             messages = self._messages

@@ -3,7 +3,8 @@
 A pure function, so that what a request sends depends on the journal alone:
 it drops everything inside directive boundaries, everything before the
 latest compaction summary, and every rewound turn; what is left becomes
-provider-neutral messages. It reads entries as plain dicts so that it runs
+provider-neutral messages (a ``steer`` entry, guidance given mid-turn, is a
+user message where it stands). It reads entries as plain dicts so that it runs
 straight off ``json.loads`` lines.
 
 A ``rewind`` entry hides the turns seen before it from ``before_turn`` on;
@@ -95,6 +96,9 @@ def _project(entries: Sequence[JournalEntry]) -> list[Message]:
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
             append(msg(kind, text if text.__class__ is str else str(text)))
+        elif kind == "steer":  # guidance mid-turn: a user message where the model saw it
+            text = e.get("text", "")
+            append(msg("user", text if text.__class__ is str else str(text)))
         elif kind == "tool_call":
             call = tool_call(e)
             last = messages[-1] if messages else None

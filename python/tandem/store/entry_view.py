@@ -263,6 +263,15 @@ class ProviderChangeEntry(_Base):
     model: NotRequired[str]
 
 
+class SteerEntry(_Base):
+    """``steer``: guidance the user gave the running turn, as its next request took it."""
+
+    type: Literal["steer"]
+    turn: int
+    text: str
+    given: NotRequired[str]
+
+
 class QueueEntry(_Base):
     """``queue``: one change to the session's queue of messages (never conversation)."""
 
@@ -273,6 +282,7 @@ class QueueEntry(_Base):
     text: NotRequired[str]
     sent_turn: NotRequired[int | None]
     reason: NotRequired[str]
+    front: NotRequired[bool]
 
 
 JournalEntry = Union[  # noqa: UP007 - a type alias mypy narrows on "type"
@@ -280,7 +290,7 @@ JournalEntry = Union[  # noqa: UP007 - a type alias mypy narrows on "type"
     InteractionEntry, InteractionAnswerEntry, TurnEndEntry, DirectiveOpenEntry,
     DirectiveCloseEntry, RewindEntry, RewindUndoEntry, RewindRecoveryEntry, RevertEntry,
     CompactionEntry, AcpSessionEntry, AcpOptionEntry, RemoteTurnEntry, PlanEntry,
-    ProviderChangeEntry, QueueEntry,
+    ProviderChangeEntry, SteerEntry, QueueEntry,
 ]
 """Any journal entry after the header, as read (see the module doc)."""
 

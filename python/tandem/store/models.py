@@ -265,6 +265,20 @@ class ProviderChange(Entry):
     model: str = ""
 
 
+class Steer(Entry):
+    """Guidance the user gave the running turn (``turns/steer``), sent at its next step.
+
+    Written when the agent loop takes it, just before the model request that
+    carries it as a user message: so it sits in the journal where the model
+    saw it, after the step's tool results. ``given`` is when the user gave it.
+    """
+
+    type: Literal["steer"] = "steer"
+    turn: int
+    text: str
+    given: str = ""
+
+
 class Queue(Entry):
     """One change to the session's queue: messages waiting for the running turn to end.
 
@@ -273,13 +287,15 @@ class Queue(Entry):
     (the user deleted ITEM), ``sent`` (ITEM went as turn SENT_TURN, an
     ordinary turn from then on), ``hold`` (a turn that did not end well
     stops the queue, REASON says which) or ``resume`` (the user sends the
-    held queue on). No ``turn`` key: the entry belongs to no turn.
+    held queue on). No ``turn`` key: the entry belongs to no turn. An ``add``
+    with FRONT joins the front instead: guidance the turn ended before taking.
     """
 
     type: Literal["queue"] = "queue"
     op: Literal["add", "edit", "remove", "sent", "hold", "resume"]
     item: str = ""
     text: str = ""
+    front: bool = False
     sent_turn: int | None = None
     reason: str = ""
 
@@ -308,6 +324,7 @@ ENTRY_TYPES: dict[str, type[Entry]] = {
         RemoteTurn,
         Plan,
         ProviderChange,
+        Steer,
         Queue,
     )
 }

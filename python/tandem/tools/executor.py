@@ -10,11 +10,13 @@ from typing import Any
 import anyio.to_thread
 from pydantic import ValidationError
 
+from tandem.config.rules import PermissionRule
+from tandem.config.rules import match as match_rule
 from tandem.tools.base import INVALID_INPUT, Tool, ToolArgs, ToolContext, ToolError
 from tandem.tools.edit import EDIT_TOOLS, EditArgs, WriteArgs, write_edited
 from tandem.tools.files import READ_TOOLS
 from tandem.tools.paths import resolve_in_root
-from tandem.tools.permissions import GRANTS, SessionGrants, decide
+from tandem.tools.permissions import GRANTS, SessionGrants, decide, user_rules
 from tandem.tools.protected import check as protected_check
 from tandem.tools.protected import mentioned, question
 from tandem.tools.shell import SHELL_TOOLS
@@ -57,6 +59,7 @@ class ToolExecutor:
         tools: list[Tool] | None = None,
         grants: SessionGrants | None = None,
         scrub: Callable[[str], str] | None = None,
+        rules: Callable[[], list[PermissionRule]] | None = None,
     ) -> None:
         self.request = request
         self.sink = sink
@@ -65,6 +68,8 @@ class ToolExecutor:
         self.grants = grants if grants is not None else GRANTS
         self.scrub = scrub or (lambda text: text)
         """Masks secrets (the API key) in what a tool returns."""
+        self.rules = rules or user_rules
+        """The user's permission rules, read at each call (a rule added mid-turn applies)."""
 
     def specs(self) -> list[Tool]:
         """The tools offered to the model."""
@@ -88,13 +93,18 @@ class ToolExecutor:
             self.sink.tool_call(call_id, name, tool.kind, name, input_dict)
             msg = f"invalid arguments for {name}: {_short_errors(exc)}"
             return self._done(call_id, name, "failed", msg)
-        self.sink.tool_call(call_id, name, tool.kind, title, input_dict)
         decision = decide(
             tool.kind,
             self.request.permission_mode,
             self.request.read_only,
             self.grants.granted(self.request.session_id, name),
         )
+        rule = None
+        if decision != "refuse":
+            # A rule never loosens the read-only ceiling; a deny tightens any mode.
+            rule = match_rule(self.rules(), name, args.model_dump(), str(self.ctx.root))
+        decided_by = rule.describe() if rule is not None else None
+        self.sink.tool_call(call_id, name, tool.kind, title, input_dict, decided_by=decided_by)
         if decision == "refuse":
             why = (
                 "this is a read-only (discussion) request"
@@ -104,9 +114,14 @@ class ToolExecutor:
             return self._done(
                 call_id, name, "refused", f"Refused: {why}; {name} ({tool.kind}) is not allowed."
             )
+        if rule is not None and rule.decision == "deny":
+            return self._done(call_id, name, "refused",
+                              f"Refused by the user's {rule.describe()}; it did not run.")
+        if rule is not None:
+            decision = "allow"
         reason, protected = await self._protected(tool, args)
         if reason is not None:
-            # Always asked, whatever the mode or an earlier "allow for this session".
+            # Always asked, whatever the mode, a rule or an earlier "allow for this session".
             decision = "ask"
             title = question(title, reason)
         edited: str | None = None

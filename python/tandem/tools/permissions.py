@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Literal
 
+from tandem.config.layers import read_layer, user_settings_path
+from tandem.config.rules import PermissionRule
+from tandem.protocol.base import TandemError
 from tandem.tools.types import PermissionMode, ToolKind
 
 Decision = Literal["allow", "ask", "refuse"]
@@ -64,3 +67,15 @@ def decide(
     if mode == "auto-edit" and kind == "edit":
         return "allow"
     return "ask"
+
+
+def user_rules() -> list[PermissionRule]:
+    """The permission rules of the user's own settings file (never a project's).
+
+    A user file that does not validate yields no rule: every call is asked,
+    which errs on the side of asking (the turn reports the file's error itself).
+    """
+    try:
+        return list(read_layer(user_settings_path()).typed().permission_rules or [])
+    except TandemError:
+        return []

@@ -77,7 +77,8 @@ class ToolSink(Protocol):
     """Where the executor reports a call and asks about it (the turn's sink)."""
 
     def tool_call(
-        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any]
+        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any],
+        decided_by: str | None = None,
     ) -> None:
         """The model asked for a tool."""
 

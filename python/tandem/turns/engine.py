@@ -100,6 +100,8 @@ class TurnEnded:
     completeness: str | None
     files_changed: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    steers_left: list[str] = field(default_factory=list)
+    """Guidance given (``turns/steer``) that no model request took: the turn ended first."""
 
 
 @dataclass
@@ -114,6 +116,8 @@ class Running:
     """The session gate's hold, released when the turn has ended."""
     provider_task: asyncio.Task[TurnResult] | None = None
     cancelled: bool = False
+    provider: Provider | None = None
+    """What runs the turn (whether it takes guidance mid-turn: `TurnEngine.steer`)."""
 
 
 class TurnEngine:
@@ -209,7 +213,7 @@ class TurnEngine:
         task = asyncio.create_task(self._run(spec, turn, sink, provider, request, checkpoint,
                                              root))
         hold.started = True  # released by `_run` once the terminal path is done
-        self.running[spec.session] = Running(spec, turn, sink, task, hold)
+        self.running[spec.session] = Running(spec, turn, sink, task, hold, provider=provider)
         return turn
 
     def _announce(self, spec: TurnSpec, turn: int) -> None:
@@ -246,6 +250,9 @@ class TurnEngine:
             done = self.running.pop(spec.session, None)
             if done is not None:
                 self.gate.release(done.hold)
+        # Taken with the pop (nothing awaits between): a steer given until now is kept.
+        ended.steers_left = [text for text, _given in sink.steers]
+        sink.steers.clear()
         for listener in self.after_end:
             try:
                 listener(ended)
@@ -337,6 +344,30 @@ class TurnEngine:
         if running.provider_task is not None:
             running.provider_task.cancel()
         return True
+
+    def steer(self, session: str, text: str) -> tuple[int, int]:
+        """Give TEXT to SESSION's running turn for its next model request:
+        (the turn, how many steers now wait for it).
+
+        Refused (``not-found``) with no turn running, and (``unsupported``) when
+        the turn is a directive request or its provider takes no input mid-turn
+        (an ACP agent, the remote engine): the message says to queue it instead.
+        A steer the turn ends before taking is in the ended turn's ``steers_left``.
+        """
+        if not text.strip():
+            raise TandemError("invalid", "Nothing to steer with: the guidance is empty")
+        running = self.running.get(session)
+        if running is None:
+            raise TandemError("not-found", f"No turn is running in {session}: "
+                                           "send the guidance as a message instead")
+        if running.spec.directive is not None:
+            raise TandemError("unsupported", f"Turn {running.turn} is a directive request: "
+                                             "it takes no guidance; queue it instead")
+        if not getattr(running.provider, "accepts_steering", False):
+            raise TandemError("unsupported", f"{running.spec.provider} cannot take guidance "
+                                             f"while turn {running.turn} runs; queue it "
+                                             "instead (it goes when the turn ends)")
+        return running.turn, running.sink.steer(text)
 
     def answer(self, session: str, interaction: str,
                answer: PermissionAnswer | PermissionReply) -> bool:

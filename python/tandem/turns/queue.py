@@ -10,6 +10,10 @@ When a turn ends well the backend sends the first queued message
 (`tandem.history.queue`); a turn that fails or is cancelled holds the
 queue (a ``hold`` entry with the reason) until the user sends it on
 (``resume``). A hold ends by itself when the queue empties.
+
+Guidance given to a running turn (``turns/steer``) that the turn ended
+before taking joins the queue's front (an ``add`` with ``front``): it goes
+as the next turn, or waits first in a held queue.
 """
 
 from __future__ import annotations
@@ -68,7 +72,11 @@ def fold(entries: Iterable[JournalEntry]) -> QueueState:
         op, item = e["op"], e.get("item", "")
         if op == "add":
             state.added += 1
-            state.items.append(QueuedMessage(item, e.get("text", ""), e["ts"]))
+            queued = QueuedMessage(item, e.get("text", ""), e["ts"])
+            if e.get("front"):  # a steer its turn ended before taking: it goes first
+                state.items.insert(0, queued)
+            else:
+                state.items.append(queued)
         elif op == "edit":
             found = state.find(item)
             if found is not None:
@@ -110,6 +118,17 @@ def add_entry(state: QueueState, text: str) -> dict[str, Any]:
         raise TandemError("invalid", f"The queue holds at most {MAX_ITEMS} messages; "
                                      "delete one or wait for the running turn")
     return {"type": "queue", "op": "add", "item": f"q{state.added + 1}", "text": text}
+
+
+def steer_entries(state: QueueState, texts: list[str]) -> list[dict[str, Any]]:
+    """The ``queue`` entries that put TEXTS (steers a turn ended before taking, in the
+    order given) at STATE's front, in the order to write them; past `MAX_ITEMS` too:
+    guidance the user gave is never dropped."""
+    entries = []
+    for n, text in enumerate(texts):
+        entries.append({"type": "queue", "op": "add", "item": f"q{state.added + n + 1}",
+                        "text": text, "front": True})
+    return entries[::-1]  # each joins the front: the last one first
 
 
 def hold_reason(turn: int, outcome: str, error: str | None) -> str:

@@ -18,7 +18,7 @@ from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import ModelsReply
-from tandem.protocol.turns import AgentSpec, RemoteHostSpec, TurnStatus
+from tandem.protocol.turns import AgentSpec, RemoteHostSpec, SteerReply, TurnStatus
 from tandem.providers.base import PermissionAnswer, PermissionMode, PermissionReply
 from tandem.providers.credentials import ApiFamily, resolve_credentials
 from tandem.providers.model_list import list_models, models_url
@@ -45,6 +45,13 @@ def chat_spec(sessions: SessionService, session: str, text: str, provider: str |
 def cancel(turns: TurnService, session: str) -> bool:
     """Cancel SESSION's turn in flight; it ends aborted through the terminal path."""
     return turns.engine.cancel(turns.sessions.journal(session).id)
+
+
+def steer(turns: TurnService, session: str, text: str) -> SteerReply:
+    """Give TEXT to SESSION's running turn (refused, with why, when it cannot take it)."""
+    sid = turns.sessions.journal(session).id
+    turn, waiting = turns.engine.steer(sid, text)
+    return SteerReply(session=sid, turn=turn, waiting=waiting)
 
 
 def answer(turns: TurnService, session: str, interaction_id: str, choice: PermissionAnswer,

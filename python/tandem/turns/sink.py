@@ -2,7 +2,9 @@
 
 Text and reasoning deltas stream to Emacs as ``delta`` events and are kept
 in memory until the message ends; then one ``reasoning`` and one
-``assistant`` entry are written. Every entry written is also published as an
+``assistant`` entry are written. Guidance the user gives the running turn
+(``turns/steer``) waits here until the agent loop's next model request takes
+it (`JournalSink.take_steers`). Every entry written is also published as an
 ``entry`` event, so the view and the journal never disagree.
 """
 
@@ -13,12 +15,14 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tandem.config.rules import proposal
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent, InteractionEvent
 from tandem.protocol.events import delta as delta_event
 from tandem.providers.base import PermissionAnswer, PermissionReply, PermissionRequest, ToolKind
 from tandem.store.journal import Journal
+from tandem.store.jsonl import now_iso
 from tandem.store.models import entry_to_dict
 
 ANSWERS: tuple[PermissionAnswer, ...] = ("allow_once", "allow_session", "reject")
@@ -56,6 +60,8 @@ class JournalSink:
         """Every assistant message of the turn, for the directive frame."""
         self.write_error: str | None = None
         """The first journal write this turn that the disk refused, as a sentence."""
+        self.steers: list[tuple[str, str]] = []
+        """Guidance given (``turns/steer``) that no model request took yet: (text, when)."""
 
     def write(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Append ENTRY (for this turn) to the journal and publish it.
@@ -100,16 +106,40 @@ class JournalSink:
             self._text.clear()
 
     def tool_call(self, call_id: str, name: str, kind: ToolKind, title: str,
-                  input: dict[str, Any]) -> None:
-        """Record the model's tool call (after any text streamed before it)."""
+                  input: dict[str, Any], decided_by: str | None = None) -> None:
+        """Record the model's tool call (after any text streamed before it).
+
+        DECIDED_BY names the user's permission rule that decided the call, if one did.
+        """
         self.end_message()
-        self.write({"type": "tool_call", "call_id": call_id, "name": name, "kind": kind,
-                    "title": title, "input": input})
+        entry: dict[str, Any] = {"type": "tool_call", "call_id": call_id, "name": name,
+                                 "kind": kind, "title": title, "input": input}
+        if decided_by is not None:
+            entry["decided_by"] = decided_by
+        self.write(entry)
 
     def tool_result(self, call_id: str, status: str, output: str) -> None:
         """Record what a tool returned."""
         self.write({"type": "tool_result", "call_id": call_id, "status": status,
                     "output": output})
+
+    def steer(self, text: str) -> int:
+        """Keep TEXT for the turn's next model request; how many now wait."""
+        self.steers.append((text, now_iso()))
+        return len(self.steers)
+
+    def take_steers(self) -> list[str]:
+        """The guidance waiting for this request, each written now as a ``steer`` entry.
+
+        The agent loop calls this just before each model request: the entry
+        lands where the model sees the guidance, after the step's tool results.
+        """
+        taken, self.steers = self.steers, []
+        if taken:
+            self.end_message()
+        for text, given in taken:
+            self.write({"type": "steer", "text": text, "given": given})
+        return [text for text, _given in taken]
 
     def plan(self, entries: list[dict[str, Any]]) -> None:
         """Record an agent's plan."""
@@ -126,6 +156,9 @@ class JournalSink:
             "tool_kind": request.kind, "options": options}
         if request.editable:
             asked["editable"] = True  # the view offers to edit the change before it lands
+        pattern = None if request.once_only else proposal(request.tool, request.input)
+        if pattern is not None:
+            asked["rule_pattern"] = pattern  # what an "always" answer proposes to keep
         self.write(asked)
         if self.asker is not None:
             reply = PermissionReply(answer=await self.asker(request, interaction))

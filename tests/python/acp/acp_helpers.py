@@ -31,7 +31,8 @@ class RecordingSink:
         self.events.append(("end_message",))
 
     def tool_call(
-        self, call_id: str, name: str, kind: str, title: str, input: dict[str, Any]
+        self, call_id: str, name: str, kind: str, title: str, input: dict[str, Any],
+        decided_by: str | None = None,
     ) -> None:
         self.events.append(("tool_call", call_id, name, kind, title, input))
 

@@ -5,7 +5,7 @@ ten git processes (two ``ls-files`` per capture, and the pass over the
 tracked files against the ignore rules that every first capture of a
 process ran). A small tree is now listed by one ``ls-files``; what the last
 ignore check saw is kept in the store, so a new process checks again only
-when the rules changed (issue 16: start-up). Real git, real files.
+when the rules changed (start-up). Real git, real files.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ setup writes), so `M-x tandem` asks nothing. Then:
 - a request whose turn stops at a permission question; while it waits the user
   types a second message and sends it with C-c C-c: it is queued under the running
   turn (a visible row), the turn is not cancelled;
+- C-c C-s steers the waiting turn: the guidance is a row in the turn, and the
+  model's next request in that same turn ends with it;
 - the question is answered with the keys the screen names (point comes back to
   the composer, where it was); the file is written,
   the turn ends well and the queued message goes as the next turn, whose answer
@@ -45,6 +47,8 @@ def fake_server() -> Iterator[str]:
              "reply": {"text": "I will write it.", "tool_calls": [{
                  "name": "write_file",
                  "input": {"path": "notes.txt", "content": "first line\n"}}]}},
+            {"match": {"last_user_contains": "lowercase only"},
+             "reply": {"text": "Steered: lowercase it is."}},
             {"match": {"last_user_contains": "notes.txt"},
              "reply": {"text": "Done: notes.txt is written."}},
             {"match": {"last_user_contains": "add a second line"},
@@ -95,10 +99,16 @@ def test_a_message_queued_while_a_question_waits(user: tuple[Pane, Path]) -> Non
     assert "aborted" not in screen and "cancelled" not in screen, screen
     assert (tmp / "project" / "notes.txt").exists() is False
 
+    # Guidance for the running turn: taken at its next step, inside the turn.
+    pane.text("Use lowercase only")
+    pane.keys("C-c", "C-s")
+    pane.wait_for(r"Steering turn 1: it goes with the turn.s next model request", timeout=30)
+
     # The answer from the screen's own hint; the queue goes on after the turn.
     pane.keys("C-c", "C-q")
     pane.keys("y")
-    pane.wait_for(r"notes\.txt is written", timeout=60)
+    screen = pane.wait_for(r"↪ You steered(.|\n)*Steered: lowercase it is\.", timeout=60)
+    assert "▾ Turn 2" not in screen.split("Steered: lowercase")[0], screen  # still turn 1
     screen = pane.wait_for(r"queued request arrived after the first turn", timeout=60)
     assert "⧗ Queued" not in screen, screen
     assert (tmp / "project" / "notes.txt").read_text() == "first line\n"

@@ -37,7 +37,7 @@ class Sink:
         pass
 
     def tool_call(self, call_id: str, name: str, kind: str, title: str,
-                  input: dict[str, Any]) -> None:
+                  input: dict[str, Any], decided_by: str | None = None) -> None:
         self.calls.append((call_id, name, kind))
 
     def tool_result(self, call_id: str, status: str, output: str) -> None:

@@ -52,7 +52,8 @@ class RecordingSink:
         self._add("end_message", None)
 
     def tool_call(
-        self, call_id: str, name: str, kind: str, title: str, input: dict[str, Any]
+        self, call_id: str, name: str, kind: str, title: str, input: dict[str, Any],
+        decided_by: str | None = None,
     ) -> None:
         self._add(
             "tool_call", {"id": call_id, "name": name, "kind": kind, "title": title, "input": input}

@@ -1,6 +1,6 @@
 """The TLS context of a provider's client: an ``http://`` model server loads no trust store.
 
-Start-up (issue 16): loading the CA bundle was the largest single cost of a
+Start-up: loading the CA bundle was the largest single cost of a
 local turn. The context used instead must fail closed: a TLS connection
 through it is refused, never unverified (checked against a real TLS server).
 """

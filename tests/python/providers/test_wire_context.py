@@ -41,7 +41,8 @@ def _reference(wire: Wire, messages: list[Message]) -> list[dict[str, Any]]:
 def _grown_journal(rng: random.Random, steps: int) -> list[dict[str, Any]]:
     """Entries as the backend writes them, with what changes a context other than by
     appending: rewinds and their undos, compactions, directive spans, a crash mid tool
-    call (a call without its result), tool calls joining a message, merged tool results."""
+    call (a call without its result), tool calls joining a message, merged tool results,
+    steers (guidance a turn took between two of its requests)."""
     out: list[dict[str, Any]] = []
     turn = 0
     for _ in range(steps):
@@ -80,6 +81,13 @@ def _grown_journal(rng: random.Random, steps: int) -> list[dict[str, Any]]:
         if crashed:
             out.append({"type": "turn_end", "turn": turn, "outcome": "aborted"})
             continue
+        if rng.random() < 0.3:  # guidance given mid-turn, taken by the next request
+            out.append({"type": "steer", "turn": turn, "text": f"steer {turn}"})
+            for c in range(rng.choice([0, 1])):
+                out.append({"type": "tool_call", "turn": turn, "call_id": f"s{turn}.{c}",
+                            "name": "read", "input": {"p": turn}})
+                out.append({"type": "tool_result", "turn": turn, "call_id": f"s{turn}.{c}",
+                            "status": "completed", "output": f"so{turn}.{c}"})
         if rng.random() < 0.7:
             out.append({"type": "assistant", "turn": turn, "text": f"a{turn}"})
         out.append({"type": "turn_end", "turn": turn, "outcome": "succeeded"})

@@ -28,7 +28,7 @@ class Recorder:
         self.calls.append(("end_message",))
 
     def tool_call(self, call_id: str, name: str, kind: str, title: str,
-                  input: dict[str, Any]) -> None:
+                  input: dict[str, Any], decided_by: str | None = None) -> None:
         self.calls.append(("tool_call", call_id, name, kind, title, input))
 
     def tool_result(self, call_id: str, status: str, output: str) -> None:

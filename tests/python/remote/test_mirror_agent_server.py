@@ -3,7 +3,7 @@
 The turns run through the real engine; their "agent" is a stand-in that
 changes the server's files through the server's own bash endpoint and
 posts its message into a real conversation there (the remote engine is
-another part of issue 18). What the server holds is always read back
+tested on its own). What the server holds is always read back
 through the server (download, bash, conversation info), never the mirror.
 """
 

@@ -1,4 +1,4 @@
-"""``tandem serve`` prints its port before building its services (issue 16: start-up).
+"""``tandem serve`` prints its port before building its services (start-up).
 
 A client that connects at once — before the services and the method table
 exist — is accepted, waits, and gets the same replies as one that came later;

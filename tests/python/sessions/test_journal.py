@@ -126,6 +126,7 @@ def test_every_known_type_validates(home: Path, tmp_path: Path) -> None:
         "plan": {"turn": 1, "entries": [{"content": "c", "status": "pending"}]},
         "provider_change": {"provider": "openai:m", "model": "m"},
         "queue": {"op": "add", "item": "q1", "text": "next"},
+        "steer": {"turn": 1, "text": "use b.txt", "given": "2026-01-01T00:00:00.000Z"},
     }
     assert set(samples) == set(ENTRY_TYPES)
     with Journal.create(home, str(tmp_path)) as j:

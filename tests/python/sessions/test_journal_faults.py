@@ -1,4 +1,4 @@
-"""Journal robustness (issue 12, findings 5 and 10): a full or read-only disk, non-finite
+"""Journal robustness: a full or read-only disk, non-finite
 numbers, a damaged header, a read-only TANDEM_HOME. Real files, the real CLI; the disk
 faults come through the journal's I/O seam (`Journal.io`)."""
 

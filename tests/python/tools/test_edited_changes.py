@@ -132,7 +132,8 @@ class Sink:
         self.asked: list[PermissionRequest] = []
         self.results: list[tuple[str, str]] = []
 
-    def tool_call(self, call_id: str, name: str, kind: str, title: str, input: Any) -> None:
+    def tool_call(self, call_id: str, name: str, kind: str, title: str, input: Any,
+                  decided_by: str | None = None) -> None:
         pass
 
     def tool_result(self, call_id: str, status: str, output: str) -> None:

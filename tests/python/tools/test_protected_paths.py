@@ -36,7 +36,8 @@ class Sink:
         self.answer = answer
         self.asked: list[PermissionRequest] = []
 
-    def tool_call(self, call_id: str, name: str, kind: str, title: str, input: Any) -> None:
+    def tool_call(self, call_id: str, name: str, kind: str, title: str, input: Any,
+                  decided_by: str | None = None) -> None:
         pass
 
     def tool_result(self, call_id: str, status: str, output: str) -> None:

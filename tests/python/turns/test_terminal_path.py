@@ -1,4 +1,4 @@
-"""The terminal path cannot be skipped (issue 12, finding 5): a journal write that fails
+"""The terminal path cannot be skipped: a journal write that fails
 (disk full, read-only file system) still ends the turn, says why, releases the session,
 and the journal is repaired once the disk is back. Real journal, real fake server; the
 disk fault comes through the journal's I/O seam."""
