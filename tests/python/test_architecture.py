@@ -233,7 +233,7 @@ def test_the_generated_graph_names_every_package_and_the_edges_the_code_has() ->
     lines = {line.split()[0]: line for line in graph.splitlines()[1:-1]}
     assert {"lru", "reaper", "gcpause", "editor", "server", "protocol"} <= set(lines)
     assert "sexp" not in lines and "protocol/sexp.py" in modules
-    for pkg, target in [("turns", "remote"), ("history", "remote"),
+    for pkg, target in [("turns", "remote"), ("rewind", "remote"), ("history", "rewind"),
                         ("checkpoints", "providers")]:
         assert target in lines[pkg].split("──>")[1], (pkg, target)
     # turns imports remote only inside a function (on first use): marked.

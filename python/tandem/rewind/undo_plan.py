@@ -1,4 +1,4 @@
-"""Undo a Rewind, the pure part: which rewind, what returns, and the impact plan.
+"""Undo a Rewind, its plan: which rewind, what returns, and the impact plan.
 
 The session's latest rewind that no ``rewind_undo`` entry cancelled is the
 one undone. Its ``backup`` checkpoint holds the files as they were just
