@@ -41,12 +41,12 @@ if TYPE_CHECKING:
     from tandem.directives.service import WorkspaceService
     from tandem.history.compaction import CompactionService
     from tandem.history.queue import QueueService
-    from tandem.history.rewind import RewindService
     from tandem.overview.facts import FactsCache
     from tandem.protocol.remote import RemoteTarget
     from tandem.remote.checkpoints import RemoteCheckpoints
     from tandem.remote.service import RemoteService
     from tandem.review.revert import Reverter
+    from tandem.rewind.service import RewindService
 
 
 class App:
@@ -142,7 +142,7 @@ class App:
     @cached_property
     def rewinds(self) -> RewindService:
         """Rewind, its undo and their crash recovery."""
-        from tandem.history.rewind import RewindService
+        from tandem.rewind.service import RewindService
 
         return RewindService(self.events, self.sessions, self.turns, self.checkpoints,
                              self.gate, self.remote_checkpoints)

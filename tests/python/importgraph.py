@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "directives", "providers", "tools", "checkpoints",
-                    "remote", "turns", "config", "history", "mcp", "review", "overview"})
+                    "remote", "turns", "config", "history", "mcp", "review", "overview",
+                    "rewind"})
 """Packages that must know nothing of EPC or Emacs (nor of the adapters above them)."""
 
 _ABOVE_ALL = frozenset({"server", "adapters", "app"})
@@ -34,19 +35,27 @@ _ABOVE_ALL = frozenset({"server", "adapters", "app"})
 FORBIDDEN: dict[str, frozenset[str]] = {
     **{pkg: _ABOVE_ALL for pkg in DOMAIN},
     "store": _ABOVE_ALL | {"sessions", "directives", "providers", "tools", "checkpoints",
-                           "remote", "turns", "history"},
+                           "remote", "turns", "history", "rewind"},
     "config": _ABOVE_ALL | {"sessions", "directives", "providers", "tools", "checkpoints",
-                            "remote", "turns", "history"},
-    "checkpoints": _ABOVE_ALL | {"sessions", "turns", "directives", "history"},
-    "providers": _ABOVE_ALL | {"directives", "turns", "sessions", "history"},
-    "tools": _ABOVE_ALL | {"directives", "turns", "sessions", "providers", "history"},
-    "sessions": _ABOVE_ALL | {"turns", "directives", "history"},
-    "turns": _ABOVE_ALL | {"directives", "history"},
+                            "remote", "turns", "history", "rewind"},
+    "checkpoints": _ABOVE_ALL | {"sessions", "turns", "directives", "history", "rewind"},
+    "providers": _ABOVE_ALL | {"directives", "turns", "sessions", "history", "rewind"},
+    "tools": _ABOVE_ALL | {"directives", "turns", "sessions", "providers", "history", "rewind"},
+    "sessions": _ABOVE_ALL | {"turns", "directives", "history", "rewind"},
+    "turns": _ABOVE_ALL | {"directives", "history", "rewind"},
+    "remote": _ABOVE_ALL | {"rewind"},
+    "rewind": _ABOVE_ALL | {"history", "directives", "review", "overview", "mcp"},
     "protocol": _ABOVE_ALL | DOMAIN,
     "adapters": frozenset({"server", "app", "cli", "ask"}),
-    "mcp": _ABOVE_ALL | {"sessions", "directives", "turns", "history"},
+    "mcp": _ABOVE_ALL | {"sessions", "directives", "turns", "history", "rewind"},
 }
 """PACKAGE -> packages it must not import (``history`` sits above ``turns``).
+
+``rewind`` (the feature package: plan, transaction, recovery, undo, resend,
+a remote session's side) sits above ``turns``, ``remote``, ``sessions`` and
+``checkpoints`` and below ``history`` (a turn's patch view) and ``review``
+(a revert puts a remote session's files back the rewind's way); the app and
+the adapters import it. Nothing below it imports it.
 
 ``protocol`` is self-contained (its models name no domain type); the
 ``adapters`` sit between the server and the domain: they import the domain
@@ -87,7 +96,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.server.main", "tandem.server.table"): _PORT_LINE,
     ("tandem.server.main", "tandem.turns.engine"): _PORT_LINE,
     ("tandem.app", "tandem.history.compaction"): _ABOVE_ENGINE,
-    ("tandem.app", "tandem.history.rewind"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.rewind.service"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.history.queue"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.overview.facts"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.review.revert"): _ABOVE_ENGINE,
@@ -262,6 +271,22 @@ def layer_violations(imports: Iterable[Import]) -> list[str]:
         for imp in imports
         if imp.target_pkg in FORBIDDEN.get(imp.source_pkg, frozenset()) and not imp.exempt
     })
+
+
+def module_cycles(imports: Iterable[Import], package: str) -> list[list[str]]:
+    """The cycles between the modules of PACKAGE, by their run-time imports.
+
+    A type-only import (under ``if TYPE_CHECKING:``) is no edge, nor is a
+    function-level one: neither runs when the module loads.
+    """
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        if imp.source_pkg != package or imp.target_pkg != package:
+            continue
+        graph.setdefault(imp.module, set())
+        if not (imp.type_only or imp.in_function) and imp.module != imp.target:
+            graph[imp.module].add(imp.target)
+    return cycles(graph)
 
 
 def function_imports(imports: Iterable[Import],

@@ -80,10 +80,11 @@ def test_checker_finds_a_cycle_and_a_broken_layer() -> None:
 
 def test_checker_finds_function_level_and_relative_imports() -> None:
     text = "def f():\n    from ..turns import engine\n    return engine\n"
-    imports = g.imports_of(text, "tandem.sessions.rewind")
+    imports = g.imports_of(text, "tandem.sessions.projection")
     assert [(i.target, i.in_function) for i in imports] == [("tandem.turns", True)]
-    assert g.function_imports(imports) == ["tandem.sessions.rewind -> tandem.turns"]
-    assert g.function_imports(imports, {("tandem.sessions.rewind", "tandem.turns"): "why"}) == []
+    assert g.function_imports(imports) == ["tandem.sessions.projection -> tandem.turns"]
+    assert g.function_imports(imports, {("tandem.sessions.projection", "tandem.turns"): "why"}
+                              ) == []
 
 
 def test_a_type_only_import_of_the_app_is_no_edge_but_a_runtime_one_breaks_layers() -> None:
@@ -101,14 +102,52 @@ def test_a_type_only_import_of_the_app_is_no_edge_but_a_runtime_one_breaks_layer
 
 def test_history_sits_above_turns() -> None:
     imports = _graph_of({
-        "tandem.history.rewind": "from tandem.turns.service import TurnService\n",
+        "tandem.history.compaction": "from tandem.turns.service import TurnService\n",
         "tandem.turns.api": "from tandem.history.compaction import CompactionService\n",
-        "tandem.sessions.rewind": "from tandem.history import rewind\n",
+        "tandem.sessions.projection": "from tandem.history import compaction\n",
     })
     assert g.layer_violations(imports) == [
-        "tandem.sessions.rewind -> tandem.history",
+        "tandem.sessions.projection -> tandem.history",
         "tandem.turns.api -> tandem.history.compaction",
     ]
+
+
+def test_rewind_is_one_package_between_turns_and_history() -> None:
+    # Rewind imports the engine, the remote side, sessions and checkpoints; history,
+    # review, the app and the adapters import it; nothing below it does.
+    imports = _graph_of({
+        "tandem.rewind.service": "from tandem.turns.service import TurnService\n"
+                                 "from tandem.rewind.remote import put_back\n",
+        "tandem.rewind.remote": "from tandem.remote.push import PushState\n",
+        "tandem.rewind.plan": "from tandem.history.compaction import CompactionService\n",
+        "tandem.history.turn_patch": "from tandem.rewind.service import RewindService\n",
+        "tandem.review.revert": "from tandem.rewind.remote import record_push\n",
+        "tandem.sessions.projection": "from tandem.rewind.plan import turn_facts\n",
+        "tandem.turns.engine": "import tandem.rewind.recovery\n",
+        "tandem.remote.push": "from tandem.rewind import remote\n",
+        "tandem.store.turn_index": "from tandem.rewind.plan import TurnFacts\n",
+    })
+    assert g.layer_violations(imports) == [
+        "tandem.remote.push -> tandem.rewind",
+        "tandem.rewind.plan -> tandem.history.compaction",
+        "tandem.sessions.projection -> tandem.rewind.plan",
+        "tandem.store.turn_index -> tandem.rewind.plan",
+        "tandem.turns.engine -> tandem.rewind.recovery",
+    ]
+
+
+def test_the_rewind_modules_import_one_way() -> None:
+    # Inside the package no module needs one that needs it back when it loads: the undo
+    # and resend name `RewindService` for their types only.
+    assert g.module_cycles(g.scan(SOURCE), "rewind") == []
+    imports = _graph_of({
+        "tandem.rewind.service": "from tandem.rewind.undo import RewindUndo\n",
+        "tandem.rewind.undo": "from tandem.rewind.service import RewindService\n",
+        "tandem.rewind.resend": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                "    from tandem.rewind.service import RewindService\n",
+    })
+    assert g.module_cycles(imports, "rewind") == [["tandem.rewind.service",
+                                                   "tandem.rewind.undo"]]
 
 
 def test_the_last_cycle_providers_tools_is_seen_and_gone() -> None:
@@ -194,7 +233,7 @@ def test_the_generated_graph_names_every_package_and_the_edges_the_code_has() ->
     lines = {line.split()[0]: line for line in graph.splitlines()[1:-1]}
     assert {"lru", "reaper", "gcpause", "editor", "server", "protocol"} <= set(lines)
     assert "sexp" not in lines and "protocol/sexp.py" in modules
-    for pkg, target in [("turns", "remote"), ("history", "remote"),
+    for pkg, target in [("turns", "remote"), ("rewind", "remote"), ("history", "rewind"),
                         ("checkpoints", "providers")]:
         assert target in lines[pkg].split("──>")[1], (pkg, target)
     # turns imports remote only inside a function (on first use): marked.

@@ -4,7 +4,7 @@ A real ``tandem ask`` process (``python -X importtime -m tandem.cli``) runs one
 turn against the fake OpenAI server; every module it imported is read from
 its import log. Code of other commands and other providers must not be
 among them: the remote side, ACP, the MCP SDK, directives, history
-(compaction, rewind), review, the overview, the server and its adapters,
+(compaction), rewind, review, the overview, the server and its adapters,
 the Anthropic wire format, the session subcommands' handlers.
 """
 
@@ -24,8 +24,9 @@ SOURCE = Path(__file__).resolve().parents[2] / "python"
 
 NOT_FOR_A_PLAIN_ASK = (
     "tandem.remote.", "tandem.providers.acp", "tandem.providers.anthropic", "tandem.mcp.adapter",
-    "tandem.mcp.connection", "tandem.directives", "tandem.history", "tandem.review",
-    "tandem.overview", "tandem.server", "tandem.adapters", "tandem.sessions.commands",
+    "tandem.mcp.connection", "tandem.directives", "tandem.history", "tandem.rewind",
+    "tandem.review", "tandem.overview", "tandem.server", "tandem.adapters",
+    "tandem.sessions.commands",
     "tandem.protocol.remote", "tandem.protocol.directives", "tandem.protocol.sessions",
     "tandem.protocol.review", "tandem.config.grants", "tandem.doctor",
     "acp", "mcp", "websockets", "wcmatch", "re2", "epc", "sexpdata",

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tandem.history.chat import send as send_chat
-from tandem.history.resend import resend as resend_chat
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.turns import (
     Accepted,
@@ -26,6 +25,7 @@ from tandem.protocol.turns import (
     TurnParams,
     TurnStatus,
 )
+from tandem.rewind.resend import resend as resend_chat
 from tandem.turns import requests
 
 if TYPE_CHECKING:

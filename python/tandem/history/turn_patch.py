@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
-from tandem.history.rewind import RewindService
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import Patch, PatchGap
 from tandem.protocol.sessions import RevertedPart, TurnPatch, TurnRow, Turns
+from tandem.rewind.service import RewindService
 from tandem.sessions.service import SessionService
 from tandem.turns.engine import TurnEngine, run_blocking
 

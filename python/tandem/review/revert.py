@@ -17,12 +17,12 @@ from tandem.checkpoints.reverting import RevertResult, concerned_paths
 from tandem.checkpoints.reverting import revert as revert_files
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
-from tandem.history.rewind import RewindService
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent
 from tandem.remote.checkpoints import RemoteCheckpoints
-from tandem.remote.rewind import put_back as put_back_remote
-from tandem.remote.rewind import record_push
+from tandem.rewind.remote import put_back as put_back_remote
+from tandem.rewind.remote import record_push
+from tandem.rewind.service import RewindService
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.reverts import changed_by_later_turn, reference_states

@@ -277,7 +277,7 @@ async def test_a_backend_dying_before_the_push_pushes_on_the_next_turn(
         async def die(*args: object) -> None:
             raise KeyboardInterrupt  # the process goes down after the rewind entry is synced
 
-        monkeypatch.setattr("tandem.history.rewind.put_back_remote", die)
+        monkeypatch.setattr("tandem.rewind.service.put_back_remote", die)
         with pytest.raises(KeyboardInterrupt):
             await app.rewinds.rewind(sid, 1, None)
         assert await on_server(client, wd) == after  # nothing reached the server

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from tandem.app import App
 from tandem.checkpoints.hooks import Checkpoints
 from tandem.protocol.base import TandemError
+from tandem.rewind.plan import turn_facts
 from tandem.server.table import build_table
 from tandem.sessions.compaction import compaction_entry
-from tandem.sessions.rewind import turn_facts
 from tandem.turns.engine import TurnSpec
 
 from .helpers import PROVIDER, chat, journal_path, new_session, tree, use, writes

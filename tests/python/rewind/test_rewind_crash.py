@@ -27,7 +27,7 @@ from fakes.openai_server import FakeOpenAI
 
 from tandem.app import App
 from tandem.events import RecordingSink
-from tandem.sessions.rewind_recovery import recover_all
+from tandem.rewind.recovery import recover_all
 from tandem.store.journal import Journal
 
 from .helpers import journal_path, tree, use

@@ -1,13 +1,13 @@
 """Undo the latest Rewind: one transaction (files, then journal), as Rewind is.
 
 `RewindUndo.undo` holds the session in the gate, recomputes the plan
-(`tandem.sessions.rewind_undo`, pure) and refuses when it differs from the
+(`tandem.rewind.undo_plan`, pure) and refuses when it differs from the
 one confirmed (``stale``) or when turns ran after the rewind
 (``later-turns``; ``files_only`` is then allowed). It restores the files to
 the rewind's backup checkpoint through the checkpointer (all or nothing),
 recording an intent of kind ``rewind_undo`` before any file moves, then
 appends ONE ``rewind_undo`` entry and fsyncs it: that entry is the commit
-point, and `tandem.sessions.rewind_recovery` settles a crash in between
+point, and `tandem.rewind.recovery` settles a crash in between
 exactly as for a rewind (no entry: the files go back to the undo's own
 backup). The entry cancels the rewind entry; nothing is rewritten.
 
@@ -21,22 +21,22 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from tandem.history.restore_back import put_back
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestoreResult, RestoreStart
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import UndoPlan, UndoResult
-from tandem.remote.rewind import forget_push, record_push
-from tandem.remote.rewind import put_back as put_back_remote
-from tandem.sessions.rewind_recovery import drop_intent, recover, write_intent
-from tandem.sessions.rewind_undo import build_undo_plan
+from tandem.rewind.recovery import drop_intent, recover, write_intent
+from tandem.rewind.remote import forget_push, record_push
+from tandem.rewind.remote import put_back as put_back_remote
+from tandem.rewind.restore_back import put_back
+from tandem.rewind.undo_plan import build_undo_plan
 from tandem.store.journal import Journal
 from tandem.store.layout import rewind_intent_path
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import run_blocking
 
 if TYPE_CHECKING:
-    from tandem.history.rewind import FileHook, RewindService
+    from tandem.rewind.service import FileHook, RewindService
 
 log = logging.getLogger("tandem.rewind")
 

@@ -8,7 +8,7 @@ acquiring the turn's involve no ``await``), so no other turn, queued
 message, compaction or second client starts in between.
 
 Crash safety is that of its two halves, each already one recoverable unit:
-the rewind's entry is its commit point (`tandem.history.rewind`), and the
+the rewind's entry is its commit point (`tandem.rewind.service`), and the
 new turn is accepted only after it. A crash between them leaves a committed
 rewind, which ``sessions/rewind-undo`` undoes, and no new turn (the edited
 text stays in the composer); nothing is half-done.
@@ -30,7 +30,7 @@ from tandem.turns.requests import chat_spec
 from tandem.turns.service import TurnService
 
 if TYPE_CHECKING:  # built on first use (`App.rewinds`): not imported with the adapters
-    from tandem.history.rewind import RewindService
+    from tandem.rewind.service import RewindService
 
 
 async def resend(rewinds: RewindService, turns: TurnService, session: str, before_turn: int,

@@ -9,9 +9,9 @@ bytes are never rewritten: the projection, the view and the directives
 derive from the rewind entry which turns are hidden. Across a crash the two
 halves stay one unit: an intent is recorded before any file moves and
 removed once the entry is synced; a left one is settled by
-`tandem.sessions.rewind_recovery` (the entry is the commit point: without
+`tandem.rewind.recovery` (the entry is the commit point: without
 it the files go back to the backup). The plan itself is
-`tandem.sessions.rewind` (pure).
+`tandem.rewind.plan` (pure).
 
 Refusals: ``busy`` (a turn, a compaction or another rewind is in flight),
 ``not-found`` (no such turn, or already rewound), ``no-checkpoint`` (the turn
@@ -28,18 +28,13 @@ from typing import TYPE_CHECKING
 
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
-from tandem.history.restore_back import put_back
-from tandem.history.rewind_undo import RewindUndo
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestoreResult, RestoreStart
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import DiscardedTurn, RewindPlan, RewindResult
 from tandem.providers.registry import keeps_conversation
-from tandem.remote.rewind import forget_push, record_push
-from tandem.remote.rewind import put_back as put_back_remote
-from tandem.sessions.gate import SessionGate, writable_root
-from tandem.sessions.rewind import build_plan
-from tandem.sessions.rewind_recovery import (
+from tandem.rewind.plan import build_plan
+from tandem.rewind.recovery import (
     Recovery,
     RecoveryReport,
     drop_intent,
@@ -48,6 +43,11 @@ from tandem.sessions.rewind_recovery import (
     recover_on_open,
     write_intent,
 )
+from tandem.rewind.remote import forget_push, record_push
+from tandem.rewind.remote import put_back as put_back_remote
+from tandem.rewind.restore_back import put_back
+from tandem.rewind.undo import RewindUndo
+from tandem.sessions.gate import SessionGate, writable_root
 from tandem.sessions.service import SessionService
 from tandem.store.journal import Journal
 from tandem.store.layout import rewind_intent_path
@@ -79,7 +79,7 @@ class RewindService:
         self.recovery = Recovery(sessions.home, checkpoints, events)
         """What settling a rewind a crash interrupted needs."""
         self.undo = RewindUndo(self)
-        """Undoing the latest rewind (`tandem.history.rewind_undo`)."""
+        """Undoing the latest rewind (`tandem.rewind.undo`)."""
 
     def recover_on_open(self, journal: Journal) -> None:
         """`SessionManager` hook: settle JOURNAL's left rewind as it is opened."""
@@ -135,7 +135,7 @@ class RewindService:
 
         BEFORE_FILE is the checkpointer's fault-injection seam (tests only).
         RESEND marks the entry as the first half of an edit-and-resend
-        (`tandem.history.resend`): its undo then takes the resent turn back.
+        (`tandem.rewind.resend`): its undo then takes the resent turn back.
         """
         if digest is not None and (not isinstance(digest, str) or len(digest) != 64):
             raise TandemError("invalid", f"not a plan digest: {digest!r}")

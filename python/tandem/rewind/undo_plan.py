@@ -1,4 +1,4 @@
-"""Undo a Rewind, the pure part: which rewind, what returns, and the impact plan.
+"""Undo a Rewind, its plan: which rewind, what returns, and the impact plan.
 
 The session's latest rewind that no ``rewind_undo`` entry cancelled is the
 one undone. Its ``backup`` checkpoint holds the files as they were just
@@ -12,8 +12,9 @@ go back and the turns stay rewound. The one exception is the rewind of an
 edit-and-resend (its entry says ``resend``): when the only turn after it is
 the resent one, the undo takes that turn back (the entry's ``hides_from``
 hides it, as a rewind before it would) and the files go back to before
-the resend. The orchestration is
-`tandem.history.rewind_undo`.
+the resend. As for the rewind's plan, only one step runs git:
+`undo_facts` (the journal) and `undo_plan_from` are pure, `read_undo_git`
+asks the checkpoint store. The orchestration is `tandem.rewind.undo`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestorePlan
 from tandem.protocol.sessions import (
     DiscardedAttempt,
     DiscardedTurn,
@@ -32,7 +34,7 @@ from tandem.protocol.sessions import (
     KnownGap,
     UndoPlan,
 )
-from tandem.sessions.rewind import turn_facts
+from tandem.rewind.plan import turn_facts
 from tandem.store.entry_view import JournalEntry, RewindEntry
 from tandem.store.rewinds import cancels
 
@@ -107,36 +109,55 @@ def _digest(plan: UndoPlan) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
 
 
-def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
-                    journal_seq: int, files_only: bool) -> UndoPlan:
-    """The plan of undoing the latest rewind (blocking: runs git)."""
-    facts = undo_facts(entries)
-    rewind = facts.rewind
-    backup, target = str(rewind["backup"]), str(rewind.get("checkpoint") or "")
+@dataclass(frozen=True)
+class UndoGitFacts:
+    """What the checkpoint store says about an undo's `UndoFacts` (`read_undo_git`)."""
+
+    root: str
+    """The workspace root the checkpoints are of."""
+    left_in_store: bool
+    """Whether the store holds the state tandem last left (`left_state`)."""
+    restore: RestorePlan
+    """What restoring the rewind's backup would do now."""
+
+
+def left_state(facts: UndoFacts) -> str:
+    """What tandem last left: the resent turn's end, else the rewind's target ("": none)."""
+    return facts.end_state or str(facts.rewind.get("checkpoint") or "")
+
+
+def read_undo_git(cp: Checkpointer, facts: UndoFacts) -> UndoGitFacts:
+    """What CP's store says about FACTS (blocking: runs git), or ``no-checkpoint``."""
+    backup = str(facts.rewind["backup"])
     try:
         cp.get(backup)
     except TandemError as e:
         raise TandemError("no-checkpoint", f"The rewind's backup checkpoint is not in the store "
                           f"of {cp.root} ({e.message}); the session may have been moved "
                           "since") from e
-    # What tandem last left: the resent turn's end, else the rewind's target.
-    left = facts.end_state or target
+    left = left_state(facts)
     expected: str | None = left
     try:
         cp.get(left)
     except TandemError:
         expected = None
-    restore = cp.plan_restore(backup, expected)
+    return UndoGitFacts(str(cp.root), expected is not None, cp.plan_restore(backup, expected))
+
+
+def undo_plan_from(session: str, journal_seq: int, files_only: bool, facts: UndoFacts,
+                   git: UndoGitFacts) -> UndoPlan:
+    """The plan of undoing the rewind of FACTS, from FACTS and GIT (pure)."""
+    rewind, restore = facts.rewind, git.restore
     gaps = [KnownGap(kind=g.kind, path=g.path, detail=g.detail) for g in restore.gaps]
-    if expected is None:
+    if not git.left_in_store:
         gaps.append(KnownGap(kind="no-end-state", detail=(
             "the state the rewind left is not in the store, so changes made since cannot be "
             "told apart")))
     returning = [] if files_only else facts.returning
     plan = UndoPlan(
         session=session, rewind_seq=int(rewind.get("seq") or 0),
-        before_turn=int(rewind["before_turn"]), root=str(cp.root), checkpoint=backup,
-        expected_after=left, current_tree=restore.current_tree,
+        before_turn=int(rewind["before_turn"]), root=git.root, checkpoint=str(rewind["backup"]),
+        expected_after=left_state(facts), current_tree=restore.current_tree,
         journal_seq=journal_seq,
         files_only=files_only, to_restore=restore.to_restore, to_delete=restore.to_delete,
         changed_externally=[ExternalChange(path=p, when="since the rewind")
@@ -147,3 +168,10 @@ def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEnt
         gaps=gaps, diff=restore.diff, diff_truncated=restore.diff_truncated,
         acp_reset=facts.acp_reset and not files_only)
     return plan.model_copy(update={"digest": _digest(plan)})
+
+
+def build_undo_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
+                    journal_seq: int, files_only: bool) -> UndoPlan:
+    """The plan of undoing the latest rewind (blocking: runs git): facts, git, then the plan."""
+    facts = undo_facts(entries)
+    return undo_plan_from(session, journal_seq, files_only, facts, read_undo_git(cp, facts))

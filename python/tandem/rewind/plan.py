@@ -1,13 +1,17 @@
-"""Rewind's pure part: the facts of the discarded turns and the impact plan.
+"""Rewind's plan: the facts of the discarded turns and the impact plan.
 
-The plan (`build_plan`) says what a rewind before turn N of a session would
-do now: the files restored to turn N's pre-turn checkpoint or deleted, the
-files someone other than tandem changed since (shown, never silently
+The plan says what a rewind before turn N of a session would do now: the
+files restored to turn N's pre-turn checkpoint or deleted, the files
+someone other than tandem changed since (shown, never silently
 overwritten), the turns and directive attempts discarded, and the known
 capture gaps. It carries a ``digest``; the rewind refuses with ``stale``
 when the plan it would carry out differs from the one the user confirmed.
-The orchestration (holding the session, the restore, the entry) is
-`tandem.history.rewind`, above the turn engine.
+
+Three steps, of which only the middle one does I/O: `turn_facts` reads the
+journal's entries (pure), `read_git` asks the checkpoint store (blocking:
+runs git), and `plan_from` computes the plan from both (pure). `build_plan`
+is the three in a row. The orchestration (holding the session, the restore,
+the entry) is `tandem.rewind.service`, above the turn engine.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, get_args
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import RestorePlan
 from tandem.protocol.sessions import (
     DiscardedAttempt,
     DiscardedTurn,
@@ -152,17 +157,28 @@ def _digest(plan: RewindPlan) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
 
 
-def build_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
-               journal_seq: int, before_turn: int, index: TurnIndex | None = None
-               ) -> RewindPlan:
-    """The plan of a rewind before BEFORE_TURN (blocking: runs git); INDEX: ENTRIES' index."""
-    facts = turn_facts(entries, before_turn, index)
+@dataclass(frozen=True)
+class GitFacts:
+    """What the checkpoint store says about a rewind's `TurnFacts` (`read_git`)."""
+
+    root: str
+    """The workspace root the checkpoints are of."""
+    expected_after: str | None
+    """The facts' ``expected_after`` when the store still holds it, else None."""
+    restore: RestorePlan
+    """What restoring the facts' checkpoint would do now."""
+    between: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    """(turn, next visible turn, paths changed between them), one per span of the facts."""
+
+
+def read_git(cp: Checkpointer, facts: TurnFacts) -> GitFacts:
+    """What CP's store says about FACTS (blocking: runs git), or ``no-checkpoint``."""
     try:
         cp.get(facts.checkpoint)
     except TandemError as e:
         raise TandemError(
             "no-checkpoint",
-            f"The checkpoint of turn {before_turn} is not in the store of {cp.root} "
+            f"The checkpoint of turn {facts.before_turn} is not in the store of {cp.root} "
             f"({e.message}); the session may have been moved since",
         ) from e
     expected = facts.expected_after
@@ -172,18 +188,34 @@ def build_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
         except TandemError:
             expected = None
     restore = cp.plan_restore(facts.checkpoint, expected)
+    between = [(turn, nxt_turn, [f.path for f in cp.diff(end, nxt).files])
+               for turn, nxt_turn, end, nxt in facts.spans]
+    return GitFacts(str(cp.root), expected, restore, between)
+
+
+def plan_from(session: str, journal_seq: int, facts: TurnFacts, git: GitFacts) -> RewindPlan:
+    """The plan of a rewind of SESSION (journal at JOURNAL_SEQ) from FACTS and GIT (pure)."""
+    restore = git.restore
     touched = set(restore.to_restore) | set(restore.to_delete)
     external = [ExternalChange(path=p, when=f"since turn {facts.latest} ended")
                 for p in restore.changed_externally]
-    for turn, nxt_turn, end, nxt in facts.spans:
-        between = cp.diff(end, nxt)
-        external += [ExternalChange(path=f.path, when=f"between turns {turn} and {nxt_turn}")
-                     for f in between.files if f.path in touched]
+    for turn, nxt_turn, paths in git.between:
+        external += [ExternalChange(path=p, when=f"between turns {turn} and {nxt_turn}")
+                     for p in paths if p in touched]
     gaps = [KnownGap(kind=g.kind, path=g.path, detail=g.detail) for g in restore.gaps]
     plan = RewindPlan(
-        session=session, before_turn=before_turn, root=str(cp.root), checkpoint=facts.checkpoint,
-        expected_after=expected, current_tree=restore.current_tree, journal_seq=journal_seq,
+        session=session, before_turn=facts.before_turn, root=git.root,
+        checkpoint=facts.checkpoint, expected_after=git.expected_after,
+        current_tree=restore.current_tree, journal_seq=journal_seq,
         to_restore=restore.to_restore, to_delete=restore.to_delete, changed_externally=external,
         turns=facts.turns, attempts=facts.attempts, gaps=gaps + facts.gaps, diff=restore.diff,
         diff_truncated=restore.diff_truncated, acp_reset=facts.acp_reset)
     return plan.model_copy(update={"digest": _digest(plan)})
+
+
+def build_plan(cp: Checkpointer, session: str, entries: Sequence[JournalEntry],
+               journal_seq: int, before_turn: int, index: TurnIndex | None = None
+               ) -> RewindPlan:
+    """The plan of a rewind before BEFORE_TURN (blocking: runs git); INDEX: ENTRIES' index."""
+    facts = turn_facts(entries, before_turn, index)
+    return plan_from(session, journal_seq, facts, read_git(cp, facts))
