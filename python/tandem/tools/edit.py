@@ -85,6 +85,32 @@ def _target(ctx: ToolContext, path: str) -> Path:
     return real
 
 
+def _read_text(real: Path, shown: str) -> str:
+    """REAL's text; a `ToolError` naming SHOWN when it is too large or not UTF-8."""
+    with open_regular(real, shown) as f:
+        data = read_upto(f, MAX_WRITE + 1)
+    if len(data) > MAX_WRITE:
+        raise ToolError(f"{shown}: larger than {MAX_WRITE} bytes; too large to edit")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown}: not UTF-8 text; edit_file only edits text") from None
+
+
+def _replace(text: str, args: EditArgs, shown: str) -> tuple[str, int]:
+    """TEXT with ARGS' replacement applied, and how many were made; a `ToolError`
+    naming SHOWN when the old text is not there, or there more than once without
+    ``replace_all``."""
+    count = text.count(args.old_text)
+    if count == 0:
+        raise ToolError(f"{shown}: old_text not found; read the file and copy the text exactly")
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"{shown}: old_text occurs {count} times; give more context or set replace_all"
+        )
+    return text.replace(args.old_text, args.new_text), count
+
+
 def _edit(ctx: ToolContext, args: EditArgs, deadline: Deadline) -> str:
     real = _target(ctx, args.path)
     shown = display_path(ctx.root, real)
@@ -94,23 +120,10 @@ def _edit(ctx: ToolContext, args: EditArgs, deadline: Deadline) -> str:
         raise ToolError("old_text must not be empty")
     if args.old_text == args.new_text:
         raise ToolError("old_text and new_text are the same: nothing to do")
-    with open_regular(real, shown) as f:
-        data = read_upto(f, MAX_WRITE + 1)
-    if len(data) > MAX_WRITE:
-        raise ToolError(f"{shown}: larger than {MAX_WRITE} bytes; too large to edit")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolError(f"{shown}: not UTF-8 text; edit_file only edits text") from None
-    count = text.count(args.old_text)
-    if count == 0:
-        raise ToolError(f"{shown}: old_text not found; read the file and copy the text exactly")
-    if count > 1 and not args.replace_all:
-        raise ToolError(
-            f"{shown}: old_text occurs {count} times; give more context or set replace_all"
-        )
+    text = _read_text(real, shown)
+    edited, count = _replace(text, args, shown)
     deadline.check()
-    write_atomic(real, text.replace(args.old_text, args.new_text))
+    write_atomic(real, edited)
     return f"Edited {shown}: {count} replacement{'s' if count > 1 else ''}."
 
 
@@ -139,10 +152,8 @@ def _text_of(real: Path) -> str | None:
     if not real.is_file():
         return None
     try:
-        with open_regular(real, real.name) as f:
-            data = read_upto(f, MAX_WRITE + 1)
-        return data.decode("utf-8") if len(data) <= MAX_WRITE else None
-    except (ToolError, OSError, UnicodeDecodeError):
+        return _read_text(real, real.name)
+    except (ToolError, OSError):
         return None
 
 
@@ -154,9 +165,10 @@ def proposal(args: ToolArgs, before: str | None) -> str | None:
     if isinstance(args, WriteArgs):
         return args.content
     if isinstance(args, EditArgs) and before is not None and args.old_text:
-        count = before.count(args.old_text)
-        if count == 1 or (count > 1 and args.replace_all):
-            return before.replace(args.old_text, args.new_text)
+        try:
+            return _replace(before, args, "")[0]
+        except ToolError:
+            return None
     return None
 
 
