@@ -189,6 +189,14 @@ class QueuedMessage(Reply):
     ts: str
 
 
+class PendingSteer(Reply):
+    """Guidance given to the running turn (`turns/steer`) that it has not taken yet."""
+
+    text: str
+    given: str
+    """When it was given (ISO 8601)."""
+
+
 class QueueReply(Reply):
     """A session's queue, oldest first, and whether it goes on by itself."""
 
@@ -202,6 +210,9 @@ class QueueReply(Reply):
     """The turn this call started from the queue, if it started one."""
     limit: int = 50
     """How many messages the queue may hold."""
+    steers: list[PendingSteer] = Field(default_factory=list)
+    """Guidance the running turn has not taken yet, oldest first (its view shows it
+    waiting; once taken it is a ``steer`` entry, or it joins the queue's front)."""
 
 
 class SteerParams(Params):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -27,8 +27,8 @@ from tandem.tools.types import (
 
 __all__ = [
     "Conversation", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
-    "PermissionReply", "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "ToolSource",
-    "TurnRequest", "TurnResult", "TurnSink", "Usage",
+    "PermissionReply", "PermissionRequest", "Provider", "SteeredSink", "ToolCallRef",
+    "ToolKind", "ToolSource", "TurnRequest", "TurnResult", "TurnSink", "Usage",
 ]
 """The permission types are `tools.types`'s, re-exported: providers import them from here."""
 
@@ -157,6 +157,25 @@ class TurnSink(Protocol):
 
     async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:
         """Ask the user; returns the answer. Read-only mode never gets here."""
+
+
+@runtime_checkable
+class SteeredSink(Protocol):
+    """A sink holding guidance given mid-turn (``turns/steer``) for an engine whose
+    server takes it later (the remote engine): handed to it, then reported taken.
+
+    The turn engine's sink is one; a sink that takes no guidance (a
+    compaction's, a test's) is not, and the engine then never asks for any.
+    """
+
+    steers: list[tuple[str, str]]
+    """Guidance given and not yet handed: (text, when)."""
+
+    def hand_steers(self) -> list[str]:
+        """The guidance waiting, now the engine's to deliver."""
+
+    def steer_taken(self, text: str) -> bool:
+        """The server took handed guidance TEXT: journal it there."""
 
 
 class Conversation(BaseModel):

@@ -251,8 +251,9 @@ class TurnEngine:
             if done is not None:
                 self.gate.release(done.hold)
         # Taken with the pop (nothing awaits between): a steer given until now is kept.
-        ended.steers_left = [text for text, _given in sink.steers]
+        ended.steers_left = [text for text, _given in sink.steers_pending()]
         sink.steers.clear()
+        sink.steers_handed.clear()
         for listener in self.after_end:
             try:
                 listener(ended)
@@ -351,7 +352,7 @@ class TurnEngine:
 
         Refused (``not-found``) with no turn running, and (``unsupported``) when
         the turn is a directive request or its provider takes no input mid-turn
-        (an ACP agent, the remote engine): the message says to queue it instead.
+        (an ACP agent): the message says to queue it instead.
         A steer the turn ends before taking is in the ended turn's ``steers_left``.
         """
         if not text.strip():

@@ -248,32 +248,3 @@ async def test_cancel_interrupts_the_server(server: RunningServer, app: App,
         assert status in ("paused", "idle"), status
         assert not (Path(wd) / "late.txt").exists()
     await app.turns.aclose()
-
-
-async def test_a_steer_is_refused_while_a_remote_turn_runs_and_the_turn_goes_on(
-        server: RunningServer, app: App, project: Path) -> None:
-    """The remote engine takes no guidance mid-turn yet: ``unsupported``, naming the
-    queue; the running turn on the server is not disturbed."""
-    script = agent_script(run_command("sleep 2; echo on > on.txt"), Reply(text="went on"))
-    with FakeOpenAI(script) as fake:
-        configure(app, server, fake)
-        sid, wd = await attached_session(app, project, server)
-        asked: list[PermissionRequest] = []
-        engine = app.turns.engine
-        turn = await engine.accept(TurnSpec(session=sid, text="wait", provider=PROVIDER),
-                                   answering("allow_once", asked))
-        for _ in range(600):
-            if asked:
-                break
-            await asyncio.sleep(0.1)
-        with pytest.raises(TandemError) as err:
-            engine.steer(sid, "go left")
-        assert err.value.code == "unsupported"
-        assert "cannot take guidance" in err.value.message and "queue it" in err.value.message
-        ended = await asyncio.wait_for(engine.wait(sid, turn), 60)
-        assert ended.outcome == "succeeded", ended.error
-        assert ended.steers_left == []
-        assert (Path(wd) / "on.txt").read_text() == "on\n"
-        assert not [e for e in entries(app, sid) if e["type"] == "steer"]
-        assert "go left" not in str(agent_requests(fake))
-    await app.turns.aclose()
