@@ -120,7 +120,7 @@ METHODS = [
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,
                "Switch a session's provider and model (a journal entry)."),
     MethodSpec("turns/steer", SteerParams, steer,
-               "Give guidance to the running turn at its next step (native engine)."),
+               "Give guidance to the running turn at its next step (native, remote)."),
     MethodSpec("turns/queue", QueueParams, queue,
                "Queue a message for after the running turn (a journal entry)."),
     MethodSpec("turns/queue-edit", QueueEditParams, queue_edit, "Edit a queued message."),

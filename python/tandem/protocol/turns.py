@@ -216,7 +216,7 @@ class QueueReply(Reply):
 
 
 class SteerParams(Params):
-    """Give TEXT to SESSION's running turn: it goes with the turn's next model request."""
+    """Give TEXT to SESSION's running turn: it goes at the turn's next step."""
 
     session: str = SessionId
     text: str = Field(min_length=1, max_length=QUEUE_TEXT_MAX)
