@@ -504,7 +504,7 @@ default).  With REMOVE (\[universal-argument]), remove an attachment instead."
 (defun tandem-composer-yank (&optional arg)
   "Yank as `yank' does (ARG too); an image on the clipboard is attached instead.
 Only in a graphical frame, and only when the clipboard holds no text."
-  (interactive "*P")
+  (interactive "*P" tandem-view-mode)
   (let ((clip (and (not arg)
                    (not (ignore-errors (gui-get-selection 'CLIPBOARD 'UTF8_STRING)))
                    (tandem-composer--clipboard-image))))
