@@ -439,10 +439,18 @@ The attach prompt's filter."
            (type (tandem-composer--check-image name size (tandem-composer--file-head file))))
       (tandem-composer--add (list :name name :size size :type type :path file)))))
 
+(defconst tandem-composer-image-data-max (* 12 1024 1024)
+  "The largest image attached by its bytes (the clipboard's).
+In base64 it must fit one message to the backend (16 MiB); a larger
+image can be saved to a file and attached as the file.")
+
 (defun tandem-composer-attach-data (bytes &optional name)
   "Attach the image BYTES (a unibyte string) under NAME; return its plist."
   (let* ((name (or name "clipboard.png"))
          (type (tandem-composer--check-image name (length bytes) bytes)))
+    (when (> (length bytes) tandem-composer-image-data-max)
+      (user-error "The clipboard's image is %s: save it to a file and attach the file"
+                  (tandem-composer-size-label (length bytes))))
     (tandem-composer--add (list :name name :size (length bytes) :type type
                                 :data (base64-encode-string bytes t)))))
 

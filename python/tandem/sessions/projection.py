@@ -154,8 +154,11 @@ def images_of(e: JournalEntry) -> list[ImageRef]:
     out: list[ImageRef] = []
     given = e.get("images")
     for item in given if isinstance(given, list) else []:
-        try:
-            out.append(ImageRef.model_validate(item))
+        if not isinstance(item, dict):
+            continue
+        try:  # the record's own four keys only: bytes come from the store, never the journal
+            out.append(ImageRef.model_validate(
+                {k: item.get(k) for k in ("digest", "media_type", "size", "name")}))
         except ValueError:
             continue
     return out

@@ -48,6 +48,11 @@ class Attachment:
                 "name": self.name}
 
 
+def _shown_name(name: str) -> str:
+    """NAME as one line of at most 255 characters (it is shown and sent in markers)."""
+    return " ".join(name.split())[:255] or "image"
+
+
 def max_bytes(settings: dict[str, Any]) -> int:
     """The ``image_max_bytes`` setting, else the default."""
     value = settings.get("image_max_bytes")
@@ -104,7 +109,7 @@ def read_attachments(inputs: list[ImageInput], root: Path,
         if kind is None:
             raise TandemError("invalid", f"Cannot attach {name}: it is not a PNG, JPEG, GIF "
                                          "or WebP image (by its first bytes)")
-        out.append(Attachment(data, kind, name))
+        out.append(Attachment(data, kind, _shown_name(name)))
     return out
 
 

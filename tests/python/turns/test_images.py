@@ -273,3 +273,14 @@ def test_rewind_fork_and_the_projection_keep_the_image_record(
     journal = app.sessions.journal(sid)
     journal.append({"type": "rewind", "before_turn": 1})
     assert not [m for m in project_entries(journal_dicts(journal)) if m.images]
+
+
+def test_the_journal_never_supplies_bytes() -> None:
+    """A hand-edited record with ``data`` is read as its four keys: bytes come from the store."""
+    entries: list[Any] = [
+        {"type": "turn_start", "seq": 1, "ts": "t", "turn": 1, "origin": "chat"},
+        {"type": "user", "seq": 2, "ts": "t", "turn": 1, "text": "x",
+         "images": [{"digest": "a" * 64, "media_type": "image/png", "size": 3, "name": "a.png",
+                     "data": "cGxhbnRlZA=="}, "not a record"]}]
+    [user] = project_entries(entries)
+    assert [(i.name, i.data) for i in user.images] == [("a.png", "")]
