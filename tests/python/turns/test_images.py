@@ -284,3 +284,58 @@ def test_the_journal_never_supplies_bytes() -> None:
                      "data": "cGxhbnRlZA=="}, "not a record"]}]
     [user] = project_entries(entries)
     assert [(i.name, i.data) for i in user.images] == [("a.png", "")]
+
+
+def test_compaction_and_rewind_through_the_services_on_a_turn_with_an_image(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real compaction and a real rewind on a session whose first turn sent an image:
+    the summary request names the image and carries no bytes; after the compaction the
+    image is gone with its summarised turn; a rewind of a later turn keeps it, one of its
+    own turn drops it."""
+    from tandem.adapters.sessions import compact
+    from tandem.protocol.sessions import CompactParams
+    settings = Path(os.environ["XDG_CONFIG_HOME"]) / "tandem" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"compaction_keep_turns": 1}))
+    png = tiny_png()
+    b64 = base64.b64encode(png).decode()
+    script = [Reply(text=f"answer {i}") for i in range(3)] + [Reply(text="SUMMARY-1")] + [
+        Reply(text=f"later {i}") for i in range(6)]
+
+    async def send(app: App, sid: str, text: str, images: list[dict[str, str]] | None = None
+                   ) -> None:
+        t = await turn_api.send(app, SendParams(session=sid, text=text, provider="openai:m",
+                                                images=images or []))
+        ended = await app.turns.engine.wait(sid, t.turn)
+        assert ended.outcome == "succeeded", ended.error
+
+    async def main() -> list[dict[str, Any]]:
+        app = App(home=tmp_path / "home", events=RecordingSink())
+        with serving("openai", script, monkeypatch) as fake:
+            try:
+                sid = (await new(app, NewParams(cwd=str(project)))).id
+                await send(app, sid, "one", [{"path": str(project / "shot.png")}])
+                await send(app, sid, "two")
+                await send(app, sid, "three")
+                await compact(app, CompactParams(session=sid))
+                await send(app, sid, "four")
+                other = (await new(app, NewParams(cwd=str(project)))).id
+                await send(app, other, "one", [{"path": str(project / "shot.png")}])
+                await send(app, other, "two")
+                plan = await app.rewinds.plan(other, 2)
+                await app.rewinds.rewind(other, 2, plan.digest)
+                await send(app, other, "two again")
+                plan = await app.rewinds.plan(other, 1)
+                await app.rewinds.rewind(other, 1, plan.digest)
+                await send(app, other, "fresh")
+            finally:
+                await app.turns.aclose()
+            return [r.body for r in fake.requests if r["method"] == "POST"]
+
+    bodies = asyncio.run(main())
+    summary, after_compaction = bodies[3], bodies[4]
+    assert f"[image shot.png (image/png, {len(png)} bytes) was attached]" in json.dumps(summary)
+    assert b64 not in json.dumps(summary) and not _images_sent("openai", summary)
+    assert not _images_sent("openai", after_compaction)  # turn 1 is in the summary now
+    assert _images_sent("openai", bodies[7]) == [("image/png", b64)]  # turn 1 kept
+    assert not _images_sent("openai", bodies[8])  # rewound before turn 1: gone with it
