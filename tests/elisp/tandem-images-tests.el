@@ -83,6 +83,16 @@
       (let ((text (tandem-view-test-text)))
         (should (string-match-p (concat "What is this\\?\n[^\n]*" (regexp-quote label)) text))
         (should (string-match-p "A single pixel" text)))
+      ;; A graphical frame's thumbnail comes from the backend's image store, by digest.
+      (let ((file (tandem-view-render--image-file
+                   (secure-hash 'sha256 tandem-images-test--png))))
+        (should (file-exists-p file))
+        (should (equal (file-modes file) #o600))
+        (should (equal (with-temp-buffer
+                         (set-buffer-multibyte nil)
+                         (insert-file-contents-literally file)
+                         (buffer-string))
+                       tandem-images-test--png)))
       ;; Re-rendered from the journal (g), the placeholder is still there.
       (goto-char (point-min))
       (funcall (key-binding (kbd "g")))
@@ -113,6 +123,33 @@
         (let ((current-prefix-arg '(4)))
           (call-interactively (key-binding (kbd "C-c C-a"))))
         (should-not tandem-composer-attachments)))))
+
+(ert-deftest tandem-images-clipboard-by-key-and-by-yank ()
+  "In a graphical frame the clipboard's image is attached by C-c C-a and by yank."
+  (with-temp-buffer
+    (tandem-composer-setup)
+    (let ((map (make-sparse-keymap)))
+      (set-keymap-parent map tandem-composer-mode-map)
+      (use-local-map map))
+    (cl-letf (((symbol-function 'display-graphic-p) (lambda (&rest _) t))
+              ((symbol-function 'gui-get-selection)
+               (lambda (_where type) (and (eq type 'image/png) tandem-images-test--png)))
+              ((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+      (funcall (key-binding (kbd "C-c C-a")))
+      (should (equal (plist-get (car tandem-composer-attachments) :data)
+                     (base64-encode-string tandem-images-test--png t)))
+      (call-interactively (key-binding (kbd "C-y")))
+      (should (= 2 (length tandem-composer-attachments)))
+      (should (string-match-p "attached: \\[image: clipboard.png 1 KB\\] \\[image: clipboard.png"
+                              (buffer-string))))
+    ;; Text on the clipboard: yank yanks.
+    (cl-letf (((symbol-function 'display-graphic-p) (lambda (&rest _) t))
+              ((symbol-function 'gui-get-selection) (lambda (&rest _) "some text")))
+      (kill-new "some text")
+      (goto-char (point-max))
+      (call-interactively (key-binding (kbd "C-y")))
+      (should (equal (tandem-composer-draft) "some text"))
+      (should (= 2 (length tandem-composer-attachments))))))
 
 (ert-deftest tandem-images-placeholder-sizes ()
   "The placeholder names the image and its size in KB or MB."
