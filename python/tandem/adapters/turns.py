@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 async def send(app: App, p: SendParams) -> Accepted:
     """Accept TEXT as the next chat turn of SESSION and start it."""
     return await send_chat(app.turns, app.compactions, p.session, p.text, p.provider, p.model,
-                           p.permission_mode)
+                           p.permission_mode, p.images)
 
 
 async def resend(app: App, p: ResendParams) -> Resent:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
@@ -132,6 +133,11 @@ class RemoteProvider:
         """Continue CONVERSATION_ID next time, or (None) start a new, seeded one."""
         self._conversation_id = conversation_id
         self._last = None
+
+    async def image_refusal(self, root: Path) -> str | None:
+        """Always a refusal: an agent-server conversation takes the text of a message only."""
+        return (f"The remote engine on {self.target.host} cannot take images: send the text "
+                "alone (the image stays attached in the composer)")
 
     # -- a turn -------------------------------------------------------------------
 

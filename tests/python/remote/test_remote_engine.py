@@ -248,3 +248,25 @@ async def test_cancel_interrupts_the_server(server: RunningServer, app: App,
         assert status in ("paused", "idle"), status
         assert not (Path(wd) / "late.txt").exists()
     await app.turns.aclose()
+
+
+async def test_an_image_is_refused_before_anything_is_sent(server: RunningServer, app: App,
+                                                          project: Path) -> None:
+    from tandem.store.images import media_type
+    from tandem.turns.images import Attachment
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+    with FakeOpenAI(agent_script(Reply(text="never"))) as fake:
+        configure(app, server, fake)
+        sid, _wd = await attached_session(app, project, server)
+        before = len(conversations_on(server))
+        spec = TurnSpec(session=sid, text="look", provider=PROVIDER,
+                        images=[Attachment(png, media_type(png) or "", "shot.png")])
+        with pytest.raises(TandemError) as err:
+            await app.turns.engine.accept(spec)
+        assert err.value.code == "unsupported"
+        assert "remote engine" in err.value.message and "cannot take images" in err.value.message
+        # Nothing reached the server or the LLM, and nothing was journaled.
+        assert len(conversations_on(server)) == before
+        assert fake.requests == []
+        assert not [e for e in entries(app, sid) if e["type"] in ("turn_start", "user")]
+    await app.turns.aclose()
