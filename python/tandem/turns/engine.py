@@ -84,6 +84,9 @@ class TurnSpec:
     read_only: bool = False
     on_terminal: Callable[[TurnEnded], Awaitable[None]] | None = None
     """Runs after the turn's entries are durable, before the terminal event."""
+    runner: Provider | None = None
+    """Runs the turn instead of the provider named PROVIDER: tandem's own work done as a
+    turn (a parallel session's landing), checkpointed before and after like any."""
 
 
 @dataclass
@@ -172,7 +175,8 @@ class TurnEngine:
         # The context is what precedes this turn: read before its first entry is written.
         context = self.facts.context(journal) if spec.messages is None else spec.messages
         turn = self.facts.index(journal).next_turn()
-        provider = self.provider_for(spec, journal)  # may refuse before anything is written
+        # May refuse before anything is written.
+        provider = spec.runner if spec.runner is not None else self.provider_for(spec, journal)
         protected = self.facts.protected(root)
         try:
             checkpoint = await self.checkpoints.before(root, spec.session, turn)
