@@ -93,6 +93,14 @@ class ParallelService:
         if not root.is_absolute() or not root.is_dir():
             raise TandemError("invalid", f"Not a project directory: {project}")
         root = root.resolve()
+        # From a parallel session's tree, or naming one as parent: its project's.
+        for r in records.every(self.home):
+            if not r.removed and Path(r.worktree) == root:
+                root, parent_session = Path(r.project), r.parent_session
+                break
+        parent_record = records.read(self.home, parent_session) if parent_session else None
+        if parent_record is not None:
+            parent_session = parent_record.parent_session
         dest = (Path(directory).expanduser() if directory else default_folder(root)) / name
         if not dest.is_absolute():
             raise TandemError("invalid", f"The parallel sessions' folder must be absolute: "
