@@ -165,34 +165,8 @@ the file at point, \\[tandem-land-all] everything shown, \\[tandem-land-reload] 
     (dolist (f (plist-get patch :files))
       (when (plist-get f :binary)
         (insert (format "# binary: %s (take it whole with A)\n" (plist-get f :path)))))
-    (dolist (g (plist-get patch :gaps))
-      (insert (format "# gap: %s%s %s\n" (plist-get g :kind)
-                      (if (plist-get g :path) (concat " " (plist-get g :path)) "")
-                      (or (plist-get g :detail) ""))))
+    (tandem-review-insert-gaps patch)
     (insert (if (string-empty-p diff) "# Nothing changed: nothing to land.\n" diff))))
-
-(defun tandem-land--mark-landed (parts)
-  "Mark the PARTS (plists :path :hunk) of the change shown that were landed."
-  (save-excursion
-    (dolist (part parts)
-      (goto-char (point-min))
-      (let ((path (plist-get part :path)) (hunk (plist-get part :hunk)) (found nil))
-        (while (and (not found) (re-search-forward "^diff --git " nil t))
-          (let ((file (tandem-review--file-at-point)))
-            (when (equal (car file) path) (setq found file))
-            (goto-char (nth 2 file))))
-        (when found
-          (cl-destructuring-bind (_ start end) found
-            (if (null hunk)
-                (tandem-review--mark start end "✓ landed (whole file)")
-              (goto-char start)
-              (when (and (re-search-forward "^@@" end t (1+ hunk)) (< (point) end))
-                (let ((hstart (line-beginning-position))
-                      (hend (save-excursion
-                              (forward-line 1)
-                              (if (re-search-forward "^\\(@@\\|diff --git \\)" end t)
-                                  (match-beginning 0) end))))
-                  (tandem-review--mark hstart hend "✓ landed"))))))))))
 
 ;;;###autoload
 (defun tandem-land (session &optional no-select)
@@ -202,27 +176,18 @@ project's, read.  The buffer is selected unless NO-SELECT.  Return it."
   (interactive (list (tandem-parallel--session)))
   (let* ((reply (tandem-request "parallel/patch" (list :session session) 120))
          (buffer (get-buffer-create (format "*tandem-land: %s*" (plist-get reply :name)))))
-    (with-current-buffer buffer
-      (let ((inhibit-read-only t)
-            (line (and tandem-land--session (line-number-at-pos))))
-        (erase-buffer)
-        (remove-overlays)
-        (tandem-land--insert reply)
-        (setq default-directory (file-name-as-directory (plist-get reply :root)))
-        (diff-mode)
-        (setq tandem-land--session session
-              tandem-land--project (plist-get reply :project)
-              tandem-land--name (plist-get reply :name)
-              tandem-land--paths (mapcar (lambda (f) (plist-get f :path))
-                                         (plist-get (plist-get reply :patch) :files)))
-        (tandem-land--mark-landed (plist-get reply :landed))
-        (tandem-land-mode 1)
-        (setq buffer-read-only t)
-        (goto-char (point-min))
-        (if line (forward-line (1- line))
-          (when (re-search-forward "^@@" nil t) (beginning-of-line)))))
-    (if no-select (display-buffer buffer) (pop-to-buffer buffer))
-    buffer))
+    (tandem-review-show-patch
+     buffer (plist-get reply :root) (buffer-local-value 'tandem-land--session buffer)
+     (lambda () (tandem-land--insert reply))
+     (lambda ()
+       (setq tandem-land--session session
+             tandem-land--project (plist-get reply :project)
+             tandem-land--name (plist-get reply :name)
+             tandem-land--paths (mapcar (lambda (f) (plist-get f :path))
+                                        (plist-get (plist-get reply :patch) :files)))
+       (tandem-review-mark-parts (plist-get reply :landed) "✓ landed" "✓ landed (whole file)")
+       (tandem-land-mode 1))
+     no-select)))
 
 (defun tandem-land-reload ()
   "Fetch the parallel session's change again; point stays on its line."
