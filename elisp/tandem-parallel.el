@@ -106,25 +106,27 @@ changes"))
     reply))
 
 (defun tandem-parallel--session ()
-  "This buffer's parallel session, else one of this project's, read."
-  (let* ((here (ignore-errors (tandem-project-session)))
-         (record (and here (condition-case nil
-                               (tandem-request "parallel/record" (list :session here))
-                             (tandem-not-found nil)))))
-    (if (and record (not (plist-get record :removed)))
-        here
-      (let* ((records (cl-remove-if (lambda (r) (plist-get r :removed))
-                                    (plist-get (tandem-request
-                                                "parallel/list"
-                                                (list :project (tandem-sessions--launch-dir)))
-                                               :records)))
+  "This buffer's parallel session, else one of this project's, read.
+The buffer's session or the tree it is in names it; else the choice is
+among the parallel sessions of this project that were not removed."
+  (let* ((dir (tandem-sessions--launch-dir))
+         (records (cl-remove-if (lambda (r) (plist-get r :removed))
+                                (plist-get (tandem-request "parallel/list" nil) :records)))
+         (mine (or (and tandem-session
+                        (cl-find tandem-session records
+                                 :key (lambda (r) (plist-get r :session)) :test #'equal))
+                   (cl-find-if (lambda (r) (file-equal-p (plist-get r :worktree) dir))
+                               records))))
+    (if mine
+        (plist-get mine :session)
+      (let* ((here (cl-remove-if-not (lambda (r) (file-equal-p (plist-get r :project) dir))
+                                     records))
              (name (tandem-read-choice
                     "Parallel session"
                     (mapcar (lambda (r) (cons (plist-get r :name) (plist-get r :worktree)))
-                            records)
+                            here)
                     :require-match t :what "parallel session")))
-        (plist-get (cl-find name records :key (lambda (r) (plist-get r :name))
-                            :test #'equal)
+        (plist-get (cl-find name here :key (lambda (r) (plist-get r :name)) :test #'equal)
                    :session)))))
 
 ;;;; The landing buffer

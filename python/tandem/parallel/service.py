@@ -29,6 +29,7 @@ from tandem.protocol.parallel import (
     ParallelSummary,
 )
 from tandem.providers.base import Conversation, TurnRequest, TurnResult, TurnSink
+from tandem.remote.target_file import has_target
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.service import SessionService
@@ -250,6 +251,9 @@ class ParallelService:
                               f"({holder.purpose}): land it when it is idle")
         tree = self._tree(record)
         main = self._main_session(record)
+        if has_target(self.home, main):
+            raise TandemError("unsupported", "The project's session runs on a remote host: "
+                              "detach it to land a parallel session into the project")
         now = await run_blocking(
             lambda: tree.snapshot(f"parallel {record.name}: landing", owner=session))
         patch = await run_blocking(lambda: tree.diff(record.base_checkpoint, now))

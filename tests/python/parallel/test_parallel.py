@@ -73,7 +73,8 @@ async def test_two_parallel_sessions_land_cleanly_then_with_a_conflict(
     before = _user_state(repo)
     script = [*writes(("a.txt", A_TEXT), ("a_only.txt", "from A\n")),
               *writes(("a.txt", B_TEXT), ("b_only.txt", "from B\n")),
-              *writes(("a2.txt", "second turn of A\n"))]
+              *writes(("a2.txt", "second turn of A\n")),
+              *writes(("a.txt", OLD), ("b2.txt", "second turn of B\n"))]
     with FakeOpenAI(script) as fake:
         use(fake, monkeypatch)
         try:
@@ -98,6 +99,13 @@ async def test_two_parallel_sessions_land_cleanly_then_with_a_conflict(
             await app.rewinds.rewind(a, 2, plan.digest)
             assert not (wa / "a2.txt").exists() and (wa / "a.txt").read_text() == A_TEXT
             assert tree(wb) == b_files
+            # And a second turn of B, rewound: A's tree is left alone.
+            a_files = tree(wa)
+            assert (await chat(app, b, "more in B")).outcome == "succeeded"
+            assert (wb / "a.txt").read_text() == OLD
+            plan = await app.rewinds.plan(b, 2)
+            await app.rewinds.rewind(b, 2, plan.digest)
+            assert tree(wb) == b_files and tree(wa) == a_files
             assert _user_state(repo) == before
 
             shown = await patch(app, SessionParams(session=a))
