@@ -113,7 +113,6 @@ class ParallelService:
                               "outside it")
         main = self.checkpoints.for_root(root)
         snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
-        gaps = {g.path for g in snap.gaps}
         git_dir = trees.git_dir_of(root)
         branch = commit = None
         dirty: list[str] = []
@@ -121,7 +120,6 @@ class ParallelService:
             user = Git.of_user_repository(git_dir)
             commit = trees.head_commit(user)
             dirty, now = trees.uncommitted(main, snap.tree, user, commit)
-            dirty = [p for p in dirty if p not in gaps]
             if dirty and not carry:
                 shown = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
                 raise TandemError(

@@ -17,6 +17,7 @@ hashes in every repository).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -24,7 +25,6 @@ from pathlib import Path
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.checkpoints.git import Git, GitError
 from tandem.protocol.base import TandemError
-from tandem.store.fsutil import atomic_write
 
 BRANCH_PREFIX = "tandem/"
 Listing = dict[str, tuple[str, str]]
@@ -72,7 +72,11 @@ def write_files(git: Git, files: Listing, dest: Path) -> None:
             if mode == "120000":
                 os.symlink(os.fsdecode(data), target)
             else:
-                atomic_write(target, data, 0o755 if mode == "100755" else 0o644)
+                # A new tree nobody uses yet: no fsync per file (thousands of them).
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o755 if mode == "100755" else 0o644)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
 
 
 def head_commit(git: Git) -> str:
@@ -84,26 +88,55 @@ def head_commit(git: Git) -> str:
     return proc.stdout.decode().strip()
 
 
+def _on_disk(path: Path) -> tuple[str, str] | None:
+    """PATH's (git mode, sha-1 blob id) as it is on disk, or None when it is no file."""
+    try:
+        if path.is_symlink():
+            data, mode = os.fsencode(os.readlink(path)), "120000"
+        elif path.is_file():
+            data = path.read_bytes()
+            mode = "100755" if path.stat().st_mode & 0o100 else "100644"
+        else:
+            return None
+    except OSError:
+        return None
+    return mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
                 ) -> tuple[list[str], Listing]:
     """Paths where the main tree (captured as MAIN_TREE) differs from COMMIT.
 
-    Returns the paths, sorted, and the capture's listing (what to carry).
+    A committed file the capture leaves out (it matches an ignore rule, or
+    is over the size cap) is compared as it is on disk. Returns the paths,
+    sorted, and the capture's listing (what to carry).
     """
     now = listing(main.git, main_tree)
     then = listing(user, commit)
-    changed = sorted(p for p in set(now) | set(then) if now.get(p) != then.get(p))
+    changed = []
+    for p in sorted(set(now) | set(then)):
+        if now.get(p) == then.get(p):
+            continue
+        if p not in now and _on_disk(main.root / p) == then[p]:
+            continue  # committed, left out of the capture, unchanged
+        changed.append(p)
     return changed, now
 
 
 def carry(main: Checkpointer, now: Listing, paths: list[str], dest: Path) -> None:
-    """Write PATHS as the main tree's capture NOW has them into DEST (absent: deleted)."""
+    """Write PATHS as the main tree has them into DEST (absent there: deleted)."""
+    for p in paths:
+        target = dest / p
+        if target.is_symlink() or target.is_file():
+            target.unlink()
     write_files(main.git, {p: now[p] for p in paths if p in now}, dest)
     for p in paths:
-        if p not in now:
+        source = main.root / p
+        if p not in now and (source.is_file() or source.is_symlink()):
+            # Not in the capture (ignored, or over the size cap): copied as it is.
             target = dest / p
-            if target.is_symlink() or target.is_file():
-                target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
 
 
 def add_worktree(user: Git, dest: Path, branch: str, commit: str) -> None:
@@ -134,8 +167,11 @@ def remove_worktree(user: Git, dest: Path, branch: str) -> None:
         raise TandemError("invalid", f"tandem removes only {BRANCH_PREFIX}* branches: {branch}")
     if dest.exists():
         user.run(["worktree", "remove", "--force", "--force", str(dest)])
-    else:
-        user.run(["worktree", "prune"])
+    else:  # removed by hand: drop its administrative folder only (a prune would drop all)
+        common = (user.git_dir / user.out(["rev-parse", "--git-common-dir"])).resolve()
+        for gitdir in (common / "worktrees").glob("*/gitdir"):
+            if gitdir.read_text(errors="replace").strip() == str(dest / ".git"):
+                shutil.rmtree(gitdir.parent)
     try:
         user.run(["branch", "-D", branch])
     except GitError as e:

@@ -10,6 +10,7 @@ that is no git repository gets a copy.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -51,9 +52,13 @@ def repo(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "a.txt").write_text(OLD)
     (root / "keep.txt").write_text("kept\n")
+    # Committed although ignored: the checkpoint leaves it out, it is no change.
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "old.log").write_text("committed log\n")
     ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
+    _git(root, "add", "-f", "old.log")
     _git(root, *ident, "commit", "-qm", "init")
     _git(root, "branch", "feature")
     (root / "keep.txt").write_text("stashed\n")
@@ -159,12 +164,18 @@ async def test_two_parallel_sessions_land_cleanly_then_with_a_conflict(
             with pytest.raises(TandemError) as err:
                 await remove(app, RemoveParams(session=a))
             assert err.value.code == "conflict"
+            _git(repo, "worktree", "add", "-q", "--detach", str(repo.parent / "mine"))
+            # The user's own worktree and one of tandem's, deleted by hand: removing
+            # tandem's drops its entry only (a prune would drop the user's too).
+            shutil.rmtree(repo.parent / "mine")
+            shutil.rmtree(wb)
             for sid in (a, b):
                 gone = await remove(app, RemoveParams(session=sid, force=True))
                 assert gone.removed
             assert not wa.exists() and not wb.exists()
             assert _git(repo, "branch", "--list", "tandem/*") == ""
-            assert _git(repo, "worktree", "list").count("\n") == 1
+            listed = _git(repo, "worktree", "list")
+            assert listed.count("\n") == 2 and str(repo.parent / "mine") in listed
             assert Path(app.sessions.manager.find(a, str(repo))).exists()
             assert _user_state(repo) == before
         finally:
