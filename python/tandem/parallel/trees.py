@@ -88,8 +88,10 @@ def head_commit(git: Git) -> str:
     return proc.stdout.decode().strip()
 
 
-def _on_disk(path: Path) -> tuple[str, str] | None:
-    """PATH's (git mode, sha-1 blob id) as it is on disk, or None when it is no file."""
+def _on_disk(path: Path, algorithm: str = "sha1") -> tuple[str, str] | None:
+    """PATH's (git mode, blob id) as it is on disk, or None when it is no file.
+
+    ALGORITHM is the repository's object format (``sha1`` or ``sha256``)."""
     try:
         if path.is_symlink():
             data, mode = os.fsencode(os.readlink(path)), "120000"
@@ -100,7 +102,7 @@ def _on_disk(path: Path) -> tuple[str, str] | None:
             return None
     except OSError:
         return None
-    return mode, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return mode, hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
@@ -113,12 +115,16 @@ def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
     """
     now = listing(main.git, main_tree)
     then = listing(user, commit)
+    algorithm = user.out(["rev-parse", "--show-object-format"]) or "sha1"
     changed = []
     for p in sorted(set(now) | set(then)):
-        if now.get(p) == then.get(p):
+        if algorithm == "sha1" and now.get(p) == then.get(p):
             continue
-        if p not in now and _on_disk(main.root / p) == then[p]:
-            continue  # committed, left out of the capture, unchanged
+        if p in then and (p not in now or algorithm != "sha1") and _on_disk(
+                main.root / p, algorithm) == then[p]:
+            # Committed and unchanged: left out of the capture, or the repository's
+            # ids are not the store's (SHA-256), so the file itself is hashed.
+            continue
         changed.append(p)
     return changed, now
 

@@ -231,3 +231,18 @@ async def test_a_project_without_git_gets_a_copy(
             assert not wd.exists() and plain.is_dir()
         finally:
             await app.turns.aclose()
+
+
+async def test_a_sha256_repository_is_clean_when_it_is(app: App, tmp_path: Path) -> None:
+    root = tmp_path / "sha256"
+    root.mkdir()
+    (root / "a.txt").write_text(OLD)
+    _git(root, "init", "-q", "--object-format=sha256")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    e = await _make(app, root, "E")
+    assert (Path(app.parallel.record(e).worktree) / "a.txt").read_text() == OLD
+    (root / "a.txt").write_text(A_TEXT)
+    with pytest.raises(TandemError) as err:
+        await _make(app, root, "F")
+    assert err.value.data["dirty"] == ["a.txt"]
