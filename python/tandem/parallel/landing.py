@@ -187,6 +187,9 @@ def _one(git: Git, main: Path, path: str, base: bytes | None, theirs: bytes | No
         else:
             out.kept.append(path)
         return
+    if ours is None and base is not None:  # the main tree deleted what the session changed
+        out.kept.append(path)
+        return
     result, conflict = theirs, False
     if ours is not None and ours != base:  # both sides changed it: merge three ways
         if not (_text(ours) and _text(base) and _text(theirs)) or mode == "120000":

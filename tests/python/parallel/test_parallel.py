@@ -246,3 +246,37 @@ async def test_a_sha256_repository_is_clean_when_it_is(app: App, tmp_path: Path)
     with pytest.raises(TandemError) as err:
         await _make(app, root, "F")
     assert err.value.data["dirty"] == ["a.txt"]
+
+
+async def test_changes_on_both_sides_that_cannot_merge_keep_the_main_file(
+        app: App, repo: Path) -> None:
+    (repo / "x.txt").write_text("x\n")
+    (repo / "y.txt").write_text("y\n")
+    (repo / "bin.dat").write_bytes(b"\0binary\0")
+    _git(repo, "add", "x.txt", "y.txt", "bin.dat")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "more")
+    main = await new_session(app, repo)
+    g = await _make(app, repo, "G", main)
+    tree_g = Path(app.parallel.record(g).worktree)
+    # Edited in the parallel tree by hand: its change is the tree against its base.
+    (tree_g / "x.txt").write_text("x from G\n")
+    (tree_g / "y.txt").unlink()
+    (tree_g / "bin.dat").write_bytes(b"\0from G\0")
+    (tree_g / "z.txt").write_text("z\nfrom G\n")
+    # Meanwhile, in the main tree:
+    (repo / "x.txt").unlink()
+    (repo / "y.txt").write_text("y edited\n")
+    (repo / "bin.dat").write_bytes(b"\0from main\0")
+    (repo / "z.txt").write_text("z\nfrom main\n")
+    before = tree(repo)
+    done = await land(app, LandParams(session=g))
+    assert done.outcome == "succeeded"
+    assert sorted(done.kept) == ["bin.dat", "x.txt", "y.txt"] and done.conflicts == ["z.txt"]
+    assert not (repo / "x.txt").exists() and (repo / "y.txt").read_text() == "y edited\n"
+    assert (repo / "bin.dat").read_bytes() == b"\0from main\0"
+    assert (repo / "z.txt").read_text() == (
+        "z\n<<<<<<< main\nfrom main\n=======\nfrom G\n>>>>>>> tandem/G\n")
+    plan = await app.rewinds.plan(main, done.turn)
+    await app.rewinds.rewind(main, done.turn, plan.digest)
+    assert tree(repo) == before
+    await app.turns.aclose()
