@@ -21,6 +21,7 @@ from tandem.parallel import landing, records, trees
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import Patch
 from tandem.protocol.parallel import (
+    LAND_PROVIDER,
     Created,
     Landed,
     LandedPart,
@@ -34,9 +35,6 @@ from tandem.sessions.gate import SessionGate
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.service import SessionService
 from tandem.turns.engine import TurnEngine, TurnSpec, run_blocking
-
-LAND_PROVIDER = "tandem:land"
-"""The provider name a landing turn's ``turn_start`` records (no model runs it)."""
 
 
 def default_folder(project: Path) -> Path:

@@ -15,6 +15,9 @@ from pydantic import Field
 from tandem.protocol.base import Params, Reply
 from tandem.protocol.checkpoints import Patch
 
+LAND_PROVIDER = "tandem:land"
+"""The provider a landing turn's ``turn_start`` names: tandem's own work, no model."""
+
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 """A parallel session's name: one path component and one branch component, no ``..``."""
 
