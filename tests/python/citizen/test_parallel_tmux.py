@@ -14,7 +14,6 @@ Every check reads the screen or the files a person would open.
 """
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Script
 
-from citizen.newuser import new_user, quit_emacs, shell, until
+from citizen.newuser import new_user, quit_emacs, shell, until, write_settings
 from demo.test_demo_tmux import Pane
 
 CHANGED = 'print("hello from A")\n'
@@ -48,11 +47,7 @@ def fake_server() -> Iterator[str]:
 @pytest.fixture
 def user(tmp_path: Path, fake_server: str) -> Iterator[tuple[Pane, Path]]:
     """A new user whose settings name the test server, in a committed git project."""
-    config = tmp_path / "config" / "tandem"
-    config.mkdir(parents=True)
-    (config / "settings.json").write_text(json.dumps({
-        "default_provider": "openai:fake-model", "permission_mode": "auto-edit",
-        "openai": {"base_url": fake_server}}))
+    write_settings(tmp_path, fake_server, "auto-edit")
     with new_user(tmp_path, "parallel") as pane_and_tmp:
         project = tmp_path / "project"
         for args in (["init", "-q"], ["add", "main.py"],
