@@ -4,8 +4,9 @@
 ;; Real batch Emacs, real backend, a real git repository, real turns
 ;; against the fake OpenAI server.  Two parallel sessions edit a.txt in
 ;; their worktrees; `tandem-land' of the first takes everything cleanly
-;; (and offers to remove the worktree); the second meets a buffer with
-;; unsaved edits (refused), then merges three ways: the conflict is
+;; (and offers to remove the worktree); of the second, `a' takes one
+;; hunk (merged cleanly, the open buffer follows), the rest meets a buffer
+;; with unsaved edits (refused), then merges three ways: the conflict is
 ;; written with markers and the file's buffer is in `smerge-mode'.  The
 ;; overview groups both under the project and says "landed".
 
@@ -92,12 +93,27 @@
                        (cells (cadr (tandem-overview--entry row))))
                   (should (equal (aref cells 1) "✓ landed"))
                   (should (string-match-p "⑂ A .* 2 files \\+2 −1" (aref cells 7)))))
-              ;; Land B: a buffer on a.txt with unsaved edits refuses it.
+              ;; Land B: one hunk, then the rest.
               (let ((visiting (find-file-noselect a)))
-                (with-current-buffer visiting
-                  (goto-char (point-max))
-                  (insert "unsaved\n"))
                 (let ((land (tandem-land two)))
+                  ;; a on B's second hunk (line 19): merged into A's landing cleanly.
+                  (with-current-buffer land
+                    (goto-char (point-min))
+                    (re-search-forward "^\\+\\+\\+ b/a.txt$")
+                    (re-search-forward "^@@" nil t 2)
+                    (forward-line 1)
+                    (should (null (plist-get (tandem-land-hunk) :conflicts)))
+                    (should (string-match-p "✓ landed"
+                                            (mapconcat (lambda (o) (or (overlay-get o 'after-string) ""))
+                                                       (overlays-in (point-min) (point-max)) ""))))
+                  (let ((now (tandem-parallel-test--read a)))
+                    (should (string-match-p "line 2 from A\n" now))
+                    (should (string-match-p "line 19 from B\n" now)))
+                  ;; Everything else: refused while a.txt's buffer has unsaved edits.
+                  (with-current-buffer visiting
+                    (should (string-match-p "line 19 from B" (buffer-string))) ; reverted
+                    (goto-char (point-max))
+                    (insert "unsaved\n"))
                   (should-error (with-current-buffer land (tandem-land-all)) :type 'user-error)
                   (should-not (string-match-p "<<<<<<<" (tandem-parallel-test--read a)))
                   (with-current-buffer visiting (revert-buffer t t))
