@@ -55,7 +55,7 @@ class Outcome:
         for label, paths in (("Wrote", self.written), ("Deleted", self.deleted),
                              ("Conflicts (markers written, resolve them)", self.conflicts),
                              ("Kept the main tree's file (changed on both sides)", self.kept),
-                             ("Already as landed", self.unchanged)):
+                             ("Already the same in the main tree", self.unchanged)):
             if paths:
                 parts.append(f"{label}: {', '.join(paths)}.")
         return " ".join(parts)
