@@ -89,6 +89,9 @@ class TurnSpec:
     """Runs after the turn's entries are durable, before the terminal event."""
     images: list[Attachment] = field(default_factory=list)
     """Checked images sent with TEXT (`tandem.turns.images`); kept by digest."""
+    runner: Provider | None = None
+    """Runs the turn instead of the provider named PROVIDER: tandem's own work done as a
+    turn (a parallel session's landing), checkpointed before and after like any."""
 
 
 @dataclass
@@ -180,7 +183,8 @@ class TurnEngine:
         # The context is what precedes this turn: read before its first entry is written.
         context = self.facts.context(journal) if spec.messages is None else spec.messages
         turn = self.facts.index(journal).next_turn()
-        provider = self.provider_for(spec, journal)  # may refuse before anything is written
+        # May refuse before anything is written.
+        provider = spec.runner if spec.runner is not None else self.provider_for(spec, journal)
         records = await self._keep_images(spec, provider, root)
         protected = self.facts.protected(root)
         try:

@@ -38,7 +38,7 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Script
 
-from citizen.newuser import answer_yes, new_user, quit_emacs, shell, until
+from citizen.newuser import answer_yes, new_user, quit_emacs, shell, until, write_settings
 from demo.test_demo_tmux import Pane
 
 
@@ -83,11 +83,7 @@ def fake_server() -> Iterator[str]:
 @pytest.fixture
 def user(tmp_path: Path, fake_server: str) -> Iterator[tuple[Pane, Path]]:
     """A new user whose settings file (as the setup writes it) names the test server."""
-    config = tmp_path / "config" / "tandem"
-    config.mkdir(parents=True)
-    (config / "settings.json").write_text(json.dumps({
-        "default_provider": "openai:fake-model", "permission_mode": "ask",
-        "openai": {"base_url": fake_server}}))
+    write_settings(tmp_path, fake_server)
     with new_user(tmp_path, "running-agent") as pane_and_tmp:
         yield pane_and_tmp
 
