@@ -74,6 +74,8 @@ class App:
         # on, or holds it.
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor,
                                  remote_target=self._remote_target, after_end=[self._after_turn])
+        # An @D3 mention reads the directive from its workspace (built on first use).
+        self.turns.directive_text = lambda root, d: self.workspaces.mention_text(root, d)
 
     def _after_turn(self, ended: TurnEnded) -> None:
         # Only a session with queued messages (or steers its turn did not take)

@@ -17,8 +17,8 @@ from typing import Any
 from tandem.directives.actions import check
 from tandem.directives.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
 from tandem.directives.prompts import build_prompt
-from tandem.directives.references import resolve_anchor, resolve_reference
 from tandem.directives.service import Workspace, WorkspaceService
+from tandem.mentions.sources import resolve_anchor, resolve_reference
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import MAX_TEXT, SystemDirective
 from tandem.providers.base import Message

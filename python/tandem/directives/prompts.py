@@ -19,11 +19,10 @@ Golden tests in ``tests/python/directives/golden/`` pin the output.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from tandem.directives.models import Attempt, DirectiveState, Discussion
-from tandem.directives.references import Source
+from tandem.mentions.sources import Source, fence
 
 MAX_DIFF_CHARS = 60_000
 
@@ -50,14 +49,6 @@ TEXT_HEADINGS: dict[str, str] = {
     "request-changes": "Feedback",
     "retry": "Guidance",
 }
-
-
-def fence(text: str, info: str = "") -> str:
-    """TEXT in a Markdown code fence longer than any backtick run inside it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    bar = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{bar}{info}\n{body}{bar}"
 
 
 def _source(heading: str, src: Source) -> str:

@@ -13,8 +13,8 @@ from tandem.directives.actions import available
 from tandem.directives.flow import act as act_flow
 from tandem.directives.flow import prepare
 from tandem.directives.models import DirectiveState
-from tandem.directives.references import relative_path
 from tandem.directives.service import Workspace, WorkspaceService
+from tandem.mentions.sources import relative_path
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import Anchor, AnchorStatus, Reference, SystemDirective
 

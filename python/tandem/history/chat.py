@@ -10,7 +10,7 @@ from __future__ import annotations
 from tandem.history.compaction import CompactionService
 from tandem.protocol.turns import Accepted
 from tandem.providers.base import PermissionMode
-from tandem.turns.requests import chat_spec
+from tandem.turns.requests import chat_request
 from tandem.turns.service import TurnService
 
 
@@ -18,7 +18,7 @@ async def send(turns: TurnService, compactions: CompactionService, session: str,
                provider: str | None, model: str | None,
                permission_mode: PermissionMode | None) -> Accepted:
     """Accept TEXT as the next chat turn of SESSION and start it; its identity."""
-    spec = chat_spec(turns.sessions, session, text, provider, model, permission_mode)
+    spec = await chat_request(turns, session, text, provider, model, permission_mode)
     await compactions.maybe_compact(spec.session, provider=spec.provider, text=text)
     turn = await turns.engine.accept(spec)
     return Accepted(session=spec.session, turn=turn)

@@ -95,7 +95,10 @@ def _project(entries: Sequence[JournalEntry]) -> list[Message]:
         kind = e.get("type")
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
-            append(msg(kind, text if text.__class__ is str else str(text)))
+            text = text if text.__class__ is str else str(text)
+            attached = e.get("attached")  # what the request's mentions attached
+            append(msg(kind, with_attached(text, attached) if attached.__class__ is str
+                       else text))
         elif kind == "steer":  # guidance mid-turn: a user message where the model saw it
             text = e.get("text", "")
             append(msg("user", text if text.__class__ is str else str(text)))
@@ -113,6 +116,11 @@ def _project(entries: Sequence[JournalEntry]) -> list[Message]:
     # Dangling tool calls (an aborted turn) are paired by the native provider
     # (`complete_tool_pairs`), which knows what its API rejects.
     return messages
+
+
+def with_attached(text: str, attached: str | None) -> str:
+    """A request's TEXT as the model gets it: followed by what its mentions ATTACHED."""
+    return f"{text}\n\n{attached}" if attached else text
 
 
 def _turn(e: JournalEntry) -> int:

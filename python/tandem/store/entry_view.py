@@ -47,6 +47,8 @@ class UserEntry(_Base):
     type: Literal["user"]
     turn: int
     text: str
+    attached: NotRequired[str | None]
+    context: NotRequired[list[dict[str, Any]] | None]
 
 
 class AssistantEntry(_Base):

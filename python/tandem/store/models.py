@@ -61,6 +61,11 @@ class User(Entry):
     type: Literal["user"] = "user"
     turn: int
     text: str
+    attached: str | None = None
+    """What the request's ``@`` mentions attached, as the model got it after TEXT."""
+    context: list[dict[str, Any]] | None = None
+    """Records of what the request carried besides its text (mentions, instruction
+    files): kind, path, size, bytes sent, digest; never the text itself."""
 
 
 class Assistant(Entry):

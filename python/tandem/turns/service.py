@@ -158,6 +158,9 @@ class TurnService:
             remote_target or (lambda _session: None))
         """A session's remote target (the app's `RemoteService.target`; none: all local)."""
         self._grants = SessionGrants()
+        self.directive_text: Callable[[Path, str], str] | None = None
+        """A directive's text by project root and id, for ``@D3`` mentions (the app sets
+        it: directives sit above the engine); None: directives cannot be mentioned."""
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  facts=ServiceFacts(sessions), gate=gate, after_end=after_end)
 

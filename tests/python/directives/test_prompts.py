@@ -13,7 +13,7 @@ import pytest
 
 from tandem.directives.models import Attempt, DirectiveState, Discussion
 from tandem.directives.prompts import build_prompt, fence
-from tandem.directives.references import Source, resolve_anchor, resolve_reference
+from tandem.mentions.sources import Source, resolve_anchor, resolve_reference
 from tandem.protocol.directives import Anchor, Reference
 
 GOLDEN = Path(__file__).with_name("golden")
