@@ -101,10 +101,12 @@ def _attempt(a: Attempt, label: str, request: str) -> str:
 
 
 def build_prompt(state: DirectiveState, action: str, text: str, anchor: Source,
-                 references: Sequence[Source], attempt: Attempt | None = None) -> str:
+                 references: Sequence[Source], attempt: Attempt | None = None,
+                 instructions: str = "") -> str:
     """The exact prompt of ACTION on STATE with user TEXT and the chosen ATTEMPT.
 
-    ANCHOR and REFERENCES are the sources as read from disk now.
+    ANCHOR and REFERENCES are the sources as read from disk now; INSTRUCTIONS
+    the project's instruction files as text (`tandem.config.agent_files`).
     """
     if action not in TASKS:
         raise ValueError(f"unknown action {action!r}")
@@ -112,6 +114,8 @@ def build_prompt(state: DirectiveState, action: str, text: str, anchor: Source,
              _source("## Anchor: ", anchor)]
     if references:
         parts.append("## References\n\n" + "\n\n".join(_source("### ", r) for r in references))
+    if instructions:
+        parts.append("## Project instructions\n\n" + instructions)
     if action in ("discuss", "implement-this") and state.discussion:
         parts.append("## Discussion so far\n\n" + _discussion(state.discussion))
     if action == "discuss-result":
