@@ -34,6 +34,9 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'imenu)
+(require 'project)
+(require 'seq)
 (require 'subr-x)
 
 (defconst tandem-composer-actions
@@ -292,6 +295,7 @@ The prefix is read-only; everything after it is the draft."
     (setq tandem-composer--start (copy-marker (point)))
     (tandem-composer--insert-prefix)
     (setq tandem-composer--draft-start (copy-marker (point))))
+  (add-hook 'completion-at-point-functions #'tandem-composer-mention-capf nil t)
   (tandem-composer--update-modeline))
 
 (defun tandem-composer--positions ()
@@ -439,6 +443,148 @@ The draft is never touched."
   "Replace the draft with the next (newer) sent text, or the saved draft."
   (interactive nil tandem-view-mode)
   (tandem-composer--history-move -1))
+
+;;;; Mentions
+
+(defvar-local tandem-composer-root-function nil
+  "Function returning the session's root directory, or nil.
+An @ mention completes the files of that project; nil means
+`default-directory'.  Set by the buffer hosting the composer.")
+
+(defvar-local tandem-composer-turns-function nil
+  "Function returning this session's turns as (NUMBER . REQUEST) pairs.
+Their @T mentions complete from it.  Set by the hosting buffer.")
+
+(defvar tandem-composer-directives-function nil
+  "Function called with a project ROOT, returning its directives.
+Each is a pair (ID . REQUEST); @D mentions complete from them.  Set
+by the directive code; nil offers none.")
+
+(defcustom tandem-composer-mention-max-files 20000
+  "Most project files an @ mention offers (project.el's list, cut)."
+  :type 'integer
+  :group 'tandem)
+
+(defun tandem-composer--mention-root ()
+  "Return the directory whose files @ mentions complete, with a final slash."
+  (file-name-as-directory
+   (expand-file-name (or (and tandem-composer-root-function
+                              (funcall tandem-composer-root-function))
+                         default-directory))))
+
+(defun tandem-composer--project-files (root)
+  "Return ROOT's files, relative to it: project.el's list, else a walk."
+  (let* ((project (project-current nil root))
+         (files (if project
+                    (project-files project)
+                  (directory-files-recursively
+                   root "" nil
+                   (lambda (dir)
+                     (not (member (file-name-nondirectory dir)
+                                  '(".git" ".hg" ".svn" "node_modules" ".venv"))))))))
+    (mapcar (lambda (f) (file-relative-name f root))
+            (seq-take (seq-filter (lambda (f) (file-in-directory-p f root)) files)
+                      tandem-composer-mention-max-files))))
+
+(defun tandem-composer--buffer-symbols (buffer root)
+  "Return BUFFER's imenu symbols as (NAME BUFFER POSITION PATH), PATH under ROOT."
+  (with-current-buffer buffer
+    (let ((index (ignore-errors (imenu--make-index-alist t)))
+          (path (file-relative-name buffer-file-name root))
+          (out nil))
+      (cl-labels ((walk (items)
+                    (dolist (item items)
+                      (cond ((imenu--subalist-p item) (walk (cdr item)))
+                            ((and (consp item) (not (equal (car item) imenu--rescan-item))
+                                  (or (number-or-marker-p (cdr item))
+                                      (overlayp (cdr item))))
+                             (push (list (car item) buffer
+                                         (let ((pos (cdr item)))
+                                           (if (overlayp pos) (overlay-start pos) pos))
+                                         path)
+                                   out))))))
+        (walk index))
+      (nreverse out))))
+
+(defun tandem-composer--symbol-range (buffer position path)
+  "Return the mention PATH#La-b of the definition at POSITION in BUFFER."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char position)
+      (let ((start (line-number-at-pos (line-beginning-position) t)))
+        (ignore-errors (end-of-defun))
+        (let ((end (max start (line-number-at-pos
+                               (if (bolp) (max (point-min) (1- (point))) (point)) t))))
+          (format "%s#L%d-%d" path start end))))))
+
+(defun tandem-composer--mention-candidates ()
+  "Return the @ mention candidates here, as a hash: candidate -> (KIND . DATA).
+KIND is `file', `buffer', `symbol', `directive' or `turn'."
+  (let* ((root (tandem-composer--mention-root))
+         (table (make-hash-table :test #'equal)))
+    (dolist (file (ignore-errors (tandem-composer--project-files root)))
+      (puthash file (cons 'file file) table))
+    (dolist (buffer (buffer-list))
+      (let ((file (buffer-local-value 'buffer-file-name buffer)))
+        (when (and file (file-in-directory-p file root))
+          (puthash (file-relative-name file root)
+                   (cons 'buffer (buffer-modified-p buffer)) table)
+          (dolist (sym (tandem-composer--buffer-symbols buffer root))
+            (unless (gethash (car sym) table)
+              (puthash (car sym) (cons 'symbol (cdr sym)) table))))))
+    (when tandem-composer-directives-function
+      (dolist (d (ignore-errors (funcall tandem-composer-directives-function root)))
+        (puthash (car d) (cons 'directive (cdr d)) table)))
+    (when tandem-composer-turns-function
+      (dolist (turn (ignore-errors (funcall tandem-composer-turns-function)))
+        (puthash (format "T%d" (car turn)) (cons 'turn (cdr turn)) table)))
+    table))
+
+(defun tandem-composer--mention-annotation (table)
+  "Return an annotation function for the candidates of TABLE."
+  (lambda (candidate)
+    (pcase (gethash candidate table)
+      (`(file . ,_) "  file")
+      (`(buffer . ,modified) (if modified "  buffer (unsaved edits)" "  buffer"))
+      (`(symbol ,_ ,_ ,path) (concat "  symbol in " path))
+      (`(directive . ,request)
+       (concat "  directive " (truncate-string-to-width (or request "") 40 nil nil "…")))
+      (`(turn . ,request)
+       (concat "  turn " (truncate-string-to-width (or request "") 40 nil nil "…")))
+      (_ ""))))
+
+(defun tandem-composer-mention-capf ()
+  "Complete an @ mention at point in the composer's draft.
+Candidates are the project's files, the buffers visiting them, the
+symbols of those buffers (imenu), directives (D3) and turns (T12).  A
+symbol is inserted as the range of its definition (path#L10-24).  The
+backend attaches what each mention names when the request is sent."
+  (when (and tandem-composer--draft-start (>= (point) tandem-composer--draft-start))
+    (let ((end (point))
+          (start (save-excursion
+                   (skip-chars-backward "^ \t\n@`'\"()[]{}<>" tandem-composer--draft-start)
+                   (and (eq (char-before) ?@)
+                        (or (= (1- (point)) tandem-composer--draft-start)
+                            (memq (char-before (1- (point))) '(?\s ?\t ?\n)))
+                        (point)))))
+      (when start
+        (let ((table (tandem-composer--mention-candidates)))
+          (list start end table
+                :exclusive 'no
+                :annotation-function (tandem-composer--mention-annotation table)
+                :company-kind (lambda (c) (pcase (car (gethash c table))
+                                            ('symbol 'function) ('directive 'event)
+                                            ('turn 'text) (_ 'file)))
+                :exit-function
+                (lambda (candidate status)
+                  (when (memq status '(finished exact sole))
+                    (pcase (gethash candidate table)
+                      (`(symbol ,buffer ,position ,path)
+                       (when (and (buffer-live-p buffer)
+                                  (looking-back (regexp-quote candidate) start))
+                         (replace-match (tandem-composer--symbol-range
+                                         buffer position path)
+                                        t t))))))))))))
 
 (provide 'tandem-composer)
 ;;; tandem-composer.el ends here
