@@ -580,11 +580,13 @@ backend attaches what each mention names when the request is sent."
                   (when (memq status '(finished exact sole))
                     (pcase (gethash candidate table)
                       (`(symbol ,buffer ,position ,path)
-                       (when (and (buffer-live-p buffer)
-                                  (looking-back (regexp-quote candidate) start))
-                         (replace-match (tandem-composer--symbol-range
-                                         buffer position path)
-                                        t t))))))))))))
+                       (let ((from (- (point) (length candidate))))
+                         (when (and (buffer-live-p buffer) (>= from start)
+                                    (equal (buffer-substring-no-properties from (point))
+                                           candidate))
+                           (delete-region from (point))
+                           (insert (tandem-composer--symbol-range
+                                    buffer position path))))))))))))))
 
 (provide 'tandem-composer)
 ;;; tandem-composer.el ends here
