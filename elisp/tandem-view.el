@@ -159,6 +159,7 @@ reply, `tandem-remote-attach' / `-detach' or the last `g' said."
                           'face 'tandem-composer-directive))
             (tandem-view-usage-header)
             (tandem-view-provider-header)
+            (tandem-view-instructions-header)
             (if running (format " · turn %s running" (plist-get running :turn)) ""))))
 
 (defun tandem-view--project-name ()

@@ -118,7 +118,13 @@
                                           :path)
                                "main.py"))
                 (should (re-search-forward "context: @main\\.py .* · AGENTS\\.md (instructions)"
-                                           nil t))))
+                                           nil t))
+                ;; The header names the instruction files the next request carries.
+                (tandem-view-usage-update)
+                (tandem-test-wait-until
+                 (lambda () (string-match-p "instructions: AGENTS\\.md"
+                                            (tandem-view--header-line)))
+                 20)))
           (with-current-buffer visiting (set-buffer-modified-p nil))
           (kill-buffer visiting)
           (kill-buffer view))))))
