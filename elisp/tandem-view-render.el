@@ -360,7 +360,7 @@ The prompt is a fold; FOLDED-P tells whether a part key is folded."
 (defun tandem-view-visit-mention (&optional event)
   "Visit what the @ mention at point (or at EVENT) names.
 That is its file (at its lines), its directive or its turn."
-  (interactive (list last-nonmenu-event))
+  (interactive (list last-nonmenu-event) tandem-view-mode)
   (let* ((pos (if (mouse-event-p event) (posn-point (event-start event)) (point)))
          (rec (get-text-property pos 'tandem-mention))
          (kind (plist-get rec :kind)))
