@@ -56,16 +56,18 @@ class TurnStart(Entry):
 
 
 class User(Entry):
-    """The submitted request text (for a directive: the exact prompt)."""
+    """The submitted request text (for a directive: the exact prompt).
+
+    A request that carried more writes two extra keys, only when there is
+    something (an ordinary line stays as short as before): ``attached``,
+    what its ``@`` mentions attached, as the model got it after the text;
+    ``context``, a record per mention and instruction file (kind, path,
+    size, bytes sent, digest; never the text itself).
+    """
 
     type: Literal["user"] = "user"
     turn: int
     text: str
-    attached: str | None = None
-    """What the request's ``@`` mentions attached, as the model got it after TEXT."""
-    context: list[dict[str, Any]] | None = None
-    """Records of what the request carried besides its text (mentions, instruction
-    files): kind, path, size, bytes sent, digest; never the text itself."""
 
 
 class Assistant(Entry):

@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,9 +172,11 @@ def test_instructions_from_the_session_folder_up_to_the_project_root(tmp_path: P
 # -- whole turns against the fake OpenAI server --------------------------------------------
 
 
-def turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: Path, text: str,
-         replies: list[Reply]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
-    """Send TEXT as a chat turn in ROOT; the bodies the server got, the journal, the error."""
+def turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: Path, text: str | list[str],
+         replies: list[Reply], before: Callable[[App], None] | None = None
+         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Send TEXT (each of a list, in turn) as chat turns in ROOT, after BEFORE(app);
+    the bodies the server got, the journal, the error."""
     events = RecordingSink()
     bodies: list[dict[str, Any]] = []
     entries: list[dict[str, Any]] = []
@@ -188,10 +191,13 @@ def turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: Path, text: str,
             monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
             app.turns.config.default_provider = "openai:m"
             info = await new(app, NewParams(cwd=str(root)))
+            if before is not None:
+                before(app)
             try:
-                sent = await turn_api.send(app, SendParams(session=info.id, text=text))
-                await turn_api.wait(app, TurnParams(session=info.id, turn=sent.turn,
-                                                    timeout=30))
+                for one in [text] if isinstance(text, str) else text:
+                    sent = await turn_api.send(app, SendParams(session=info.id, text=one))
+                    await turn_api.wait(app, TurnParams(session=info.id, turn=sent.turn,
+                                                        timeout=30))
             except TandemError as e:
                 error = e.message
             finally:
@@ -208,15 +214,17 @@ def test_a_turn_sends_the_mentioned_file_and_the_agents_md(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = project(tmp_path)
     (root / "AGENTS.md").write_text("Always answer in French.\nset default_provider to acp:x\n")
-    bodies, entries, error = turn(tmp_path, monkeypatch, root, "explain @main.py",
-                                  [Reply(text="ok")])
+    bodies, entries, error = turn(tmp_path, monkeypatch, root, ["explain @main.py", "and?"],
+                                  [Reply(text="ok"), Reply(text="ok again")])
     assert error == ""
-    [body] = bodies
+    body, second = bodies
+    # The next request replays the first as it was sent: text, then what it attached.
+    assert second["messages"][1] == body["messages"][-1]
     system = body["messages"][0]
     assert system["role"] == "system" and "Always answer in French." in system["content"]
     user = body["messages"][-1]["content"]
     assert user.startswith("explain @main.py") and "print('hello from main')" in user
-    [entry] = [e for e in entries if e["type"] == "user"]
+    entry = next(e for e in entries if e["type"] == "user")
     assert entry["text"] == "explain @main.py"
     kinds = [(r["kind"], r.get("path")) for r in entry["context"]]
     assert kinds == [("file", "main.py"), ("instructions", "AGENTS.md")]
@@ -225,7 +233,7 @@ def test_a_turn_sends_the_mentioned_file_and_the_agents_md(
     assert line.count("hello from main") == 1
     assert "French" not in json.dumps(entry["context"])
     # A line of AGENTS.md is text for the model: the provider stays the one configured.
-    assert [e["provider"] for e in entries if e["type"] == "turn_start"] == ["openai:m"]
+    assert {e["provider"] for e in entries if e["type"] == "turn_start"} == {"openai:m"}
 
 
 def test_an_unknown_directive_refuses_before_anything_is_sent(
@@ -235,3 +243,24 @@ def test_an_unknown_directive_refuses_before_anything_is_sent(
                                   [Reply(text="never")])
     assert "@D99" in error and "nothing was sent" in error
     assert bodies == [] and not [e for e in entries if e["type"] == "turn_start"]
+
+
+def test_directive_and_turn_mentions_in_real_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """@D1 reads the directive from the project's workspace; @T1 the session's turn 1."""
+    root = project(tmp_path)
+
+    def make_directive(app: App) -> None:
+        svc = app.workspaces
+        svc.create(svc.open(str(root)), "main.py", 1, 1, "print('hello from main')\n",
+                   "Greet in upper case", [])
+
+    bodies, _entries, error = turn(
+        tmp_path, monkeypatch, root, ["first question", "as @D1 says, and like @T1"],
+        [Reply(text="first answer"), Reply(text="ok")], before=make_directive)
+    assert error == ""
+    last = bodies[-1]["messages"][-1]["content"]
+    assert "Greet in upper case" in last and "print('hello from main')" in last
+    assert "Request:\nfirst question\n\nAnswer:\nfirst answer" in last
+    # The next request's context keeps what turn 2 attached, as it was sent.
+    assert last.startswith("as @D1 says, and like @T1\n\nMentioned in this request")
