@@ -472,19 +472,31 @@ by the directive code; nil offers none.")
                               (funcall tandem-composer-root-function))
                          default-directory))))
 
+(defun tandem-composer--walk (root limit)
+  "Return at most LIMIT files under ROOT, breadth first.
+Symlinked folders and those of version control or tools are skipped."
+  (let ((queue (list root)) (out nil) (n 0))
+    (while (and queue (< n limit))
+      (dolist (f (ignore-errors
+                   (directory-files (pop queue) t directory-files-no-dot-files-regexp t)))
+        (cond ((file-directory-p f)
+               (unless (or (file-symlink-p f)
+                           (member (file-name-nondirectory f)
+                                   '(".git" ".hg" ".svn" "node_modules" ".venv"
+                                     "__pycache__")))
+                 (setq queue (nconc queue (list f)))))
+              ((< n limit) (push f out) (setq n (1+ n))))))
+    (nreverse out)))
+
 (defun tandem-composer--project-files (root)
-  "Return ROOT's files, relative to it: project.el's list, else a walk."
+  "Return ROOT's files, relative to it: project.el's list, else a bounded walk."
   (let* ((project (project-current nil root))
-         (files (if project
-                    (project-files project)
-                  (directory-files-recursively
-                   root "" nil
-                   (lambda (dir)
-                     (not (member (file-name-nondirectory dir)
-                                  '(".git" ".hg" ".svn" "node_modules" ".venv"))))))))
+         (limit tandem-composer-mention-max-files)
+         (files (if project (project-files project) (tandem-composer--walk root limit))))
     (mapcar (lambda (f) (file-relative-name f root))
-            (seq-take (seq-filter (lambda (f) (file-in-directory-p f root)) files)
-                      tandem-composer-mention-max-files))))
+            (seq-take (seq-filter (lambda (f) (string-prefix-p root (expand-file-name f)))
+                                  files)
+                      limit))))
 
 (defun tandem-composer--buffer-symbols (buffer root)
   "Return BUFFER's imenu symbols as (NAME BUFFER POSITION PATH), PATH under ROOT."
@@ -517,9 +529,24 @@ by the directive code; nil offers none.")
                                (if (bolp) (max (point-min) (1- (point))) (point)) t))))
           (format "%s#L%d-%d" path start end))))))
 
-(defun tandem-composer--mention-candidates ()
-  "Return the @ mention candidates here, as a hash: candidate -> (KIND . DATA).
-KIND is `file', `buffer', `symbol', `directive' or `turn'."
+(defvar-local tandem-composer--mention-cache nil
+  "The candidates of the mention being completed: (START TIME . TABLE).
+A front end that completes as you type (corfu, company) asks on every
+key; the project's files are listed once per mention, for a few seconds.")
+
+(defun tandem-composer--mention-candidates (start)
+  "Return the candidates of the mention at START.
+The value is a hash table: candidate -> (KIND . DATA).  KIND is
+`file', `buffer', `symbol', `directive' or `turn'."
+  (let ((cached tandem-composer--mention-cache))
+    (if (and cached (eql (car cached) start) (< (- (float-time) (cadr cached)) 5))
+        (cddr cached)
+      (let ((table (tandem-composer--mention-table)))
+        (setq tandem-composer--mention-cache (cons start (cons (float-time) table)))
+        table))))
+
+(defun tandem-composer--mention-table ()
+  "Return a fresh hash of every @ mention candidate: candidate -> (KIND . DATA)."
   (let* ((root (tandem-composer--mention-root))
          (table (make-hash-table :test #'equal)))
     (dolist (file (ignore-errors (tandem-composer--project-files root)))
@@ -568,7 +595,7 @@ backend attaches what each mention names when the request is sent."
                             (memq (char-before (1- (point))) '(?\s ?\t ?\n)))
                         (point)))))
       (when start
-        (let ((table (tandem-composer--mention-candidates)))
+        (let ((table (tandem-composer--mention-candidates start)))
           (list start end table
                 :exclusive 'no
                 :annotation-function (tandem-composer--mention-annotation table)
