@@ -168,10 +168,11 @@ RelPath = Annotated[str, StringConstraints(min_length=1, max_length=512),
 class MentionSettings(Section):
     """``mentions``: how much text the ``@`` mentions of one request may attach."""
 
-    max_bytes: int = Field(default=100_000, ge=1, le=16 << 20)
+    max_bytes: int = Field(default=100_000, ge=1, le=2 << 20)
     """Bytes of one mention's text; a longer one is cut, and the cut is said."""
-    total_bytes: int = Field(default=400_000, ge=1, le=64 << 20)
-    """Bytes of all of one request's mentions; past it the request is refused."""
+    total_bytes: int = Field(default=400_000, ge=1, le=2 << 20)
+    """Bytes of all of one request's mentions; past it the request is refused. At most
+    2 MiB: the request's journal entry reaches Emacs in one event frame (4 MiB)."""
 
 
 DEFAULT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".tandem/instructions.md")
