@@ -38,6 +38,9 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'imenu)
+(require 'project)
+(require 'seq)
 (require 'subr-x)
 
 (defconst tandem-composer-actions
@@ -309,6 +312,7 @@ The prefix is read-only; everything after it is the draft."
     (setq tandem-composer--start (copy-marker (point)))
     (tandem-composer--insert-prefix)
     (setq tandem-composer--draft-start (copy-marker (point))))
+  (add-hook 'completion-at-point-functions #'tandem-composer-mention-capf nil t)
   (tandem-composer--update-modeline))
 
 (defun tandem-composer--positions ()
@@ -650,6 +654,177 @@ The draft is never touched."
   "Replace the draft with the next (newer) sent text, or the saved draft."
   (interactive nil tandem-view-mode)
   (tandem-composer--history-move -1))
+
+;;;; Mentions
+
+(defvar-local tandem-composer-root-function nil
+  "Function returning the session's root directory, or nil.
+An @ mention completes the files of that project; nil means
+`default-directory'.  Set by the buffer hosting the composer.")
+
+(defvar-local tandem-composer-turns-function nil
+  "Function returning this session's turns as (NUMBER . REQUEST) pairs.
+Their @T mentions complete from it.  Set by the hosting buffer.")
+
+(defvar tandem-composer-directives-function nil
+  "Function called with a project ROOT, returning its directives.
+Each is a pair (ID . REQUEST); @D mentions complete from them.  Set
+by the directive code; nil offers none.")
+
+(defcustom tandem-composer-mention-max-files 20000
+  "Most project files an @ mention offers (project.el's list, cut)."
+  :type 'integer
+  :group 'tandem)
+
+(defun tandem-composer--mention-root ()
+  "Return the directory whose files @ mentions complete, with a final slash."
+  (file-name-as-directory
+   (expand-file-name (or (and tandem-composer-root-function
+                              (funcall tandem-composer-root-function))
+                         default-directory))))
+
+(defun tandem-composer--walk (root limit)
+  "Return at most LIMIT files under ROOT, breadth first.
+Symlinked folders and those of version control or tools are skipped."
+  (let ((queue (list root)) (out nil) (n 0))
+    (while (and queue (< n limit))
+      (dolist (f (ignore-errors
+                   (directory-files (pop queue) t directory-files-no-dot-files-regexp t)))
+        (cond ((file-directory-p f)
+               (unless (or (file-symlink-p f)
+                           (member (file-name-nondirectory f)
+                                   '(".git" ".hg" ".svn" "node_modules" ".venv"
+                                     "__pycache__")))
+                 (setq queue (nconc queue (list f)))))
+              ((< n limit) (push f out) (setq n (1+ n))))))
+    (nreverse out)))
+
+(defun tandem-composer--project-files (root)
+  "Return ROOT's files, relative to it: project.el's list, else a bounded walk."
+  (let* ((project (project-current nil root))
+         (limit tandem-composer-mention-max-files)
+         (files (if project (project-files project) (tandem-composer--walk root limit))))
+    (mapcar (lambda (f) (file-relative-name f root))
+            (seq-take (seq-filter (lambda (f) (string-prefix-p root (expand-file-name f)))
+                                  files)
+                      limit))))
+
+(defun tandem-composer--buffer-symbols (buffer root)
+  "Return BUFFER's imenu symbols as (NAME BUFFER POSITION PATH), PATH under ROOT."
+  (with-current-buffer buffer
+    (let ((index (ignore-errors (imenu--make-index-alist t)))
+          (path (file-relative-name buffer-file-name root))
+          (out nil))
+      (cl-labels ((walk (items)
+                    (dolist (item items)
+                      (cond ((imenu--subalist-p item) (walk (cdr item)))
+                            ((and (consp item) (not (equal (car item) imenu--rescan-item))
+                                  (or (number-or-marker-p (cdr item))
+                                      (overlayp (cdr item))))
+                             (push (list (car item) buffer
+                                         (let ((pos (cdr item)))
+                                           (if (overlayp pos) (overlay-start pos) pos))
+                                         path)
+                                   out))))))
+        (walk index))
+      (nreverse out))))
+
+(defun tandem-composer--symbol-range (buffer position path)
+  "Return the mention PATH#La-b of the definition at POSITION in BUFFER."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char position)
+      (let ((start (line-number-at-pos (line-beginning-position) t)))
+        (ignore-errors (end-of-defun))
+        (let ((end (max start (line-number-at-pos
+                               (if (bolp) (max (point-min) (1- (point))) (point)) t))))
+          (format "%s#L%d-%d" path start end))))))
+
+(defvar-local tandem-composer--mention-cache nil
+  "The candidates of the mention being completed: (START TIME . TABLE).
+A front end that completes as you type (corfu, company) asks on every
+key; the project's files are listed once per mention, for a few seconds.")
+
+(defun tandem-composer--mention-candidates (start)
+  "Return the candidates of the mention at START.
+The value is a hash table: candidate -> (KIND . DATA).  KIND is
+`file', `buffer', `symbol', `directive' or `turn'."
+  (let ((cached tandem-composer--mention-cache))
+    (if (and cached (eql (car cached) start) (< (- (float-time) (cadr cached)) 5))
+        (cddr cached)
+      (let ((table (tandem-composer--mention-table)))
+        (setq tandem-composer--mention-cache (cons start (cons (float-time) table)))
+        table))))
+
+(defun tandem-composer--mention-table ()
+  "Return a fresh hash of every @ mention candidate: candidate -> (KIND . DATA)."
+  (let* ((root (tandem-composer--mention-root))
+         (table (make-hash-table :test #'equal)))
+    (dolist (file (ignore-errors (tandem-composer--project-files root)))
+      (puthash file (cons 'file file) table))
+    (dolist (buffer (buffer-list))
+      (let ((file (buffer-local-value 'buffer-file-name buffer)))
+        (when (and file (file-in-directory-p file root))
+          (puthash (file-relative-name file root)
+                   (cons 'buffer (buffer-modified-p buffer)) table)
+          (dolist (sym (tandem-composer--buffer-symbols buffer root))
+            (unless (gethash (car sym) table)
+              (puthash (car sym) (cons 'symbol (cdr sym)) table))))))
+    (when tandem-composer-directives-function
+      (dolist (d (ignore-errors (funcall tandem-composer-directives-function root)))
+        (puthash (car d) (cons 'directive (cdr d)) table)))
+    (when tandem-composer-turns-function
+      (dolist (turn (ignore-errors (funcall tandem-composer-turns-function)))
+        (puthash (format "T%d" (car turn)) (cons 'turn (cdr turn)) table)))
+    table))
+
+(defun tandem-composer--mention-annotation (table)
+  "Return an annotation function for the candidates of TABLE."
+  (lambda (candidate)
+    (pcase (gethash candidate table)
+      (`(file . ,_) "  file")
+      (`(buffer . ,modified) (if modified "  buffer (unsaved edits)" "  buffer"))
+      (`(symbol ,_ ,_ ,path) (concat "  symbol in " path))
+      (`(directive . ,request)
+       (concat "  directive " (truncate-string-to-width (or request "") 40 nil nil "…")))
+      (`(turn . ,request)
+       (concat "  turn " (truncate-string-to-width (or request "") 40 nil nil "…")))
+      (_ ""))))
+
+(defun tandem-composer-mention-capf ()
+  "Complete an @ mention at point in the composer's draft.
+Candidates are the project's files, the buffers visiting them, the
+symbols of those buffers (imenu), directives (D3) and turns (T12).  A
+symbol is inserted as the range of its definition (path#L10-24).  The
+backend attaches what each mention names when the request is sent."
+  (when (and tandem-composer--draft-start (>= (point) tandem-composer--draft-start))
+    (let ((end (point))
+          (start (save-excursion
+                   (skip-chars-backward "^ \t\n@`'\"()[]{}<>" tandem-composer--draft-start)
+                   (and (eq (char-before) ?@)
+                        (or (= (1- (point)) tandem-composer--draft-start)
+                            (memq (char-before (1- (point))) '(?\s ?\t ?\n)))
+                        (point)))))
+      (when start
+        (let ((table (tandem-composer--mention-candidates start)))
+          (list start end table
+                :exclusive 'no
+                :annotation-function (tandem-composer--mention-annotation table)
+                :company-kind (lambda (c) (pcase (car (gethash c table))
+                                            ('symbol 'function) ('directive 'event)
+                                            ('turn 'text) (_ 'file)))
+                :exit-function
+                (lambda (candidate status)
+                  (when (memq status '(finished exact sole))
+                    (pcase (gethash candidate table)
+                      (`(symbol ,buffer ,position ,path)
+                       (let ((from (- (point) (length candidate))))
+                         (when (and (buffer-live-p buffer) (>= from start)
+                                    (equal (buffer-substring-no-properties from (point))
+                                           candidate))
+                           (delete-region from (point))
+                           (insert (tandem-composer--symbol-range
+                                    buffer position path))))))))))))))
 
 (provide 'tandem-composer)
 ;;; tandem-composer.el ends here

@@ -99,6 +99,15 @@ With ARCHIVED non-nil, include archived ones."
   (tandem-request "directives/list" (list :root (tandem-directive--root root)
                                           :archived (and archived t))))
 
+(defun tandem-directive--mention-candidates (root)
+  "Return ROOT's directives as (ID . REQUEST) for @ mentions.
+Without a live backend, return nil."
+  (when (and tandem--connection (tandem-connection-live-p tandem--connection))
+    (mapcar (lambda (row) (cons (plist-get row :id) (plist-get row :request)))
+            (ignore-errors (tandem-directive-list root)))))
+
+(setq tandem-composer-directives-function #'tandem-directive--mention-candidates)
+
 ;;;; System directives (the gptel model)
 
 (defun tandem-directive--all-directives ()

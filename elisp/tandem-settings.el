@@ -135,6 +135,31 @@ case.  Setting this replaces the default list (.tandem/ .claude/
 can add to it, never shorten it."
   (repeat (string :tag "Path")))
 
+(tandem-settings--option tandem-project-instructions
+  "Instruction files a request carries, as text for the model.
+Each name is looked for in the session's folder and in each parent up
+to the project root (the nearest folder holding .git); what is found is
+added to the native engine's system text and to directive prompts, and
+listed in the session's header and in each turn's context.  They are
+never read as configuration.  Unset: AGENTS.md, CLAUDE.md and
+.tandem/instructions.md."
+  (repeat (string :tag "File name")))
+
+(tandem-settings--option tandem-project-instructions-max-bytes
+  "Bytes of project instructions one request carries in all (0: none).
+Unset: 65536."
+  (integer :tag "Bytes"))
+
+(tandem-settings--option tandem-mentions-max-bytes
+  "Bytes of one @ mention's text a request attaches; a longer one is cut.
+Unset: 100000."
+  (integer :tag "Bytes"))
+
+(tandem-settings--option tandem-mentions-total-bytes
+  "Bytes all @ mentions of one request may attach; past it nothing is sent.
+Unset: 400000."
+  (integer :tag "Bytes"))
+
 (defconst tandem-settings-keys
   '(("default_provider" . tandem-provider)
     ("permission_mode" . tandem-permission-mode)
@@ -161,7 +186,11 @@ can add to it, never shorten it."
     ("checkpoints.keep_days" . tandem-checkpoints-keep-days)
     ("auto_compact" . tandem-auto-compact)
     ("image_max_bytes" . tandem-image-max-bytes)
-    ("protected_paths" . tandem-protected-paths))
+    ("protected_paths" . tandem-protected-paths)
+    ("project_instructions" . tandem-project-instructions)
+    ("project_instructions_max_bytes" . tandem-project-instructions-max-bytes)
+    ("mentions.max_bytes" . tandem-mentions-max-bytes)
+    ("mentions.total_bytes" . tandem-mentions-total-bytes))
   "Each settings.json key (dotted) and the user option that sets it.
 default_provider, permission_mode and acp_agents are sent by
 `tandem-configure' in their own fields; the rest by `tandem-settings-json'.")

@@ -42,6 +42,9 @@
     map)
   "Keys on rendered text (the transcript); the composer has ordinary keys.")
 
+;; A mention chip keeps the transcript's keys beside its own RET.
+(set-keymap-parent tandem-view-mention-map tandem-view-transcript-map)
+
 (defvar tandem-view-interaction-map
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map tandem-view-transcript-map)

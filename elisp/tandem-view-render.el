@@ -293,8 +293,12 @@ The prompt is a fold; FOLDED-P tells whether a part key is folded."
                                        n (if (= n 1) "" "s")))
                              'font-lock-face 'tandem-view-muted))
          (list 'prompt seq))
-        (unless folded (tandem-view-render--body text)))
-    (tandem-view-render--body (plist-get entry :text)))
+        (unless folded (tandem-view-render--body text))
+        (tandem-view-render--context (plist-get entry :context)))
+    (let ((start (point)))
+      (tandem-view-render--body (plist-get entry :text))
+      (tandem-view-render--chips start (point) (plist-get entry :context)))
+    (tandem-view-render--context (plist-get entry :context)))
   (dolist (image (plist-get entry :images))
     (tandem-view-render--image image)))
 
@@ -332,6 +336,84 @@ from the image store shows over it (the text stays for copying)."
                  (propertize label 'display picture 'help-echo label)
                (propertize label 'font-lock-face 'tandem-view-muted)))
      nil)))
+
+
+;;;; Mentions and the request's context
+
+(declare-function tandem-view-goto-turn "tandem-view-commands" (turn))
+(declare-function tandem-inspect-directive "tandem-inspector" (id &optional root))
+
+(defface tandem-view-mention '((t :inherit link :underline nil :box (:line-width -1)))
+  "Face of an @ mention (a chip) in a request."
+  :group 'tandem-view)
+
+(defvar tandem-view-mention-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'tandem-view-visit-mention)
+    (define-key map [mouse-2] #'tandem-view-visit-mention)
+    (define-key map [follow-link] 'mouse-face)
+    map)
+  "Keys on an @ mention chip (the transcript's keys are its parent's).")
+
+(defun tandem-view-render--size (bytes)
+  "Return BYTES as a short size (\"1.2k\")."
+  (if (numberp bytes) (file-size-human-readable bytes) "?"))
+
+(defun tandem-view-render--chips (start end context)
+  "Show the @ mentions CONTEXT records between START and END as chips."
+  (unless tandem-view-render-plain
+    (dolist (rec context)
+      (let ((token (plist-get rec :mention)))
+        (when (stringp token)
+          (save-excursion
+            (goto-char start)
+            (while (search-forward (concat "@" token) end t)
+              (add-text-properties
+               (match-beginning 0) (match-end 0)
+               (list 'face 'tandem-view-mention 'font-lock-face 'tandem-view-mention
+                     'mouse-face 'highlight 'tandem-mention rec
+                     'keymap tandem-view-mention-map
+                     'help-echo (format "%s · %s sent%s" (plist-get rec :kind)
+                                        (tandem-view-render--size (plist-get rec :sent))
+                                        (if (eq (plist-get rec :truncated) t)
+                                            " (cut)" "")))))))))))
+
+(defun tandem-view-render--context (context)
+  "Insert the row listing CONTEXT: what the request carried besides its text."
+  (when context
+    (tandem-view-render--line
+     (concat tandem-view-render-indent
+             (propertize
+              (concat "context: "
+                      (mapconcat
+                       (lambda (rec)
+                         (concat (if (equal (plist-get rec :kind) "instructions")
+                                     (concat (plist-get rec :path) " (instructions)")
+                                   (concat "@" (or (plist-get rec :mention) "?")))
+                                 " " (tandem-view-render--size (plist-get rec :sent))
+                                 (if (eq (plist-get rec :truncated) t) " (cut)" "")))
+                       context " · "))
+              'font-lock-face 'tandem-view-muted))
+     'context)))
+
+(defun tandem-view-visit-mention (&optional event)
+  "Visit what the @ mention at point (or at EVENT) names.
+That is its file (at its lines), its directive or its turn."
+  (interactive (list last-nonmenu-event) tandem-view-mode)
+  (let* ((pos (if (mouse-event-p event) (posn-point (event-start event)) (point)))
+         (rec (get-text-property pos 'tandem-mention))
+         (kind (plist-get rec :kind)))
+    (pcase kind
+      ("file" (let ((file (expand-file-name (plist-get rec :path)
+                                            (funcall 'tandem-view--root))))
+                (find-file-other-window file)
+                (when-let* ((lines (plist-get rec :lines)))
+                  (goto-char (point-min))
+                  (forward-line (1- (car lines))))))
+      ("turn" (tandem-view-goto-turn
+               (string-to-number (substring (plist-get rec :mention) 1))))
+      ("directive" (tandem-inspect-directive (plist-get rec :mention)))
+      (_ (user-error "No mention here")))))
 
 (defun tandem-view-render--assistant (_block entry _folded-p)
   "Insert ENTRY, an `assistant' message: its role line and its body."

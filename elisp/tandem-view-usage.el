@@ -91,5 +91,16 @@ its next turn would use, as the backend last said."
         (concat " · provider: " provider (if (plist-get totals :chosen) "" " (default)"))
       "")))
 
+(defun tandem-view-instructions-header ()
+  "Return the header's instructions part, e.g. \" · instructions: AGENTS.md\".
+It names the project instruction files (`tandem-project-instructions')
+the session's next request carries, as the backend last said; \"\" for none."
+  (let* ((usage (and tandem-view--state (tandem-view-state-usage tandem-view--state)))
+         (found (plist-get (plist-get usage :totals) :instructions)))
+    (if found
+        (concat " · instructions: "
+                (mapconcat (lambda (i) (format "%s" (plist-get i :path))) found ", "))
+      "")))
+
 (provide 'tandem-view-usage)
 ;;; tandem-view-usage.el ends here

@@ -112,6 +112,9 @@ In the composer:
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
   (setq-local tandem-composer-busy-function
               (lambda () (and (tandem-view-state-running tandem-view--state) t)))
+  ;; @ mentions complete the session root's files and this buffer's turns.
+  (setq-local tandem-composer-root-function #'tandem-view--root)
+  (setq-local tandem-composer-turns-function #'tandem-view--mention-turns)
   ;; What events touch (the turn index, folds) exists before the first rendering.
   (setq tandem-view--state (tandem-view-state-create))
   ;; `tandem-remote-attach', `-upload' … here act on this buffer's session.
@@ -124,6 +127,18 @@ In the composer:
 (defface tandem-view-remote '((t :inherit font-lock-constant-face))
   "Face of the remote execution target in the header line."
   :group 'tandem-view)
+
+(defun tandem-view--mention-turns ()
+  "Return (NUMBER . REQUEST) for each chat turn in this buffer, newest first."
+  (let (out)
+    (maphash (lambda (turn block)
+               (let ((user (tandem-view-block-find block "user")))
+                 (when (and (integerp turn) user (not (tandem-view-block-directive block)))
+                   (push (cons turn (tandem-view-render--first-line
+                                     (or (plist-get user :text) "") 60))
+                         out))))
+             (tandem-view-state-by-turn tandem-view--state))
+    (sort out (lambda (a b) (> (car a) (car b))))))
 
 (defun tandem-view--header-line ()
   "Return the header line: project, title, engine and host, scope and turn state.
@@ -144,6 +159,7 @@ reply, `tandem-remote-attach' / `-detach' or the last `g' said."
                           'face 'tandem-composer-directive))
             (tandem-view-usage-header)
             (tandem-view-provider-header)
+            (tandem-view-instructions-header)
             (if running (format " · turn %s running" (plist-get running :turn)) ""))))
 
 (defun tandem-view--project-name ()

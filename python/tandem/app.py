@@ -74,7 +74,12 @@ class App:
         # An attached session runs remotely; a turn that ends sends the session's queue
         # on, or holds it.
         self.turns = TurnService(self.events, self.sessions, self.gate, checkpoints, editor,
-                                 remote_target=self._remote_target, after_end=[self._after_turn])
+                                 remote_target=self._remote_target, after_end=[self._after_turn],
+                                 directive_text=self._directive_text)
+
+    def _directive_text(self, root: Path, directive: str) -> str:
+        # An @D3 mention reads the directive from its workspace (built on first use).
+        return self.workspaces.mention_text(root, directive)
 
     def _after_turn(self, ended: TurnEnded) -> None:
         # Only a session with queued messages (or steers its turn did not take)

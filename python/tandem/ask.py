@@ -23,6 +23,7 @@ import os
 import sys
 
 from tandem.app import App
+from tandem.config.agent_files import instructions_text, project_instructions
 from tandem.paths import tandem_home
 from tandem.protocol.base import TandemError
 from tandem.protocol.errors import shell_text
@@ -132,10 +133,14 @@ async def _ask(args: argparse.Namespace) -> int:
         for warning in resolved.warnings:
             _Lines.say(warning)
         settings = resolved.plain()
+        found = project_instructions(sessions.root_of(journal),
+                                     *resolved.settings.instruction_files())
         spec = TurnSpec(session=journal.id, text=args.prompt,
                         provider=sessions.provider_for(settings, args.provider),
                         permission_mode=sessions.permission_mode(settings,
-                                                                 args.permission_mode))
+                                                                 args.permission_mode),
+                        instructions=instructions_text(found),
+                        context=[i.record() for i in found])
         turn = await engine.accept(spec, asker=ask_on_terminal)
     except BaseException:
         # Nothing happened in it: a session made for this run goes with it.

@@ -26,7 +26,7 @@ from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "directives", "providers", "tools", "checkpoints",
                     "remote", "turns", "config", "history", "mcp", "review", "overview",
-                    "rewind", "parallel"})
+                    "rewind", "parallel", "mentions"})
 """Packages that must know nothing of EPC or Emacs (nor of the adapters above them)."""
 
 _ABOVE_ALL = frozenset({"server", "adapters", "app"})
@@ -49,6 +49,8 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "protocol": _ABOVE_ALL | DOMAIN,
     "adapters": frozenset({"server", "app", "cli", "ask"}),
     "mcp": _ABOVE_ALL | {"sessions", "directives", "turns", "history", "rewind"},
+    "mentions": _ABOVE_ALL | {"sessions", "directives", "turns", "history", "rewind",
+                              "providers", "checkpoints", "remote"},
 }
 """PACKAGE -> packages it must not import (``history`` sits above ``turns``).
 

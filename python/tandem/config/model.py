@@ -165,6 +165,22 @@ RelPath = Annotated[str, StringConstraints(min_length=1, max_length=512),
                     AfterValidator(_check_relative)]
 
 
+class MentionSettings(Section):
+    """``mentions``: how much text the ``@`` mentions of one request may attach."""
+
+    max_bytes: int = Field(default=100_000, ge=1, le=2 << 20)
+    """Bytes of one mention's text; a longer one is cut, and the cut is said."""
+    total_bytes: int = Field(default=400_000, ge=1, le=2 << 20)
+    """Bytes of all of one request's mentions; past it the request is refused. At most
+    2 MiB: the request's journal entry reaches Emacs in one event frame (4 MiB)."""
+
+
+DEFAULT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".tandem/instructions.md")
+"""Project instruction files looked for when ``project_instructions`` is unset."""
+DEFAULT_INSTRUCTIONS_MAX_BYTES = 64 * 1024
+"""Bytes of project instructions one request carries when the setting is unset."""
+
+
 class AcpAgent(Section):
     """One ``acp_agents`` entry: the program to start and its extra environment."""
 
@@ -234,6 +250,12 @@ class SettingsModel(Section):
     protected_paths: list[ProtectedPath] | None = Field(default=None, max_length=256)
     """Writes here are always asked (`DEFAULT_PROTECTED_PATHS` when unset); an untrusted
     project may add entries, never remove one (`tandem.config.layers`)."""
+    mentions: MentionSettings | None = None
+    project_instructions: list[RelPath] | None = Field(default=None, max_length=32)
+    """Instruction files (text for the model) read from the session's folder and each
+    parent up to the project root (`DEFAULT_INSTRUCTION_FILES` when unset)."""
+    project_instructions_max_bytes: int | None = Field(default=None, ge=0, le=4 << 20)
+    """Bytes of project instructions a request carries in all (0: none)."""
     permission_rules: list[PermissionRule] | None = Field(default=None, max_length=1024)
     """Remembered permission answers (`tandem.config.rules`); read only from the user's
     own file, never from a project's, trusted or not."""
@@ -243,6 +265,18 @@ class SettingsModel(Section):
         if self.protected_paths is None:
             return DEFAULT_PROTECTED_PATHS
         return tuple(self.protected_paths)
+
+    def mention_limits(self) -> MentionSettings:
+        """The ``mentions`` caps: the setting, or the defaults."""
+        return self.mentions if self.mentions is not None else MentionSettings()
+
+    def instruction_files(self) -> tuple[tuple[str, ...], int]:
+        """The project instruction file names and their cap in bytes (settings or defaults)."""
+        names = (DEFAULT_INSTRUCTION_FILES if self.project_instructions is None
+                 else tuple(self.project_instructions))
+        cap = (DEFAULT_INSTRUCTIONS_MAX_BYTES if self.project_instructions_max_bytes is None
+               else self.project_instructions_max_bytes)
+        return names, cap
 
     def plain(self) -> dict[str, Any]:
         """The keys that were set, as plain JSON data."""

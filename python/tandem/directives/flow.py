@@ -11,14 +11,16 @@ terminal path, which calls our hook to record the attempt or discussion turn.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from tandem.config.agent_files import Instruction, instructions_text, project_instructions
 from tandem.directives.actions import check
 from tandem.directives.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
 from tandem.directives.prompts import build_prompt
-from tandem.directives.references import resolve_anchor, resolve_reference
 from tandem.directives.service import Workspace, WorkspaceService
+from tandem.mentions.sources import resolve_anchor, resolve_reference
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import MAX_TEXT, SystemDirective
 from tandem.providers.base import Message
@@ -48,6 +50,8 @@ class Prepared:
     prompt: str
     system: SystemDirective
     messages: list[Message]
+    context: list[dict[str, Any]] = field(default_factory=list)
+    """Records of the instruction files the prompt holds (the journal lists them)."""
 
 
 def system_for(action: str, given: SystemDirective | None) -> SystemDirective:
@@ -62,19 +66,31 @@ def system_for(action: str, given: SystemDirective | None) -> SystemDirective:
 
 
 def prepare(ws: Workspace, state: DirectiveState, action: str, text: str,
-            attempt: int | None, system: SystemDirective | None) -> Prepared:
-    """Validate ACTION on STATE and build its isolated prompt from disk as it is now."""
+            attempt: int | None, system: SystemDirective | None,
+            instructions: Sequence[Instruction] = ()) -> Prepared:
+    """Validate ACTION on STATE and build its isolated prompt from disk as it is now.
+
+    INSTRUCTIONS are the project's instruction files (`instructions_of`).
+    """
     if not isinstance(text, str) or len(text) > MAX_TEXT:
         raise TandemError("invalid", f"The text must be a string of at most {MAX_TEXT} characters")
     based = check(state, action, text, attempt)
     anchor = resolve_anchor(ws.root, state.anchor)
     refs = [resolve_reference(ws.root, r) for r in state.references]
-    prompt = build_prompt(state, action, text, anchor, refs, based)
+    prompt = build_prompt(state, action, text, anchor, refs, based,
+                          instructions=instructions_text(instructions))
     sysdir = system_for(action, system)
     messages = [Message(role="user" if i % 2 == 0 else "assistant", text=t)
                 for i, t in enumerate(sysdir.template)]
     messages.append(Message(role="user", text=prompt))
-    return Prepared(state, action, text, based, prompt, sysdir, messages)
+    return Prepared(state, action, text, based, prompt, sysdir, messages,
+                    [i.record() for i in instructions])
+
+
+def instructions_of(svc: WorkspaceService, ws: Workspace) -> list[Instruction]:
+    """The project instruction files of WS's root, as its settings name and cap them."""
+    return project_instructions(
+        ws.root, *svc.sessions.resolved(ws.root).settings.instruction_files())
 
 
 def _diff_text(svc: WorkspaceService, root: str, patch: dict[str, Any] | None) -> str:
@@ -107,7 +123,7 @@ async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str,
     """Start ACTION on DIRECTIVE as a turn; return its identity (session, turn, attempt)."""
     sessions = svc.sessions
     state = svc.get(ws, directive)
-    prep = prepare(ws, state, action, text, attempt, system)
+    prep = prepare(ws, state, action, text, attempt, system, instructions_of(svc, ws))
     if state.session:
         svc.check_available(state.session, ws.root)
         sid = state.session
@@ -134,7 +150,7 @@ async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str,
                     model=model or "", permission_mode=mode, system=prep.system.system,
                     messages=prep.messages,
                     directive=DirectiveFrame(ws.id, directive, action, frame_attempt),
-                    read_only=discussion, on_terminal=on_terminal)
+                    read_only=discussion, context=prep.context, on_terminal=on_terminal)
     turn = await svc.turns.engine.accept(spec)
     if state.session != journal.id:
         svc.bind(ws, directive, journal.id)  # the first accepted request binds

@@ -19,11 +19,10 @@ Golden tests in ``tests/python/directives/golden/`` pin the output.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from tandem.directives.models import Attempt, DirectiveState, Discussion
-from tandem.directives.references import Source
+from tandem.mentions.sources import Source, fence
 
 MAX_DIFF_CHARS = 60_000
 
@@ -50,14 +49,6 @@ TEXT_HEADINGS: dict[str, str] = {
     "request-changes": "Feedback",
     "retry": "Guidance",
 }
-
-
-def fence(text: str, info: str = "") -> str:
-    """TEXT in a Markdown code fence longer than any backtick run inside it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    bar = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{bar}{info}\n{body}{bar}"
 
 
 def _source(heading: str, src: Source) -> str:
@@ -110,10 +101,12 @@ def _attempt(a: Attempt, label: str, request: str) -> str:
 
 
 def build_prompt(state: DirectiveState, action: str, text: str, anchor: Source,
-                 references: Sequence[Source], attempt: Attempt | None = None) -> str:
+                 references: Sequence[Source], attempt: Attempt | None = None,
+                 instructions: str = "") -> str:
     """The exact prompt of ACTION on STATE with user TEXT and the chosen ATTEMPT.
 
-    ANCHOR and REFERENCES are the sources as read from disk now.
+    ANCHOR and REFERENCES are the sources as read from disk now; INSTRUCTIONS
+    the project's instruction files as text (`tandem.config.agent_files`).
     """
     if action not in TASKS:
         raise ValueError(f"unknown action {action!r}")
@@ -121,6 +114,8 @@ def build_prompt(state: DirectiveState, action: str, text: str, anchor: Source,
              _source("## Anchor: ", anchor)]
     if references:
         parts.append("## References\n\n" + "\n\n".join(_source("### ", r) for r in references))
+    if instructions:
+        parts.append("## Project instructions\n\n" + instructions)
     if action in ("discuss", "implement-this") and state.discussion:
         parts.append("## Discussion so far\n\n" + _discussion(state.discussion))
     if action == "discuss-result":

@@ -11,10 +11,10 @@ from typing import Any
 
 from tandem.directives.actions import available
 from tandem.directives.flow import act as act_flow
-from tandem.directives.flow import prepare
+from tandem.directives.flow import instructions_of, prepare
 from tandem.directives.models import DirectiveState
-from tandem.directives.references import relative_path
 from tandem.directives.service import Workspace, WorkspaceService
+from tandem.mentions.sources import relative_path
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import Anchor, AnchorStatus, Reference, SystemDirective
 
@@ -66,7 +66,8 @@ def preview(svc: WorkspaceService, root: str, directive: str, action: str, text:
             attempt: int | None, system: SystemDirective | None) -> dict[str, Any]:
     """The exact prompt ACTION would send now (nothing is sent or written)."""
     ws = svc.open(root, create=False)
-    prep = prepare(ws, svc.get(ws, directive), action, text, attempt, system)
+    prep = prepare(ws, svc.get(ws, directive), action, text, attempt, system,
+                   instructions_of(svc, ws))
     return {"prompt": prep.prompt, "system": prep.system.model_dump(),
             "attempt": prep.based_on.seq if prep.based_on else None,
             "read_only": action in ("discuss", "discuss-result")}

@@ -26,7 +26,6 @@ from tandem.directives.models import (
     Discussion,
     Event,
 )
-from tandem.directives.references import relative_path
 from tandem.directives.state import (
     ID_RE,
     Hidden,
@@ -37,6 +36,7 @@ from tandem.directives.state import (
 )
 from tandem.gcpause import cyclic_gc_paused
 from tandem.lru import LRU
+from tandem.mentions.sources import fence, relative_path
 from tandem.protocol.base import TandemError
 from tandem.protocol.directives import Anchor, Reference
 from tandem.sessions.service import SessionService
@@ -153,6 +153,22 @@ class WorkspaceService:
         if state is None:
             raise TandemError("not-found", f"No directive {directive} in {ws.root}")
         return state
+
+    def mention_text(self, root: Path, directive: str) -> str:
+        """DIRECTIVE of the project at ROOT as an ``@D3`` mention attaches it: its
+        request and its anchor's recorded text; ``not-found`` when there is none."""
+        try:
+            ws = self.open(str(root), create=False)
+        except TandemError:
+            raise TandemError("not-found", f"@{directive}: no directive {directive} in "
+                                           f"{root}; nothing was sent") from None
+        try:
+            state = self.get(ws, directive)
+        except TandemError as e:
+            raise TandemError(e.code, f"@{directive}: {e.message}; nothing was sent") from None
+        a = state.anchor
+        return (f"Request:\n{state.request.strip()}\n\n"
+                f"Anchor: {a.path}, lines {a.start_line}-{a.end_line}\n{fence(a.text)}")
 
     def _one(self, ws: Workspace, directive: str) -> DirectiveState | None:
         """DIRECTIVE of WS: from the folded states when they are current, else folded alone.

@@ -13,7 +13,7 @@ from tandem.history.compaction import CompactionService
 from tandem.protocol.turns import Accepted, ImageInput
 from tandem.providers.base import PermissionMode
 from tandem.turns.images import read_attachments
-from tandem.turns.requests import chat_spec
+from tandem.turns.requests import chat_request
 from tandem.turns.service import TurnService
 
 
@@ -23,9 +23,9 @@ async def send(turns: TurnService, compactions: CompactionService, session: str,
                images: list[ImageInput] | None = None) -> Accepted:
     """Accept TEXT (with IMAGES) as the next chat turn of SESSION and start it; its identity.
 
-    The images are read and checked first: a bad one refuses the request before
-    anything else happens (no compaction, no entry)."""
-    spec = chat_spec(turns.sessions, session, text, provider, model, permission_mode)
+    Mentions are resolved and the images read and checked first: a bad one refuses
+    the request before anything else happens (no compaction, no entry)."""
+    spec = await chat_request(turns, session, text, provider, model, permission_mode)
     if images:
         sessions = turns.sessions
         root = sessions.root_of(sessions.journal(spec.session))

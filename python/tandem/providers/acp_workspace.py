@@ -11,13 +11,11 @@ text: it is still given to the model, as the system prompt's appendix.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tandem.config.agent_files import CLAUDE_CODE, agent_kind, present
+from tandem.config.agent_files import CLAUDE_CODE, agent_kind, present, read_instruction
 from tandem.protocol.base import TandemError
 from tandem.providers.acp_errors import _StartError
 
@@ -35,14 +33,10 @@ def _instructions(root: Path) -> str:
     out: list[str] = []
     for rel in INSTRUCTION_FILES:
         path = root / rel
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        except OSError:
+        read = read_instruction(path, INSTRUCTIONS_CAP)
+        if read is None:
             continue
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                continue
-            text = f.read(INSTRUCTIONS_CAP).decode("utf-8", errors="replace")
+        text = read[0]
         out.append(f"Contents of {path} (project instructions, checked into the codebase):"
                    f"\n\n{text}")
     return "\n\n".join(out)

@@ -94,6 +94,8 @@ class TurnRequest(BaseModel):
     """Workspace root: tools resolve paths inside it; ACP agents start here."""
     model: str = ""
     system: str = ""
+    instructions: str = ""
+    """Project instructions (AGENTS.md…) a native loop adds to its system text."""
     messages: list[Message]
     """Context: the projection for chat, the isolated prompt for a directive."""
     permission_mode: PermissionMode = "ask"

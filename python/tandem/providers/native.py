@@ -346,6 +346,8 @@ class NativeProvider:
                 return TurnResult(outcome="failed", error=self._scrub(str(exc)))
         executor = ToolExecutor(request, sink, ctx, tools, self.grants, self._scrub)
         system = request.system or DEFAULT_SYSTEM.format(root=request.root)
+        if request.instructions:  # text for the model, never configuration
+            system = f"{system}\n\n{request.instructions}"
         # A directive's isolated prompt is converted apart: the chat's kept context stays.
         wire_messages = (self.wire.initial_messages(complete_tool_pairs(request.messages))
                          if request.isolated else self._context.wire_messages(request.messages))

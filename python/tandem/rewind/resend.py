@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from tandem.protocol.base import TandemError
 from tandem.protocol.turns import Resent
 from tandem.providers.base import PermissionMode
-from tandem.turns.requests import chat_spec
+from tandem.turns.requests import chat_request
 from tandem.turns.service import TurnService
 
 if TYPE_CHECKING:  # built on first use (`App.rewinds`): not imported with the adapters
@@ -40,7 +40,7 @@ async def resend(rewinds: RewindService, turns: TurnService, session: str, befor
     if not text.strip():
         raise TandemError("invalid", "Nothing to send: the edited request is empty; "
                           "nothing was rewound")
-    spec = chat_spec(turns.sessions, session, text, provider, model, permission_mode)
+    spec = await chat_request(turns, session, text, provider, model, permission_mode)
     # Refuses an unknown or unconfigured provider now, before the rewind.
     turns.provider(spec, turns.sessions.journal(spec.session))
     done = await rewinds.rewind(spec.session, before_turn, digest, resend=True)

@@ -94,8 +94,7 @@ def _project(entries: Sequence[JournalEntry]) -> list[Message]:
             continue
         kind = e.get("type")
         if kind == "user" or kind == "assistant":
-            text = e.get("text", "")
-            append(msg(kind, text if text.__class__ is str else str(text),
+            append(msg(kind, message_text(e),
                        images=images_of(e) if "images" in e else None))
         elif kind == "steer":  # guidance mid-turn: a user message where the model saw it
             text = e.get("text", "")
@@ -114,6 +113,20 @@ def _project(entries: Sequence[JournalEntry]) -> list[Message]:
     # Dangling tool calls (an aborted turn) are paired by the native provider
     # (`complete_tool_pairs`), which knows what its API rejects.
     return messages
+
+
+def message_text(e: JournalEntry) -> str:
+    """The text a ``user`` or ``assistant`` entry E is sent as: a request's text is
+    followed by what its mentions attached (``attached``)."""
+    text = e.get("text", "")
+    text = text if text.__class__ is str else str(text)
+    attached = e.get("attached")
+    return with_attached(text, attached) if attached.__class__ is str else text
+
+
+def with_attached(text: str, attached: str | None) -> str:
+    """A request's TEXT as the model gets it: followed by what its mentions ATTACHED."""
+    return f"{text}\n\n{attached}" if attached else text
 
 
 def _turn(e: JournalEntry) -> int:

@@ -57,6 +57,8 @@ class UserEntry(_Base):
     turn: int
     text: str
     images: NotRequired[list[ImageRecord]]
+    attached: NotRequired[str | None]
+    context: NotRequired[list[dict[str, Any]] | None]
 
 
 class AssistantEntry(_Base):

@@ -68,7 +68,14 @@ class ImageRecord(BaseModel):
 
 
 class User(Entry):
-    """The submitted request text (for a directive: the exact prompt), and its images."""
+    """The submitted request text (for a directive: the exact prompt), and its images.
+
+    A request that carried more writes two extra keys, only when there is
+    something (an ordinary line stays as short as before): ``attached``,
+    what its ``@`` mentions attached, as the model got it after the text;
+    ``context``, a record per mention and instruction file (kind, path,
+    size, bytes sent, digest; never the text itself).
+    """
 
     type: Literal["user"] = "user"
     turn: int

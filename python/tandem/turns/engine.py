@@ -44,6 +44,7 @@ from tandem.providers.base import (
     TurnResult,
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
+from tandem.sessions.projection import with_attached
 from tandem.sessions.titles import name_untitled
 from tandem.store.entry_view import JournalEntry
 from tandem.store.images import ImageStore
@@ -85,6 +86,14 @@ class TurnSpec:
     """Context to send; None means the projection plus TEXT (ordinary chat)."""
     directive: DirectiveFrame | None = None
     read_only: bool = False
+    attached: str = ""
+    """Text the request's mentions attach: sent after TEXT, journaled once beside it."""
+    context: list[dict[str, Any]] = field(default_factory=list)
+    """What the request carries besides its text (mentions, instruction files), as
+    records (kind, path, size, digest): the journal and the view list them."""
+    instructions: str = ""
+    """Project instructions for the system text (a chat turn; a directive's prompt holds
+    its own)."""
     on_terminal: Callable[[TurnEnded], Awaitable[None]] | None = None
     """Runs after the turn's entries are durable, before the terminal event."""
     images: list[Attachment] = field(default_factory=list)
@@ -209,8 +218,14 @@ class TurnEngine:
                             "directive": d.directive, "action": d.action, "attempt": d.attempt})
             self._announce(spec, turn)
             started = True
-            sink.write({"type": "user", "text": spec.text,
-                        **({"images": records} if records else {})})
+            user: dict[str, Any] = {"type": "user", "text": spec.text}
+            if records:
+                user["images"] = records
+            if spec.attached:
+                user["attached"] = spec.attached
+            if spec.context:
+                user["context"] = spec.context
+            sink.write(user)
         except Exception as e:  # the turn is open in the journal: it must end, failed
             if not started:
                 self._announce(spec, turn)
@@ -218,13 +233,14 @@ class TurnEngine:
                                checkpoint, root, provider)
             return turn
         messages = context if spec.messages is not None else (
-            context + [Message(role="user", text=spec.text,
+            context + [Message(role="user", text=with_attached(spec.text, spec.attached),
                                images=[ImageRef(**r) for r in records])])
         if self.images is not None and any(m.images for m in messages):
             store = self.images
             messages = await anyio.to_thread.run_sync(lambda: with_image_data(messages, store))
         request = TurnRequest(session_id=spec.session, turn=turn, root=root, model=spec.model,
-                              system=spec.system, messages=messages,
+                              system=spec.system, instructions=spec.instructions,
+                              messages=messages,
                               permission_mode=spec.permission_mode,
                               read_only=spec.read_only or spec.permission_mode == "read-only",
                               isolated=spec.directive is not None, protected_paths=protected)

@@ -8,13 +8,16 @@ the adapters stay one line each.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tandem.config import strict_json
+from tandem.config.agent_files import instructions_text, project_instructions
 from tandem.config.front_end import ClientConfig, RemoteHost
 from tandem.config.model import validate
 from tandem.events import EventSink
+from tandem.mentions.resolve import resolve
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import ModelsReply
@@ -24,6 +27,7 @@ from tandem.providers.credentials import ApiFamily, resolve_credentials
 from tandem.providers.model_list import list_models, models_url
 from tandem.providers.registry import parse_provider
 from tandem.sessions.service import SessionService
+from tandem.store.entry_view import JournalEntry
 from tandem.store.models import entry_to_dict
 from tandem.turns.engine import TurnSpec
 from tandem.turns.service import TurnService
@@ -32,14 +36,57 @@ from tandem.turns.usage import ProviderChoice
 
 def chat_spec(sessions: SessionService, session: str, text: str, provider: str | None,
               model: str | None, permission_mode: PermissionMode | None) -> TurnSpec:
-    """The chat turn TEXT of SESSION as the settings and the session's choices make it."""
+    """The chat turn TEXT of SESSION as the settings and the session's choices make it.
+
+    Its project instructions are read now; its mentions are not (`chat_request`).
+    """
     journal = sessions.journal(session)
-    settings = sessions.settings(sessions.root_of(journal))
+    root = sessions.root_of(journal)
+    settings = sessions.settings(root)
     # The session's own choice (M-x tandem-set-provider) wins over the default.
     requested = provider or sessions.entry_cache.view(journal.path, ProviderChoice).chosen
+    found = project_instructions(root, *sessions.resolved(root).settings.instruction_files())
     return TurnSpec(session=journal.id, text=text,
                     provider=sessions.provider_for(settings, requested), model=model or "",
-                    permission_mode=sessions.permission_mode(settings, permission_mode))
+                    permission_mode=sessions.permission_mode(settings, permission_mode),
+                    instructions=instructions_text(found),
+                    context=[i.record() for i in found])
+
+
+async def chat_request(turns: TurnService, session: str, text: str, provider: str | None,
+                       model: str | None, permission_mode: PermissionMode | None) -> TurnSpec:
+    """`chat_spec` with TEXT's ``@`` mentions resolved now (a refusal sends nothing).
+
+    A file mention reads the editor's buffer when one visits the file.
+    """
+    spec = chat_spec(turns.sessions, session, text, provider, model, permission_mode)
+    sessions = turns.sessions
+    journal = sessions.journal(spec.session)
+    root = sessions.root_of(journal)
+    lookup = turns.directive_text
+    attached = await resolve(
+        text, root, sessions.resolved(root).settings.mention_limits(),
+        buffer_text=turns.editor.buffer_text if turns.editor is not None else None,
+        directive_text=(lambda d: lookup(root, d)) if lookup is not None else None,
+        turn_text=lambda n: turn_text(sessions.entries(journal), n))
+    spec.attached = attached.text
+    spec.context = [*attached.records, *spec.context]
+    return spec
+
+
+def turn_text(entries: Iterable[JournalEntry], turn: int) -> str | None:
+    """TURN's request and answer from a session's ENTRIES (None: no such turn)."""
+    request: str | None = None
+    answer: list[str] = []
+    for e in entries:
+        if e["type"] == "user" and e["turn"] == turn:
+            request = e["text"]
+        elif e["type"] == "assistant" and e["turn"] == turn:
+            answer.append(e["text"])
+    if request is None:
+        return None
+    return (f"Request:\n{request.strip()}\n\nAnswer:\n"
+            + ("\n\n".join(a.strip() for a in answer) or "(no answer)"))
 
 
 def cancel(turns: TurnService, session: str) -> bool:

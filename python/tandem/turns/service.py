@@ -144,7 +144,8 @@ class TurnService:
                  checkpoints: Checkpoints, editor: EditorBridge | None = None,
                  mcp: McpService | None = None,
                  remote_target: Callable[[str], RemoteTarget | None] | None = None,
-                 after_end: Iterable[Callable[[TurnEnded], None]] = ()) -> None:
+                 after_end: Iterable[Callable[[TurnEnded], None]] = (),
+                 directive_text: Callable[[Path, str], str] | None = None) -> None:
         self.events = events
         self.mcp = mcp if mcp is not None else McpService()
         """The sessions' MCP servers (started lazily, stopped with the session)."""
@@ -159,6 +160,9 @@ class TurnService:
             remote_target or (lambda _session: None))
         """A session's remote target (the app's `RemoteService.target`; none: all local)."""
         self._grants = SessionGrants()
+        self.directive_text = directive_text
+        """A directive's text by project root and id, for ``@D3`` mentions (the app's:
+        directives sit above the engine); None: directives cannot be mentioned."""
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
                                  facts=ServiceFacts(sessions), gate=gate, after_end=after_end,
                                  images=ImageStore(sessions.home))

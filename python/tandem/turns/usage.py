@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tandem.config.agent_files import project_instructions
 from tandem.protocol.base import TandemError
 from tandem.sessions.service import SessionService
 from tandem.store.entry_view import JournalEntry
@@ -90,7 +91,8 @@ def session_provider_choice(entries: Iterable[JournalEntry]) -> str | None:
 
 
 def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
-    """SESSION's token totals, overall and per provider, and the provider it would use."""
+    """SESSION's token totals, overall and per provider, the provider it would use and
+    the project instruction files its next request carries (path, size)."""
     journal = sessions.journal(session)
     entries = sessions.entries(journal)
     total, parts = session_usage(entries)
@@ -101,5 +103,8 @@ def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
             provider = sessions.provider_for(sessions.settings(sessions.root_of(journal)), None)
         except TandemError:
             provider = None
+    root = sessions.root_of(journal)
+    found = project_instructions(root, *sessions.resolved(root).settings.instruction_files())
     return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
-            "provider": provider, "chosen": chosen is not None}
+            "provider": provider, "chosen": chosen is not None,
+            "instructions": [{"path": i.path, "size": i.size} for i in found]}

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tandem.config.agent_files import instructions_text, project_instructions
 from tandem.directives.models import Attempt, DirectiveState, Discussion
 from tandem.directives.prompts import build_prompt, fence
-from tandem.directives.references import Source, resolve_anchor, resolve_reference
+from tandem.mentions.sources import Source, resolve_anchor, resolve_reference
 from tandem.protocol.directives import Anchor, Reference
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -110,3 +111,21 @@ def test_builder_refuses_missing_inputs() -> None:
             build_prompt(state, action, "", src, [], None)
     with pytest.raises(ValueError):
         build_prompt(state, "explode", "", src, [])
+
+
+def test_golden_with_project_instructions(project: Path) -> None:
+    """The project's instruction files follow the references, marked as such."""
+    (project / "AGENTS.md").write_text("Run the tests with make check.\n")
+    state = _state(discussion=[], attempts=[])
+    anchor = resolve_anchor(project, state.anchor)
+    refs = [resolve_reference(project, r) for r in state.references]
+    found = project_instructions(project, ("AGENTS.md", "CLAUDE.md"), 64 * 1024)
+    got = build_prompt(state, "implement", "", anchor, refs, None,
+                       instructions=instructions_text(found))
+    path = GOLDEN / "implement_instructions.txt"
+    if os.environ.get("TANDEM_REGEN_GOLDEN"):
+        path.write_text(got, encoding="utf-8")
+    assert got == path.read_text(encoding="utf-8")
+    # Without instruction files the prompt is the plain one, byte for byte.
+    assert build_prompt(state, "implement", "", anchor, refs, None, instructions="") == (
+        GOLDEN / "implement.txt").read_text(encoding="utf-8")
