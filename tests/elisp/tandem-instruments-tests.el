@@ -15,6 +15,7 @@
 (require 'tandem-instruments)
 (require 'flymake)
 (require 'etags)
+(require 'json)
 
 (defconst tandem-instruments-test--dir
   (file-name-directory (or load-file-name buffer-file-name))
@@ -199,6 +200,51 @@
       (should busy)
       (let ((last (car (last (tandem-instruments-test--requests fake-record)))))
         (should (string-search "outline: Emacs did not answer within 1 s" last))))))
+
+(ert-deftest tandem-instruments-acp-agent-calls-them-over-mcp ()
+  "A local ACP agent starts tandem's MCP server it was given; Emacs answers its calls."
+  (let* ((project (file-name-as-directory (make-temp-file "tandem-instruments-acp-" t)))
+         (script (make-temp-file "tandem-mcp-agent-" nil ".json"))
+         (log (make-temp-file "tandem-mcp-agent-" nil ".jsonl"))
+         (tandem-provider "acp:editorcheck")
+         (tandem-acp-agents
+          `(("editorcheck"
+             :command (,(expand-file-name ".venv/bin/python" tandem-test-root)
+                       ,(expand-file-name "tests/python/acp/mcp_agent.py" tandem-test-root)
+                       ,script ,log)))))
+    (with-temp-file script
+      (insert (json-encode
+               '((calls . [((tool . "diagnostics") (arguments . ((path . "notes.sample"))))
+                           ((tool . "outline") (arguments . ((path . "/etc/passwd"))))])))))
+    (with-temp-file (expand-file-name "notes.sample" project) (insert "first line\n"))
+    (let ((default-directory project))
+      (call-process "git" nil nil nil "init" "-q"))
+    (let ((buffer (tandem-instruments-test--visit project)))
+      (unwind-protect
+          (tandem-test-with-backend
+            (let* ((default-directory project)
+                   (session (tandem-project-session project))
+                   (turn (cdr (tandem-send "Use the editor" session))))
+              (should (equal (plist-get (tandem-wait-turn session turn 90) :outcome)
+                             "succeeded"))
+              (let ((calls (with-temp-buffer
+                             (insert-file-contents log)
+                             (seq-filter (lambda (r) (equal (alist-get 'method r) "mcp-call"))
+                                         (mapcar (lambda (l) (json-read-from-string l))
+                                                 (split-string (buffer-string) "\n" t))))))
+                (should (= (length calls) 2))
+                (let ((diag (alist-get 'params (nth 0 calls)))
+                      (refused (alist-get 'params (nth 1 calls))))
+                  (should (eq (alist-get 'is_error diag) :json-false))
+                  (should (string-search "fixme left: unsaved-edit-marker"
+                                         (alist-get 'text diag)))
+                  (should (eq (alist-get 'is_error refused) t))
+                  (should (string-search "outside the workspace root"
+                                         (alist-get 'text refused)))))))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer)
+        (ignore-errors (delete-directory project t))
+        (dolist (file (list script log)) (ignore-errors (delete-file file)))))))
 
 (provide 'tandem-instruments-tests)
 ;;; tandem-instruments-tests.el ends here
