@@ -22,8 +22,9 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, run_agent, update_agent_message_text
 from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
-from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+from mcp import ClientSession, StdioServerParameters
 
 
 class McpAgent:
