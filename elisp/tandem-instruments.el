@@ -50,6 +50,9 @@
 (defconst tandem-instruments--max-text 2000
   "Characters of one message or summary sent to the backend.")
 
+(defconst tandem-instruments--max-read (* 10 1024 1024)
+  "Bytes of a file no buffer visits that may be read into a temporary buffer.")
+
 ;;;; Shared
 
 (defun tandem-instruments--under (file root)
@@ -87,6 +90,12 @@ mode hooks delayed (they could start servers or ask questions)."
     (if visiting
         (cons t (with-current-buffer visiting
                   (save-excursion (save-restriction (widen) (funcall fn)))))
+      (unless (file-regular-p file)
+        (error "%s: not a regular file" file))
+      (when (> (or (file-attribute-size (file-attributes file)) 0)
+               tandem-instruments--max-read)
+        (error "%s: too large to read for this (over %d bytes); visit it first"
+               file tandem-instruments--max-read))
       (with-temp-buffer
         (insert-file-contents file)
         (setq default-directory (file-name-directory file))

@@ -47,14 +47,14 @@ class DiagnosticsArgs(ToolArgs):
     path: str | None = Field(
         default=None,
         description="File path, relative to the workspace root; without it, every "
-        "buffer under the root that Emacs visits")
+        "visited file")
 
 
 class XrefArgs(ToolArgs):
     """Arguments of ``definitions`` and ``references``."""
 
-    path: str = Field(description="A file whose Emacs buffer decides the xref backend "
-                      "(where the symbol is used), relative to the workspace root")
+    path: str = Field(description="File (relative to the workspace root) whose buffer "
+                      "picks the xref backend")
     symbol: str = Field(min_length=1, max_length=256, description="The identifier")
     line: int | None = Field(
         default=None, ge=1,
