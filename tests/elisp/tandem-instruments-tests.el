@@ -133,6 +133,17 @@
             (should (equal (mapcar (lambda (b) (list (plist-get b :file) (plist-get b :modified)))
                                    (plist-get buffers :buffers))
                            (list (list el t))))
+            ;; The selected window shows it, with lines 3 to 5 in the region.
+            (set-window-buffer (selected-window) buffer)
+            (with-current-buffer buffer
+              (transient-mark-mode 1)
+              (goto-char (point-min)) (forward-line 2)
+              (push-mark (point) t t)
+              (forward-line 2)
+              (set-window-point (selected-window) (point)))
+            (let ((window (plist-get (tandem--instrument nil "open_buffers" (list :root real))
+                                     :window)))
+              (should (equal window (list :file el :line 5 :region-start 3 :region-end 5))))
             (should (member el (plist-get files :files)))
             (should (member (expand-file-name "lib.py" real) (plist-get files :files)))
             (should-not (member (expand-file-name "ignored.txt" real) (plist-get files :files)))
