@@ -190,11 +190,15 @@ That is of :path, or of every buffer visiting a file under :root."
 ;;;; Cross-references
 
 (defun tandem-instruments--identifier (backend symbol line)
-  "SYMBOL as BACKEND's identifier, taken at its occurrence on LINE if given."
-  (or (and line
-           (progn (goto-char (point-min))
-                  (forward-line (1- line))
-                  (search-forward symbol (line-end-position) t))
+  "SYMBOL as BACKEND's identifier, taken where it occurs in the buffer.
+On LINE if given, else at its first occurrence as a whole symbol; a
+language server resolves an identifier by its position.  SYMBOL as it is
+when it does not occur."
+  (goto-char (point-min))
+  (or (and (if line
+               (progn (forward-line (1- line))
+                      (search-forward symbol (line-end-position) t))
+             (re-search-forward (concat "\\_<" (regexp-quote symbol) "\\_>") nil t))
            (progn (goto-char (match-beginning 0))
                   (let ((id (xref-backend-identifier-at-point backend)))
                     (and (stringp id) (string= (substring-no-properties id) symbol) id))))

@@ -16,6 +16,8 @@
 (require 'flymake)
 (require 'etags)
 (require 'json)
+(require 'cl-lib)
+(require 'seq)
 
 (defconst tandem-instruments-test--dir
   (file-name-directory (or load-file-name buffer-file-name))
@@ -103,6 +105,56 @@
           (should-error (tandem--instrument nil "xref" (list :root real :path "/etc/passwd"
                                                              :symbol "x" :kind "definitions")))
           (should-error (tandem--instrument nil "no-such" (list :root real))))
+      (delete-directory root t))))
+
+(defvar tandem-instruments-test--asked nil
+  "The identifiers the test's xref backend was asked about.")
+
+(defun tandem-instruments-test--xref-backend ()
+  "The test's xref backend, in a buffer that chose it."
+  'tandem-test)
+
+(cl-defmethod xref-backend-identifier-at-point ((_backend (eql tandem-test)))
+  "The symbol at point, carrying the position it was taken at."
+  (let ((name (thing-at-point 'symbol t)))
+    (and name (propertize name 'tandem-test-pos (point)))))
+
+(cl-defmethod xref-backend-definitions ((_backend (eql tandem-test)) identifier)
+  "One definition of IDENTIFIER, at the buffer's first line."
+  (push identifier tandem-instruments-test--asked)
+  (list (xref-make "the definition" (xref-make-buffer-location (current-buffer) 1))))
+
+(cl-defmethod xref-backend-references ((_backend (eql tandem-test)) identifier)
+  "Two references of IDENTIFIER in files: one under the buffer's folder, one not."
+  (push identifier tandem-instruments-test--asked)
+  (list (xref-make "used here" (xref-make-file-location buffer-file-name 2 6))
+        (xref-make "elsewhere" (xref-make-file-location "/etc/hosts" 1 0))))
+
+(ert-deftest tandem-instruments-xref-backend-of-the-buffer ()
+  "The buffer's own xref backend answers, named, with the identifier taken at its place."
+  (let* ((root (tandem-instruments-test--project))
+         (real (file-truename root))
+         (file (expand-file-name "notes.sample" real))
+         (buffer (find-file-noselect file))
+         (tandem-instruments-test--asked nil))
+    (with-current-buffer buffer
+      (setq-local xref-backend-functions (list #'tandem-instruments-test--xref-backend)))
+    (unwind-protect
+        (let ((defs (tandem--instrument nil "xref" (list :root real :path file :kind "definitions"
+                                                         :symbol "sample_helper")))
+              (refs (tandem--instrument nil "xref" (list :root real :path file :kind "references"
+                                                         :symbol "sample_helper" :line 2))))
+          (should (equal (plist-get defs :backend) "tandem-test"))
+          (should (plist-get defs :visited))
+          (should (equal (plist-get defs :items)
+                         (list (list :file file :line 1 :col 0 :summary "the definition"))))
+          (should (equal (mapcar (lambda (i) (plist-get i :line)) (plist-get refs :items))
+                         '(2 1)))
+          ;; Both identifiers came from the buffer, where the symbol is (line 2).
+          (should (equal (mapcar (lambda (id) (get-text-property 0 'tandem-test-pos id))
+                                 tandem-instruments-test--asked)
+                         (list 30 30))))
+      (kill-buffer buffer)
       (delete-directory root t))))
 
 (ert-deftest tandem-instruments-outline-buffers-project ()
