@@ -38,7 +38,7 @@
     (funcall report-fn diags)))
 
 (defun tandem-instruments-test--project ()
-  "A fresh project: notes.sample, lib.py and a TAGS file for lib.py; return its root."
+  "Make notes.sample, lib.py and its TAGS in a fresh folder; return the folder."
   (let ((root (file-name-as-directory (make-temp-file "tandem-instruments-" t))))
     (with-temp-file (expand-file-name "notes.sample" root)
       (insert "first line\nsecond line calls sample_helper\n"))
@@ -125,7 +125,7 @@
   (list (xref-make "the definition" (xref-make-buffer-location (current-buffer) 1))))
 
 (cl-defmethod xref-backend-references ((_backend (eql tandem-test)) identifier)
-  "Two references of IDENTIFIER in files: one under the buffer's folder, one not."
+  "Two references of IDENTIFIER: one in the buffer's file, one elsewhere."
   (push identifier tandem-instruments-test--asked)
   (list (xref-make "used here" (xref-make-file-location buffer-file-name 2 6))
         (xref-make "elsewhere" (xref-make-file-location "/etc/hosts" 1 0))))
