@@ -56,8 +56,10 @@
 ;;;; Shared
 
 (defun tandem-instruments--under (file root)
-  "Whether FILE is ROOT or inside it (both as true names)."
+  "Whether FILE is ROOT or inside it (both as true names).
+A remote file (TRAMP) never is: its true name could cost a connection."
   (and (stringp file) (stringp root)
+       (not (file-remote-p file))
        (file-in-directory-p (file-truename file) (file-truename root))))
 
 (defun tandem-instruments--limit (params)
