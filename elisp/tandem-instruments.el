@@ -262,27 +262,45 @@ backend of a buffer of :path finds them."
 
 ;;;; Outline
 
+(defun tandem-instruments--position (value)
+  "The buffer position an imenu entry's VALUE stands for, or nil."
+  (when (overlayp value) (setq value (overlay-start value)))
+  (when (markerp value) (setq value (marker-position value)))
+  (when (consp value) (setq value (car value)))
+  (and (integerp value) value))
+
+(defun tandem-instruments--self-entry-p (entry)
+  "Whether ENTRY names the group it is in (Python's \"*class definition*\")."
+  (and (consp entry) (not (imenu--subalist-p entry)) (stringp (car entry))
+       (string-match-p "\\`\\*.*\\*\\'" (car entry))))
+
 (defun tandem-instruments--flatten (index depth)
-  "Entries (NAME KIND POS DEPTH) of the imenu INDEX, nested ones at DEPTH + 1."
+  "Entries (NAME KIND POS DEPTH) of the imenu INDEX at DEPTH.
+A group with an entry naming itself is a symbol whose members are one
+deeper (a class and its methods); any other group names the kind of its
+entries (\"Variables\")."
   (let (out)
     (dolist (entry index)
       (cond
        ((imenu--subalist-p entry)
-        (let ((sub (tandem-instruments--flatten (cdr entry) (1+ depth))))
-          ;; A group named after a kind ("Functions") holds entries of it.
-          (if (cl-some (lambda (e) (equal (nth 0 e) (car entry))) sub)
-              (setq out (append out sub))
-            (setq out (append out (mapcar (lambda (e)
-                                            (if (nth 1 e) e
-                                              (list (nth 0 e) (car entry)
-                                                    (nth 2 e) (nth 3 e))))
-                                          sub))))))
+        (let* ((children (cdr entry))
+               (self (cl-find-if #'tandem-instruments--self-entry-p children))
+               (pos (and self (tandem-instruments--position (cdr self)))))
+          (if pos
+              (setq out (append out
+                                (list (list (substring-no-properties (car entry)) nil pos depth))
+                                (tandem-instruments--flatten (remq self children)
+                                                             (1+ depth))))
+            (setq out (append out
+                              (mapcar (lambda (e)
+                                        (if (nth 1 e) e
+                                          (list (nth 0 e)
+                                                (substring-no-properties (car entry))
+                                                (nth 2 e) (nth 3 e))))
+                                      (tandem-instruments--flatten children depth)))))))
        ((consp entry)
-        (let ((pos (cdr entry)))
-          (when (overlayp pos) (setq pos (overlay-start pos)))
-          (when (markerp pos) (setq pos (marker-position pos)))
-          (when (consp pos) (setq pos (car pos)))
-          (when (and (integerp pos) (not (equal (car entry) "*Rescan*")))
+        (let ((pos (tandem-instruments--position (cdr entry))))
+          (when (and pos (not (equal (car entry) "*Rescan*")))
             (setq out (append out (list (list (substring-no-properties (car entry))
                                               nil pos depth)))))))))
     out))
@@ -390,7 +408,8 @@ honoured), at most :limit, and how many there are in all."
 (defun tandem--instrument (_conn name params)
   "Answer the backend's question NAME (an instrument) with PARAMS, a plist.
 Paths in PARAMS are absolute and inside :root (the backend checked
-them); an unknown NAME or a path outside :root signals an error."
+them); an unknown NAME or a path outside :root signals an error, as
+does anything that would ask the user a question meanwhile."
   (let ((fn (cdr (assoc (format "%s" name) tandem-instruments--table)))
         (path (plist-get params :path))
         (root (plist-get params :root)))
@@ -400,7 +419,15 @@ them); an unknown NAME or a path outside :root signals an error."
     (when (and path (not (and (stringp path) (file-name-absolute-p path)
                               (tandem-instruments--under path root))))
       (error "Instrument %s: %s is outside the workspace root" name path))
-    (funcall fn params)))
+    ;; Nothing may ask the user (a backend's "Select project:"): the
+    ;; question would wait for an answer inside the backend's call.
+    (let ((inhibit-interaction t)
+          (default-directory (file-name-as-directory root)))
+      (condition-case nil
+          (funcall fn params)
+        (inhibited-interaction
+         (error "Instrument %s: Emacs would have asked the user a question %s"
+                name "(no project there? no tags table?); it asked nothing"))))))
 
 (setf (alist-get 'tandem--instrument tandem-client-methods) #'tandem--instrument)
 

@@ -120,8 +120,10 @@
     (and name (propertize name 'tandem-test-pos (point)))))
 
 (cl-defmethod xref-backend-definitions ((_backend (eql tandem-test)) identifier)
-  "One definition of IDENTIFIER, at the buffer's first line."
+  "One definition of IDENTIFIER at line 1; for ask_me, a question first."
   (push identifier tandem-instruments-test--asked)
+  (when (equal identifier "ask_me")
+    (read-string "Which one? "))
   (list (xref-make "the definition" (xref-make-buffer-location (current-buffer) 1))))
 
 (cl-defmethod xref-backend-references ((_backend (eql tandem-test)) identifier)
@@ -153,7 +155,12 @@
           ;; Both identifiers came from the buffer, where the symbol is (line 2).
           (should (equal (mapcar (lambda (id) (get-text-property 0 'tandem-test-pos id))
                                  tandem-instruments-test--asked)
-                         (list 30 30))))
+                         (list 30 30)))
+          ;; A backend that asks the user a question fails instead of waiting.
+          (let ((err (should-error (tandem--instrument
+                                    nil "xref" (list :root real :path file :kind "definitions"
+                                                     :symbol "ask_me")))))
+            (should (string-match-p "it asked nothing" (error-message-string err)))))
       (kill-buffer buffer)
       (delete-directory root t))))
 
@@ -180,6 +187,18 @@
             (should (equal (plist-get outline :source) "imenu"))
             (should (plist-get outline :visited))
             (should (equal (list (plist-get one :line) (plist-get one :end-line)) '(2 4)))
+            ;; Python's classes nest their methods (a file no buffer visits).
+            (with-temp-file (expand-file-name "cls.py" real)
+              (insert "class A:\n    def m(self):\n        return 1\n\n\ndef f():\n    pass\n"))
+            (let ((items (plist-get (tandem--instrument
+                                     nil "outline" (list :root real
+                                                         :path (expand-file-name "cls.py" real)))
+                                    :items)))
+              (should (equal (mapcar (lambda (i) (list (car (split-string (plist-get i :name)))
+                                                       (plist-get i :depth) (plist-get i :line)
+                                                       (plist-get i :end-line)))
+                                     items)
+                             '(("A" 0 1 3) ("m" 1 2 3) ("f" 0 6 7)))))
             (with-current-buffer buffer (insert ";; edit\n"))
             (setq buffers (tandem--instrument nil "open_buffers" (list :root real)))
             (should (equal (mapcar (lambda (b) (list (plist-get b :file) (plist-get b :modified)))
