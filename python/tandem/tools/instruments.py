@@ -136,6 +136,11 @@ def _more(total: int, shown: int, what: str) -> str:
     return f"\n[{total - shown} more {what} not shown]" if total > shown else ""
 
 
+def _past(items: list[Any], what: str) -> str:
+    # Emacs sends one past the cap, so "more" is known, not how many.
+    return f"\n[{what} past the first {MAX_ITEMS} not shown]" if len(items) > MAX_ITEMS else ""
+
+
 def _finish(ctx: ToolContext, text: str) -> str:
     return cap_text(text, ctx.output_cap)
 
@@ -219,7 +224,7 @@ def _xref(kind: str) -> Callable[[ToolContext, XrefArgs], Any]:
             body = f"\nNone found.{shown.note('locations')}"
             return _finish(ctx, head + body)
         return _finish(ctx, head + ":\n" + "\n".join(lines)
-                       + _more(len(items), MAX_ITEMS, "locations") + shown.note("locations"))
+                       + _past(items, "locations") + shown.note("locations"))
     return run
 
 
@@ -244,7 +249,7 @@ async def outline(ctx: ToolContext, args: PathArgs) -> str:
         kind = _text(item.get("kind"), 40)
         lines.append(f"{'  ' * depth}{_text(item.get('name'), 200)}"
                      f"{f' ({kind})' if kind else ''}: {span}")
-    return _finish(ctx, head + ":\n" + "\n".join(lines) + _more(len(items), MAX_ITEMS, "symbols"))
+    return _finish(ctx, head + ":\n" + "\n".join(lines) + _past(items, "symbols"))
 
 
 async def open_buffers(ctx: ToolContext, args: NoArgs) -> str:
@@ -263,7 +268,7 @@ async def open_buffers(ctx: ToolContext, args: NoArgs) -> str:
         lines.append(f"{rel} ({_text(buf.get('mode'), 60)}{', ' + flags if flags else ''})")
     text = ("Buffers visiting files under the workspace root:\n" + "\n".join(lines)
             if lines else "Emacs visits no file under the workspace root.")
-    text += _more(len(buffers), MAX_ITEMS, "buffers")
+    text += _past(buffers, "buffers")
     window = answer.get("window")
     if isinstance(window, dict):
         rel = shown.rel(window.get("file"))

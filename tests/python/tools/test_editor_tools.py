@@ -155,3 +155,19 @@ def test_tandem_ask_answers_that_the_tool_needs_emacs(root: Path) -> None:
     assert "diagnostics" in tools
     results = [m["content"] for m in bodies[1]["messages"] if m.get("role") == "tool"]
     assert len(results) == 1 and "diagnostics: needs Emacs" in json.dumps(results)
+
+
+def test_xref_locations_are_capped_and_name_the_backend(root: Path) -> None:
+    real = Path(os.path.realpath(root))
+    (root / "a.py").write_text("f()\n")
+    items = [{"file": str(real / "a.py"), "line": i, "col": 0, "summary": "f()"}
+             for i in range(1, MAX_ITEMS + 2)]
+    editor = StandIn({"backend": "eglot", "visited": True, "items": items})
+    out = call(root, editor, "references", path="a.py", symbol="f", line=1)
+    assert out.startswith("References of f (xref backend: eglot; a.py visited in Emacs):")
+    assert len([x for x in out.splitlines() if x.startswith("a.py:")]) == MAX_ITEMS
+    assert out.endswith(f"[locations past the first {MAX_ITEMS} not shown]")
+    name, params, _ = editor.asked[0]
+    assert (name, params["kind"], params["symbol"], params["line"]) == (
+        "xref", "references", "f", 1)
+    assert params["path"] == str(real / "a.py")
