@@ -8,7 +8,8 @@ runs the same read-class editor tools as native turns
 (`tandem.tools.instruments`), which ask Emacs.
 
 The backchannel, per session and root: a Unix socket in a fresh 0700
-folder (``tempfile.mkdtemp``), the socket itself 0600, and a random token
+folder (``tempfile.mkdtemp``, in ``$XDG_RUNTIME_DIR`` when set), the socket
+itself 0600, and a random token
 (32 bytes) the peer must send first. Everything before the token is
 untrusted: the first line is at most `MAX_LINE` bytes and must come within
 `AUTH_TIMEOUT` seconds, a wrong token closes the connection, and every
@@ -144,7 +145,11 @@ class EditorChannels:
         return [channel.entry()]
 
     def _start(self, root: Path) -> Channel:
-        folder = Path(tempfile.mkdtemp(prefix="tandem-editor-"))  # 0700
+        # The user's runtime folder (cleared at logout) when there is one: a backend
+        # killed with SIGKILL leaves its folder behind.
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        base = runtime if runtime and os.path.isdir(runtime) else None
+        folder = Path(tempfile.mkdtemp(prefix="tandem-editor-", dir=base))  # 0700
         path = folder / "s"
         if len(os.fsencode(path)) > 100:  # sun_path is ~108 bytes
             shutil.rmtree(folder, ignore_errors=True)
