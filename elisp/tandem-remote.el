@@ -228,12 +228,13 @@ WORKING-DIR may be relative to the server's home.  Return the target."
 
 (defun tandem-remote-header-string (session)
   "Return a short header text naming SESSION's engine and host, or nil.
-\"remote: HOST (WORKING-DIR)\" for a session that executes on an
-agent-server; nil for a local one.  It uses what is known; call
-`tandem-remote-target' to fetch first."
+\"remote: HOST (WORKING-DIR), no editor tools\" for a session that
+executes on an agent-server (its agent is never given the editor tools:
+a local Emacs is not opened to a remote host); nil for a local one.  It
+uses what is known; call `tandem-remote-target' to fetch first."
   (let ((target (gethash session tandem-remote--targets)))
     (when (and target (not (eq target :none)))
-      (format "remote: %s (%s)" (plist-get target :host)
+      (format "remote: %s (%s), no editor tools" (plist-get target :host)
               (plist-get target :resolved-working-dir)))))
 
 ;;;; Uploads

@@ -48,6 +48,7 @@
 (require 'tandem-rewind)
 (require 'tandem-session-menu)
 (require 'tandem-acp)
+(require 'tandem-instruments)
 (require 'tandem-mcp)
 (require 'tandem-indicator)
 (require 'tandem-setup)

@@ -147,7 +147,7 @@ The server's home is a fresh folder; `tandem-remote-hosts' names it \"box\"."
         (should (equal (plist-get target :resolved-working-dir)
                        (concat home "/workspace/project/p")))
         (should (equal (tandem-remote-header-string "sess-1")
-                       (concat "remote: box (" home "/workspace/project/p)")))
+                       (concat "remote: box (" home "/workspace/project/p), no editor tools")))
         (clrhash tandem-remote--targets)
         (should (equal (tandem-remote-target "sess-1") target))
         (tandem-remote-detach "sess-1")

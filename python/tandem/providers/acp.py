@@ -97,6 +97,7 @@ class AcpProvider:
         editor: EditorBridge | None = None,
         choices: dict[str, str] | None = None,
         mcp_servers: Callable[[], list[Any]] | None = None,
+        editor_tools: Callable[[Path], list[Any]] | None = None,
         project_config_files: list[str] | None = None,
         project_trusted: ProjectTrusted | None = None,
     ) -> None:
@@ -116,6 +117,8 @@ class AcpProvider:
         self.on_wire = on_wire
         self.mcp_servers = mcp_servers
         """The session's enabled MCP servers (`acp.schema` entries) for ``session/new``."""
+        self.editor_tools = editor_tools
+        """Tandem's own MCP server of editor tools for a root (`tandem.mcp.instruments`)."""
         self.last_session: AcpSessionInfo | None = None
         """Set by a root-chat turn that opened, resumed or loaded its ACP session."""
         self.agent_info: InitializeResponse | None = None
@@ -279,7 +282,7 @@ class AcpProvider:
         self, conn: ClientSideConnection, process: AgentProcess, request: TurnRequest
     ) -> str:
         response = await self._guard(
-            conn.new_session(cwd=str(request.root), mcp_servers=self._mcp_entries(),
+            conn.new_session(cwd=str(request.root), mcp_servers=self._mcp_entries(request.root),
                              **self._meta(request.root)),
             process, STARTUP_TIMEOUT
         )
@@ -292,9 +295,11 @@ class AcpProvider:
         return session_meta(self.name, self.command, self.project_config_files, root,
                             self.project_trusted)
 
-    def _mcp_entries(self) -> list[Any]:
-        """The MCP servers to hand the agent; HTTP ones only if it says it speaks HTTP."""
-        entries = self.mcp_servers() if self.mcp_servers is not None else []
+    def _mcp_entries(self, root: Path) -> list[Any]:
+        """The MCP servers to hand the agent for ROOT: tandem's editor server first, then
+        the session's; HTTP ones only if it says it speaks HTTP."""
+        entries = [*(self.editor_tools(root) if self.editor_tools is not None else []),
+                   *(self.mcp_servers() if self.mcp_servers is not None else [])]
         caps = self.agent_info.agent_capabilities if self.agent_info else None
         http = bool(caps and caps.mcp_capabilities and caps.mcp_capabilities.http)
         return [e for e in entries if http or getattr(e, "type", None) != "http"]
@@ -336,7 +341,7 @@ class AcpProvider:
                     "load",
                     lambda: conn.load_session(
                         session_id=acp_id, cwd=str(request.root),
-                        mcp_servers=self._mcp_entries(), **meta,
+                        mcp_servers=self._mcp_entries(request.root), **meta,
                     ),
                 )
             )

@@ -30,6 +30,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from tandem.capped import cap
+from tandem.editor import EditorBridge
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -292,8 +293,11 @@ class NativeProvider:
         tools: list[Tool] | None = None,
         default_model: str = "",
         tool_source: ToolSource | None = None,
+        editor: EditorBridge | None = None,
     ) -> None:
         self.name = name
+        self.editor = editor
+        """The user's editor, which the editor tools ask (None: they need Emacs)."""
         self.default_model = default_model
         self.wire = wire
         self.limits = limits or LoopLimits()
@@ -335,6 +339,7 @@ class NativeProvider:
             output_cap=self.limits.output_cap,
             tool_timeout=self.limits.tool_timeout,
             protected_paths=request.protected_paths,
+            editor=self.editor,
         )
         tools = self.tools if self.tools is not None else default_tools()
         if self.tool_source is not None:

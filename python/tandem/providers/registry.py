@@ -119,7 +119,8 @@ def build_provider(
     ``acp:AGENT`` the agent must be in settings ``acp_agents``; ACP_KWARGS go to
     `tandem.providers.acp.AcpProvider` (``editor``, ``choices``, ``mcp_servers`` …);
     CONVERSATION_ID is the root chat's conversation an agent continues (native
-    providers keep none); TOOL_SOURCE gives a native provider more tools per turn (MCP).
+    providers keep none); TOOL_SOURCE gives a native provider more tools per turn (MCP);
+    a native provider takes ``editor`` from ACP_KWARGS too (its editor tools ask it).
     """
     spec = parse_provider(name)
     typed = typed_settings(settings)
@@ -146,4 +147,4 @@ def build_provider(
     # The row's factory imports only its own wire format (start-up).
     wire = row.wire(creds, section)
     return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target,
-                          tool_source=tool_source)
+                          tool_source=tool_source, editor=acp_kwargs.get("editor"))

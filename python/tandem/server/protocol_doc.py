@@ -53,6 +53,12 @@ value mapping (dict ↔ plist with `:kebab-case` keys).
   session and connection) and `:kind`. An event that could not be
   delivered keeps its seq, so the client sees a jump (and refetches); a
   `resync` event follows to show it.
+* Other calls into Emacs, each waited for a bounded time: `tandem--buffer-text
+  FILE` and `tandem--write-buffer FILE CONTENT` (ACP agents' `fs/*`, answered
+  from the visiting buffer, docs/providers.md) and `tandem--instrument NAME
+  PARAMS` (the editor tools: NAME `diagnostics`, `xref`, `outline`,
+  `open_buffers` or `project_files`, PARAMS a plist with `:root` and
+  `:budget`; docs/tools.md).
 
 """
 

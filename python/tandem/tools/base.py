@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from tandem.config.model import DEFAULT_PROTECTED_PATHS
+from tandem.editor import EditorBridge
 from tandem.tools.types import ToolKind
 
 
@@ -51,6 +52,8 @@ class ToolContext:
     """Writes under these are refused unless the user allowed that very write."""
     approved: set[Path] = field(default_factory=set)
     """Protected paths (resolved) the user allowed for the call now running."""
+    editor: EditorBridge | None = None
+    """The user's editor the editor tools ask (None: none, they answer "needs Emacs")."""
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[str]]

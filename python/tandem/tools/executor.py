@@ -15,6 +15,7 @@ from tandem.config.rules import match as match_rule
 from tandem.tools.base import INVALID_INPUT, Tool, ToolArgs, ToolContext, ToolError
 from tandem.tools.edit import EDIT_TOOLS, EditArgs, WriteArgs, write_edited
 from tandem.tools.files import READ_TOOLS
+from tandem.tools.instruments import EDITOR_TOOLS
 from tandem.tools.paths import resolve_in_root
 from tandem.tools.permissions import GRANTS, SessionGrants, decide, user_rules
 from tandem.tools.protected import check as protected_check
@@ -24,8 +25,8 @@ from tandem.tools.types import EDITABLE_TOOLS, PermissionRequest, ToolSink, Tool
 
 
 def default_tools() -> list[Tool]:
-    """Every native tool: read, edit and execute capabilities."""
-    return [*READ_TOOLS, *EDIT_TOOLS, *SHELL_TOOLS]
+    """Every native tool: read (files, then the editor's), edit and execute capabilities."""
+    return [*READ_TOOLS, *EDITOR_TOOLS, *EDIT_TOOLS, *SHELL_TOOLS]
 
 
 @dataclass

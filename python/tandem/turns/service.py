@@ -22,6 +22,7 @@ from tandem.config.model import SettingsModel
 from tandem.editor import EditorBridge
 from tandem.events import EventSink
 from tandem.lru import LRU
+from tandem.mcp.instruments import EditorChannels
 from tandem.mcp.service import McpService
 from tandem.protocol.checkpoints import Checkpoint
 from tandem.providers.base import Provider, TurnResult
@@ -150,7 +151,10 @@ class TurnService:
         self.mcp = mcp if mcp is not None else McpService()
         """The sessions' MCP servers (started lazily, stopped with the session)."""
         self.editor = editor
-        """The connected Emacs's buffers for ACP file requests (None: disk only)."""
+        """The connected Emacs's buffers for ACP file requests and the editor tools
+        (None: disk only, and the editor tools need Emacs)."""
+        self.editor_channels = EditorChannels(editor)
+        """The backchannels of tandem's editor MCP server for local ACP agents."""
         self.sessions = sessions
         self.gate = gate
         self._front_end = sessions.front_end
@@ -211,6 +215,7 @@ class TurnService:
                 "choices": acp_choices(self.sessions.entries(journal),
                                        parse_provider(spec.provider).target),
                 "mcp_servers": self.mcp.acp_source(spec.session, settings_now),
+                "editor_tools": lambda root: self.editor_channels.entries(spec.session, root),
                 # Asked at each ACP session: a grant given or revoked meanwhile counts.
                 "project_trusted": lambda root: self.sessions.resolved(root).trusted,
                 "tool_source": self.mcp.tool_source(settings_now)}
@@ -262,6 +267,7 @@ class TurnService:
         for key in [k for k in self._providers if k[0] == session]:
             await self._providers.pop(key).close()
         await self.mcp.close_session(session)
+        await self.editor_channels.close_session(session)
 
     async def aclose(self) -> None:
         """Cancel running turns, then stop every provider."""
@@ -273,3 +279,4 @@ class TurnService:
                 pass
         self._providers.clear()
         await self.mcp.aclose()
+        await self.editor_channels.aclose()
