@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from tandem.protocol.base import Params
 
@@ -219,3 +219,35 @@ class PlanParams(Params):
     root: str = Field(min_length=1)
     checkpoint: str = Field(min_length=40, max_length=40)
     expected_after: str | None = Field(default=None, min_length=40, max_length=40)
+
+
+class CheckpointList(RootModel[list[Checkpoint]]):
+    """``checkpoints/list``: checkpoints, newest first."""
+
+
+class PatchSummary(_Model):
+    """A `Patch` without its diff text, which a turn's end records (``diff_chars`` long).
+
+    The journal's ``turn_end`` entry and a directive attempt carry it as
+    ``patch``; the diff itself is read back from the two checkpoints.
+    """
+
+    from_id: str
+    to_id: str | None
+    from_tree: str
+    to_tree: str
+    files: list[FileChange] = Field(default_factory=list)
+    diff_truncated: bool = False
+    completeness: Completeness
+    gaps: list[PatchGap] = Field(default_factory=list)
+    diff_chars: int = 0
+
+    @classmethod
+    def of(cls, patch: Patch) -> PatchSummary:
+        """PATCH summarised: every field but the diff, and the diff's length."""
+        fields = {name: getattr(patch, name) for name in cls.model_fields if name != "diff_chars"}
+        return cls(**fields, diff_chars=len(patch.diff))
+
+    def paths(self) -> list[str]:
+        """The paths the patch changed, in its order."""
+        return [f.path for f in self.files]

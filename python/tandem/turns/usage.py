@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import ProviderUsageCounts, UsageCounts, UsageReport
 from tandem.sessions.service import SessionService
 from tandem.store.entry_view import JournalEntry
 
@@ -89,8 +90,8 @@ def session_provider_choice(entries: Iterable[JournalEntry]) -> str | None:
     return chosen
 
 
-def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
-    """SESSION's token totals, overall and per provider, and the provider it would use."""
+def usage_report(sessions: SessionService, session: str) -> UsageReport:
+    """SESSION's token totals, overall and per provider, the provider it would use, its title."""
     journal = sessions.journal(session)
     entries = sessions.entries(journal)
     total, parts = session_usage(entries)
@@ -101,5 +102,7 @@ def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
             provider = sessions.provider_for(sessions.settings(sessions.root_of(journal)), None)
         except TandemError:
             provider = None
-    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
-            "provider": provider, "chosen": chosen is not None}
+    return UsageReport(
+        total=UsageCounts.model_validate(total, from_attributes=True),
+        by_provider=[ProviderUsageCounts.model_validate(u, from_attributes=True) for u in parts],
+        provider=provider, chosen=chosen is not None, title=journal.header.title)
