@@ -16,6 +16,7 @@ from tandem.checkpoints.reverting import revert as revert_files
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import PatchSummary
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.sessions import WrittenEntry
 from tandem.remote.checkpoints import RemoteCheckpoints
@@ -40,12 +41,11 @@ def turn_checkpoints(index: TurnIndex, turn: int) -> tuple[str, str]:
     end = rec.end
     if end is None:
         raise TandemError("busy", f"Turn {turn} has not ended; review it when it has")
-    patch = end.patch
-    ids = (patch.get("from_id"), patch.get("to_id")) if isinstance(patch, dict) else (None, None)
-    if not all(isinstance(i, str) and i for i in ids):
+    patch = PatchSummary.read(end.patch)
+    if patch is None or not patch.from_id or not patch.to_id:
         raise TandemError("no-checkpoint", f"Turn {turn} recorded no patch, so nothing of "
                           "it can be reverted")
-    return str(ids[0]), str(ids[1])
+    return patch.from_id, patch.to_id
 
 
 class Reverter:
