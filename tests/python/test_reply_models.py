@@ -69,3 +69,21 @@ def test_the_checker_accepts_a_model_an_optional_one_and_a_root_model() -> None:
     assert reply_model(_optional) is SessionInfo
     assert reply_model(_nothing) is Nothing
     assert issubclass(SessionInfo, Reply)
+
+
+def test_a_one_value_reply_goes_as_that_value() -> None:
+    from tandem.protocol import sexp
+    from tandem.protocol.base import Flag, Names, Printed, Text, Value, Vector
+    from tandem.protocol.sessions import HistoryPage
+
+    assert sexp.dumps(Nothing()) == "nil"
+    assert sexp.dumps(Text("pong")) == '"pong"'
+    assert sexp.dumps(Count(3)) == "3" and sexp.dumps(Flag(True)) == "t"
+    assert sexp.dumps(Names(["a", "b"])) == '("a" "b")'
+    # A symbol read from Emacs goes back a symbol, not a string.
+    assert sexp.dumps(Value([sexp.Symbol("foo"), {"k": 1}])) == "(foo (:k 1))"
+    # A page kept printed goes as its text; vectors as vectors.
+    kept = HistoryPage.model_construct(session="s", entries=Printed("([1 \"a\"])"), last_seq=1)
+    assert sexp.dumps(kept) == '(:session "s" :entries ([1 "a"]) :last-seq 1)'
+    rows = HistoryPage(session="s", entries=[Vector((1, "a"))], last_seq=1)
+    assert sexp.dumps(rows) == sexp.dumps(kept)

@@ -32,6 +32,7 @@ from tandem.lru import LRU
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import PatchSummary
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
+from tandem.protocol.turns import TurnStatus
 from tandem.providers.base import (
     Conversation,
     Message,
@@ -42,6 +43,7 @@ from tandem.providers.base import (
     Provider,
     TurnRequest,
     TurnResult,
+    Usage,
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.titles import name_untitled
@@ -99,7 +101,7 @@ class TurnEnded:
     checkpoint: str | None
     after: AfterTurn
     """The turn's patch (none without a pre-turn checkpoint), or why it could not be taken."""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
     steers_left: list[str] = field(default_factory=list)
     """Guidance given (``turns/steer``) that no model request took: the turn ended first."""
 
@@ -133,6 +135,14 @@ class Running:
     cancelled: bool = False
     provider: Provider | None = None
     """What runs the turn (whether it takes guidance mid-turn: `TurnEngine.steer`)."""
+
+
+def _usage(recorded: object) -> Usage:
+    """The token counts a ``turn_end`` entry recorded (none when it recorded none it reads)."""
+    try:
+        return Usage.model_validate(recorded) if isinstance(recorded, dict) else Usage()
+    except ValueError:
+        return Usage()
 
 
 class TurnEngine:
@@ -314,7 +324,7 @@ class TurnEngine:
             record(lambda: sink.write({
                 "type": "directive_close", "directive": spec.directive.directive,  # type: ignore[union-attr]
                 "outcome": result.outcome, "summary": (result.error or answer)[:500]}))
-        usage = result.usage.model_dump()
+        usage = result.usage.model_dump()  # as the journal holds it
         record(lambda: sink.write({"type": "turn_end", "outcome": result.outcome,
                                    "error": result.error, "usage": usage,
                                    "patch": after.recorded(),
@@ -327,7 +337,7 @@ class TurnEngine:
             self._unrecorded[(spec.session, turn)] = result.error or failures[0]
             self._repaired.discard(spec.session)
         ended = TurnEnded(spec.session, turn, result.outcome, result.error, answer, checkpoint,
-                          after, usage)
+                          after, result.usage)
         self.ended[(spec.session, turn)] = ended
         if spec.on_terminal is not None:
             try:
@@ -404,16 +414,15 @@ class TurnEngine:
             ended = self._ended_from_journal(session, turn)
         return ended
 
-    def status(self, session: str, turn: int) -> dict[str, Any]:
+    def status(self, session: str, turn: int) -> TurnStatus:
         """The state of TURN in SESSION: running, or how it ended (an interrupted turn
         counts as ended: aborted, or failed with why)."""
         running = self.running.get(session)
         if running is not None and running.turn == turn:
-            return {"state": "running", "turn": turn,
-                    "waiting": bool(running.sink.pending)}
+            return TurnStatus(state="running", turn=turn, waiting=bool(running.sink.pending))
         ended = self.ended.get((session, turn)) or self._ended_from_journal(session, turn)
-        return {"state": "ended", "turn": turn, "outcome": ended.outcome, "error": ended.error,
-                "files_changed": ended.files_changed}
+        return TurnStatus(state="ended", turn=turn, outcome=ended.outcome, error=ended.error,
+                          files_changed=ended.files_changed)
 
     def _ended_from_journal(self, session: str, turn: int) -> TurnEnded:
         journal = self.journal_of(session)
@@ -425,7 +434,7 @@ class TurnEngine:
         end = rec.end if rec is not None else None
         if end is not None:
             return TurnEnded(session, turn, end.outcome, end.error, "", None,
-                             AfterTurn.read(end.patch), end.usage or {})
+                             AfterTurn.read(end.patch), _usage(end.usage))
         # Open in the journal, running nowhere: the repair could not write yet.
         if rec is not None and rec.start is not None:
             why = self._unrecorded.get((session, turn))

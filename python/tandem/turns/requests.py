@@ -68,7 +68,7 @@ def answer(turns: TurnService, session: str, interaction_id: str, choice: Permis
 
 def status(turns: TurnService, session: str, turn: int) -> TurnStatus:
     """Where TURN of SESSION stands."""
-    return TurnStatus(**turns.engine.status(turns.sessions.journal(session).id, turn))
+    return turns.engine.status(turns.sessions.journal(session).id, turn)
 
 
 async def wait(turns: TurnService, session: str, turn: int, timeout: float) -> TurnStatus:
@@ -80,7 +80,7 @@ async def wait(turns: TurnService, session: str, turn: int, timeout: float) -> T
             await asyncio.wait_for(engine.wait(sid, turn), timeout=timeout)
         except TimeoutError:
             pass
-    return TurnStatus(**engine.status(sid, turn))
+    return engine.status(sid, turn)
 
 
 def configure(turns: TurnService, acp_agents: list[AgentSpec],
