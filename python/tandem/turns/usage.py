@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from tandem.protocol.base import TandemError
 from tandem.protocol.sessions import ProviderUsageCounts, UsageCounts, UsageReport
 from tandem.sessions.service import SessionService
@@ -21,14 +19,8 @@ TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 """The counters of a turn's ``usage`` (a missing one counts as 0)."""
 
 
-class UsageTotals(BaseModel):
-    """Token counts summed over some turns."""
-
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+class UsageTotals(UsageCounts):
+    """Token counts summed over some turns, counted as they are read."""
 
     def add(self, usage: Mapping[str, Any]) -> None:
         """Count one turn whose ``usage`` is USAGE (non-numbers count as 0)."""
@@ -103,6 +95,6 @@ def usage_report(sessions: SessionService, session: str) -> UsageReport:
         except TandemError:
             provider = None
     return UsageReport(
-        total=UsageCounts.model_validate(total, from_attributes=True),
+        total=total,
         by_provider=[ProviderUsageCounts.model_validate(u, from_attributes=True) for u in parts],
         provider=provider, chosen=chosen is not None, title=journal.header.title)
