@@ -1,8 +1,9 @@
 """Building blocks of the protocol: the base params model and method specs.
 
 A method is a name, a params model and an async handler ``handler(app,
-params) -> reply``. The reply is a pydantic model, a dict, a list, a string,
-a number or None. Each method namespace has one module in `tandem.adapters`
+params) -> reply``. The reply is a pydantic model of `tandem.protocol` (its
+return annotation says which; a reply that is one value is a ``RootModel``,
+sent as that value). Each method namespace has one module in `tandem.adapters`
 declaring ``METHODS: list[MethodSpec]``; the server's method table collects
 them. Every params and reply model lives in `tandem.protocol`, one module
 per namespace.
