@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from tandem.protocol.base import Count, Nothing, Reply
 from tandem.protocol.sessions import SessionInfo
-from tandem.server.table import build_table, reply_model
+from tandem.server.table import build_table, reply_model, reply_of
 
 
 def test_every_handler_returns_a_protocol_reply_model() -> None:
@@ -67,7 +67,8 @@ def test_the_checker_sees_a_violation(handler: Any) -> None:
 
 def test_the_checker_accepts_a_model_an_optional_one_and_a_root_model() -> None:
     assert reply_model(_optional) is SessionInfo
-    assert reply_model(_nothing) is Nothing
+    assert reply_of(_optional) == (SessionInfo, True)  # nil or the model
+    assert reply_model(_nothing) is Nothing and reply_of(_nothing) == (Nothing, False)
     assert issubclass(SessionInfo, Reply)
 
 

@@ -18,7 +18,7 @@ from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS
 from tandem.protocol.events import EVENTS, fields
-from tandem.server.table import build_table, reply_model
+from tandem.server.table import build_table, reply_of
 
 HEADER = """# tandem — protocol
 
@@ -134,12 +134,12 @@ def render(methods: dict[str, MethodSpec]) -> str:
             out.append("")
         else:
             out.append("No params.\n")
-        reply = spec.reply or reply_model(spec.handler)
+        reply, or_nil = reply_of(spec.handler)
+        name = f"{reply.__name__} or nil" if or_nil else reply.__name__
         if issubclass(reply, RootModel):
-            out.append(f"Reply: {reply.__name__} — one value, "
-                       f"{_type(reply.model_json_schema())}\n")
+            out.append(f"Reply: {name} — one value, {_type(reply.model_json_schema())}\n")
         else:
-            out.append(f"Reply: {reply.__name__} — "
+            out.append(f"Reply: {name} — "
                        + ", ".join(f"`:{f.replace('_', '-')}`" for f in reply.model_fields)
                        + "\n")
     return "\n".join(out).rstrip() + "\n"

@@ -62,6 +62,11 @@ def reply_model(handler: Handler) -> type[BaseModel]:
     for a reply that is one value), or such a model ``| None`` (nil: there is
     none). ``App``, imported by handlers for type checking only, reads as Any.
     """
+    return reply_of(handler)[0]
+
+
+def reply_of(handler: Handler) -> tuple[type[BaseModel], bool]:
+    """`reply_model` of HANDLER, and whether the reply may be nil instead."""
     where = f"{handler.__module__}.{handler.__qualname__}"
     try:
         hints = typing.get_type_hints(handler, localns={"App": Any})
@@ -73,5 +78,5 @@ def reply_model(handler: Handler) -> type[BaseModel]:
     models = [a for a in args if a is not type(None)]
     if len(models) == 1 and isinstance(models[0], type) and issubclass(models[0], BaseModel) \
             and models[0].__module__.startswith("tandem.protocol."):
-        return models[0]
+        return models[0], len(args) > 1
     raise TypeError(f"{where} returns {ret!r}, not a reply model of tandem.protocol")
