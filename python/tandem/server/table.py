@@ -35,6 +35,7 @@ DOMAIN_APIS = (
     "tandem.adapters.remote",
     "tandem.adapters.settings",
     "tandem.adapters.permissions",
+    "tandem.adapters.parallel",
 )
 
 
