@@ -13,7 +13,7 @@ import anyio.to_thread
 
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.checkpoints import (
-    Checkpoint,
+    CheckpointList,
     DiffParams,
     ListParams,
     Patch,
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def list_checkpoints(app: App, params: ListParams) -> list[Checkpoint]:
+async def list_checkpoints(app: App, params: ListParams) -> CheckpointList:
     """Handler of ``checkpoints/list``."""
     cp = app.checkpoints.for_root(params.root)
-    return await anyio.to_thread.run_sync(cp.history, params.limit)
+    return CheckpointList(await anyio.to_thread.run_sync(cp.history, params.limit))
 
 
 async def diff(app: App, params: DiffParams) -> Patch:

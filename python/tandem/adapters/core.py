@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
 from tandem import __version__
 from tandem.doctor import report_data
-from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.base import MethodSpec, TandemError, Text
 from tandem.protocol.core import (
     PROTOCOL_VERSION,
+    DoctorReport,
     FamilyRow,
     HelloParams,
     HelloReply,
@@ -43,25 +44,24 @@ async def hello(app: App, p: HelloParams) -> HelloReply:
     )
 
 
-async def ping(app: App, p: NoParams) -> str:
+async def ping(app: App, p: NoParams) -> Text:
     """Answer ``pong``: the cheapest round trip."""
-    return "pong"
+    return Text("pong")
 
 
-async def page(app: App, p: PageParams) -> str:
+async def page(app: App, p: PageParams) -> Text:
     """Return one page of a large reply held by this connection."""
     try:
-        return CURRENT.get().pages.page(p.handle, p.index)
+        return Text(CURRENT.get().pages.page(p.handle, p.index))
     except KeyError:
         raise TandemError("not-found", f"No paged reply {p.handle} (expired?)") from None
     except IndexError:
         raise TandemError("invalid", f"Page {p.index} is out of range for {p.handle}") from None
 
 
-async def doctor(app: App, p: NoParams) -> dict[str, Any]:
+async def doctor(app: App, p: NoParams) -> DoctorReport:
     """The report of ``tandem doctor`` for ``M-x tandem-doctor``."""
-    result: dict[str, Any] = await anyio.to_thread.run_sync(report_data)
-    return result
+    return DoctorReport.model_validate(await anyio.to_thread.run_sync(report_data))
 
 
 METHODS = [

@@ -8,10 +8,10 @@ types).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.config.keys import setting_keys
-from tandem.protocol.base import MethodSpec, TandemError
+from tandem.protocol.base import Count, MethodSpec, Names, Number, TandemError, Value
 from tandem.protocol.core import (
     BigParams,
     CallEmacsParams,
@@ -35,17 +35,17 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def echo(app: App, p: EchoParams) -> Any:
+async def echo(app: App, p: EchoParams) -> Value:
     """Return the value as it arrived."""
-    return p.value
+    return Value(p.value)
 
 
-async def big(app: App, p: BigParams) -> Any:
+async def big(app: App, p: BigParams) -> Value:
     """Return a string of SIZE characters, or ITEMS small plists."""
     if p.items:
-        return [{"i": i, "name": f"item-{i}", "ok": True} for i in range(p.items)]
+        return Value([{"i": i, "name": f"item-{i}", "ok": True} for i in range(p.items)])
     unit = "0123456789abcdef" * 64
-    return (unit * (p.size // len(unit) + 1))[: p.size]
+    return Value((unit * (p.size // len(unit) + 1))[: p.size])
 
 
 def _sample(kind: str, text: str, i: int) -> AnyEvent:
@@ -65,34 +65,34 @@ def _sample(kind: str, text: str, i: int) -> AnyEvent:
     raise TandemError("invalid", f"debug/emit cannot send {kind!r} events")
 
 
-async def emit(app: App, p: EmitParams) -> int:
+async def emit(app: App, p: EmitParams) -> Count:
     """Publish COUNT events and return COUNT."""
     for i in range(p.count):
         app.events.publish(p.session, _sample(p.kind, p.text, i))
         if i % 1000 == 999:
             await asyncio.sleep(0)  # let the flusher run, as a real stream would
-    return p.count
+    return Count(p.count)
 
 
-async def sleep(app: App, p: SleepParams) -> float:
+async def sleep(app: App, p: SleepParams) -> Number:
     """Wait SECONDS and return them."""
     await asyncio.sleep(p.seconds)
-    return p.seconds
+    return Number(p.seconds)
 
 
-async def call_emacs(app: App, p: CallEmacsParams) -> Any:
+async def call_emacs(app: App, p: CallEmacsParams) -> Value:
     """Call back into Emacs from inside a handler and return its answer."""
-    return await CURRENT.get().call(p.method, *p.args)
+    return Value(await CURRENT.get().call(p.method, *p.args))
 
 
-async def settings_keys(app: App, p: NoParams) -> list[str]:
+async def settings_keys(app: App, p: NoParams) -> Names:
     """Every settings key, dotted (for the front end's customization tests)."""
-    return setting_keys()
+    return Names(setting_keys())
 
 
-async def entry_types(app: App, p: NoParams) -> list[str]:
+async def entry_types(app: App, p: NoParams) -> Names:
     """The journal entry types this backend's models define (for the view's tests)."""
-    return sorted(ENTRY_TYPES)
+    return Names(sorted(ENTRY_TYPES))
 
 
 METHODS = [

@@ -6,92 +6,106 @@ its short id (``D7``); the work is `tandem.directives.requests`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.directives import requests
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.directives import (
+    Acted,
     ActionParams,
     ActParams,
     AnchorParams,
     ArchiveParams,
+    AttemptDiff,
     CreateParams,
     DiffParams,
+    DirectiveRecord,
+    DirectiveRows,
     EditParams,
     GetParams,
     ListParams,
+    PromptPreview,
     ReattachParams,
     RebindParams,
+    RebindWarning,
+    Rebound,
     RootParams,
+    WorkspaceInfo,
 )
 
 if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def create(app: App, p: CreateParams) -> dict[str, Any]:
+async def create(app: App, p: CreateParams) -> DirectiveRecord:
     """Create a directive; returns its record."""
-    return requests.create(app.workspaces, p.root, p.path, p.start_line, p.end_line, p.text,
-                           p.request, p.references)
+    return DirectiveRecord(requests.create(app.workspaces, p.root, p.path, p.start_line,
+                                           p.end_line, p.text, p.request, p.references))
 
 
-async def list_directives(app: App, p: ListParams) -> list[dict[str, Any]]:
+async def list_directives(app: App, p: ListParams) -> DirectiveRows:
     """Directive rows, oldest first."""
-    return requests.rows(app.workspaces, p.root, p.archived)
+    return DirectiveRows.model_validate(requests.rows(app.workspaces, p.root, p.archived))
 
 
-async def get(app: App, p: GetParams) -> dict[str, Any]:
+async def get(app: App, p: GetParams) -> DirectiveRecord:
     """The record: id state request session attempts discussion anchor actions…"""
-    return requests.get(app.workspaces, p.root, p.id, p.diffs)
+    return DirectiveRecord(requests.get(app.workspaces, p.root, p.id, p.diffs))
 
 
-async def preview(app: App, p: ActionParams) -> dict[str, Any]:
+async def preview(app: App, p: ActionParams) -> PromptPreview:
     """The exact prompt the action would send now (nothing is sent or written)."""
-    return requests.preview(app.workspaces, p.root, p.id, p.action, p.text, p.attempt,
-                            p.system_directive)
+    return PromptPreview.model_validate(requests.preview(
+        app.workspaces, p.root, p.id, p.action, p.text, p.attempt, p.system_directive))
 
 
-async def act(app: App, p: ActParams) -> dict[str, Any]:
+async def act(app: App, p: ActParams) -> Acted:
     """Start the action as a turn of the bound session; returns (session, turn, attempt)."""
-    return await requests.act(app.workspaces, p.root, p.id, p.action, p.text, p.attempt,
-                              p.provider, p.model, p.session, p.permission_mode,
-                              p.system_directive)
+    return Acted.model_validate(await requests.act(
+        app.workspaces, p.root, p.id, p.action, p.text, p.attempt, p.provider, p.model,
+        p.session, p.permission_mode, p.system_directive))
 
 
-async def edit(app: App, p: EditParams) -> dict[str, Any]:
+async def edit(app: App, p: EditParams) -> DirectiveRecord:
     """Edit a directive; earlier activity is kept."""
-    return requests.edit(app.workspaces, p.root, p.id, p.request, p.references)
+    return DirectiveRecord(requests.edit(app.workspaces, p.root, p.id, p.request, p.references))
 
 
-async def anchor(app: App, p: AnchorParams) -> dict[str, Any]:
+async def anchor(app: App, p: AnchorParams) -> DirectiveRecord:
     """Record the anchor's new place or status."""
-    return requests.move_anchor(app.workspaces, p.root, p.id, p.path, p.start_line,
-                                p.end_line, p.text, p.status)
+    return DirectiveRecord(requests.move_anchor(app.workspaces, p.root, p.id, p.path,
+                                                p.start_line, p.end_line, p.text, p.status))
 
 
-async def reattach(app: App, p: ReattachParams) -> dict[str, Any]:
+async def reattach(app: App, p: ReattachParams) -> DirectiveRecord:
     """Reattach a detached or source-missing directive."""
-    return requests.reattach(app.workspaces, p.root, p.id, p.start_line, p.end_line)
+    return DirectiveRecord(requests.reattach(app.workspaces, p.root, p.id, p.start_line,
+                                             p.end_line))
 
 
-async def archive(app: App, p: ArchiveParams) -> dict[str, Any]:
+async def archive(app: App, p: ArchiveParams) -> DirectiveRecord:
     """Archive or unarchive; nothing is deleted."""
-    return requests.archive(app.workspaces, p.root, p.id, p.archived)
+    return DirectiveRecord(requests.archive(app.workspaces, p.root, p.id, p.archived))
 
 
-async def rebind(app: App, p: RebindParams) -> dict[str, Any]:
-    """Warn, then (with ``confirm``) rebind; earlier attempt links are unchanged."""
-    return requests.rebind(app.workspaces, p.root, p.id, p.session, p.confirm)
+async def rebind(app: App, p: RebindParams) -> RebindWarning:
+    """Warn, then (with ``confirm``) rebind; earlier attempt links are unchanged.
+
+    Unconfirmed, the reply is the warning alone; confirmed, a `Rebound` with the record.
+    """
+    done = requests.rebind(app.workspaces, p.root, p.id, p.session, p.confirm)
+    return (Rebound if "record" in done else RebindWarning).model_validate(done)
 
 
-async def attempt_diff(app: App, p: DiffParams) -> dict[str, Any]:
+async def attempt_diff(app: App, p: DiffParams) -> AttemptDiff:
     """The recorded diff, patch summary and completeness of an attempt."""
-    return requests.attempt_diff(app.workspaces, p.root, p.id, p.attempt)
+    return AttemptDiff.model_validate(requests.attempt_diff(app.workspaces, p.root, p.id,
+                                                            p.attempt))
 
 
-async def workspace_info(app: App, p: RootParams) -> dict[str, Any]:
+async def workspace_info(app: App, p: RootParams) -> WorkspaceInfo:
     """The workspace id, root and log file of a project (registered on first use)."""
-    return requests.workspace_info(app.workspaces, p.root)
+    return WorkspaceInfo.model_validate(requests.workspace_info(app.workspaces, p.root))
 
 
 METHODS: list[MethodSpec] = [

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.protocol.base import MethodSpec
-from tandem.protocol.mcp import ListParams, ServerParams, ServerRow
+from tandem.protocol.mcp import ListParams, ServerLog, ServerParams, ServerRow, ServersReply
 from tandem.turns import mcp_requests
 
 if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def list_servers(app: App, p: ListParams) -> dict[str, Any]:
+async def list_servers(app: App, p: ListParams) -> ServersReply:
     """Every configured MCP server of SESSION: status, tools, token cost per request."""
     return await mcp_requests.servers(app.turns, p.session, p.connect)
 
@@ -32,7 +32,7 @@ async def restart(app: App, p: ServerParams) -> ServerRow:
     return await mcp_requests.restart(app.turns, p.session, p.name)
 
 
-async def server_log(app: App, p: ServerParams) -> dict[str, Any]:
+async def server_log(app: App, p: ServerParams) -> ServerLog:
     """What happened to server NAME in SESSION: starts, stops, failures, stderr."""
     return mcp_requests.server_log(app.turns, p.session, p.name)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.protocol.base import MethodSpec
-from tandem.protocol.providers import DefaultParams, ModelsParams, ModelsReply
+from tandem.protocol.providers import DefaultParams, DefaultReply, ModelsParams, ModelsReply
 from tandem.turns.requests import default_provider, server_models
 
 if TYPE_CHECKING:
@@ -17,9 +17,9 @@ async def models(app: App, p: ModelsParams) -> ModelsReply:
     return await server_models(app.turns, p.family, p.base_url, p.timeout)
 
 
-async def default(app: App, p: DefaultParams) -> dict[str, Any]:
+async def default(app: App, p: DefaultParams) -> DefaultReply:
     """The provider a turn in CWD uses by default (settings, Emacs), or None: first run."""
-    return {"provider": default_provider(app.sessions, p.cwd)}
+    return DefaultReply(provider=default_provider(app.sessions, p.cwd))
 
 
 METHODS = [

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tandem.protocol.base import MethodSpec
+from tandem.protocol.base import Flag, MethodSpec
 from tandem.protocol.remote import (
     AttachParams,
     ConversationCreated,
     ConversationParams,
     DownloadParams,
     DownloadReply,
+    HostList,
     HostsParams,
     HostStatus,
     RemoteTarget,
@@ -55,10 +56,10 @@ async def conversation_new(app: App, p: ConversationParams) -> ConversationCreat
     )
 
 
-async def hosts(app: App, p: HostsParams) -> list[HostStatus]:
+async def hosts(app: App, p: HostsParams) -> HostList:
     """Look up each host's home (concurrently, through the cache)."""
     rows = await app.remote.probe([(h.name, h.url, h.api_key) for h in p.hosts])
-    return [HostStatus(**r) for r in rows]
+    return HostList([HostStatus(**r) for r in rows])
 
 
 async def attach(app: App, p: AttachParams) -> RemoteTarget:
@@ -73,10 +74,10 @@ async def target(app: App, p: SessionParams) -> RemoteTarget | None:
     return app.remote.target(p.session)
 
 
-async def detach(app: App, p: SessionParams) -> bool:
+async def detach(app: App, p: SessionParams) -> Flag:
     """Forget the session's remote target."""
     app.gate.check_free(p.session, "detach")
-    return app.remote.detach(p.session)
+    return Flag(app.remote.detach(p.session))
 
 
 METHODS: list[MethodSpec] = [

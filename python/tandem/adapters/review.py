@@ -8,17 +8,18 @@ returns a file's text as it was before the turn (for ediff).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.review import Before, BeforeParams, RevertParams
+from tandem.protocol.sessions import WrittenEntry
 from tandem.review.before import before as text_before
 
 if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def revert(app: App, p: RevertParams) -> dict[str, Any]:
+async def revert(app: App, p: RevertParams) -> WrittenEntry:
     """Handler of ``review/revert``."""
     return await app.review.revert(p.session, p.turn, p.path, p.hunk, p.hunk_header)
 

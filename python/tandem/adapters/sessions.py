@@ -7,31 +7,35 @@ question Emacs asks between ``sessions/lookup`` and ``sessions/resume``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.history.turn_patch import turn_patch as patch_of
 from tandem.history.turn_patch import turn_rows
 from tandem.overview.rows import overview as overview_of
 from tandem.protocol import sexp
-from tandem.protocol.base import MethodSpec, Vector
+from tandem.protocol.base import MethodSpec, Nothing, Vector
 from tandem.protocol.sessions import (
     CloseParams,
     CompactParams,
     CompactReply,
     ContinueParams,
     CurrentParams,
+    EntriesPage,
     EntriesParams,
     ForkedFrom,
     ForkParams,
     ForkReply,
+    HistoryPage,
     HistoryParams,
     ListParams,
     LookupParams,
+    LookupReply,
     NewParams,
     OpenFileParams,
     Overview,
     OverviewParams,
     PlanParams,
+    Relocated,
     RelocateParams,
     RenameParams,
     RenameReply,
@@ -40,7 +44,9 @@ from tandem.protocol.sessions import (
     RewindPlan,
     RewindResult,
     SessionInfo,
+    SessionList,
     SessionOnlyParams,
+    SessionRow,
     StatusParams,
     StatusReply,
     SwitchParams,
@@ -53,7 +59,9 @@ from tandem.protocol.sessions import (
     UndoPlanParams,
     UndoResult,
     UsageParams,
+    UsageReport,
 )
+from tandem.protocol.turns import Cancelled
 from tandem.sessions import requests
 from tandem.sessions.fork import fork as fork_session
 from tandem.sessions.history import HistoryRows, Row
@@ -67,10 +75,10 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def list_sessions(app: App, p: ListParams) -> list[dict[str, Any]]:
+async def list_sessions(app: App, p: ListParams) -> SessionList:
     """Sessions, most recent activity first."""
     cwd = None if p.all or not p.cwd else absolute_dir(p.cwd)
-    return [s.model_dump() for s in app.sessions.manager.list(cwd)]
+    return SessionList([SessionRow(**s.model_dump()) for s in app.sessions.manager.list(cwd)])
 
 
 def _info(app: App, active: Active) -> SessionInfo:
@@ -90,9 +98,9 @@ async def fork(app: App, p: ForkParams) -> ForkReply:
                                             turn=p.turn))
 
 
-async def lookup(app: App, p: LookupParams) -> dict[str, Any]:
+async def lookup(app: App, p: LookupParams) -> LookupReply:
     """Id, journal, recorded cwd, whether it still exists, and the relocation question."""
-    return requests.lookup(app.sessions, p.query, p.cwd)
+    return LookupReply.model_validate(requests.lookup(app.sessions, p.query, p.cwd))
 
 
 async def resume(app: App, p: ResumeParams) -> SessionInfo:
@@ -121,9 +129,10 @@ async def current(app: App, p: CurrentParams) -> SessionInfo | None:
     return _info(app, active) if active else None
 
 
-async def entries(app: App, p: EntriesParams) -> dict[str, Any]:
+async def entries(app: App, p: EntriesParams) -> EntriesPage:
     """Entries as written, with the journal's last seq (for gap detection)."""
-    return requests.entries_page(app.sessions, p.session, p.after, p.before, p.limit)
+    return EntriesPage.model_validate(
+        requests.entries_page(app.sessions, p.session, p.after, p.before, p.limit))
 
 
 def _print_row(row: Row) -> str:
@@ -137,22 +146,25 @@ class PrintedRows(HistoryRows):
         super().__init__(_print_row)
 
 
-async def history(app: App, p: HistoryParams) -> dict[str, Any]:
+async def history(app: App, p: HistoryParams) -> HistoryPage:
     """Entries as positional vectors: what a view renders, at a fraction of the cost."""
-    return requests.history_page(app.sessions, p.session, p.before, p.limit, PrintedRows)
+    # Not validated: thousands of rows, already typed by the page (`Printed` or `Vector`s).
+    return HistoryPage.model_construct(
+        **requests.history_page(app.sessions, p.session, p.before, p.limit, PrintedRows))
 
 
-async def relocate(app: App, p: RelocateParams) -> dict[str, Any]:
+async def relocate(app: App, p: RelocateParams) -> Relocated:
     """Move a session not open here; refused while another process holds it."""
-    return requests.relocate(app.sessions, p.target, p.cwd)
+    return Relocated.model_validate(requests.relocate(app.sessions, p.target, p.cwd))
 
 
-async def close(app: App, p: CloseParams) -> None:
+async def close(app: App, p: CloseParams) -> Nothing:
     """Close one session: stop its providers (ACP agent processes), release its lock.
 
     Refused while a turn runs in it: cancel the turn first.
     """
     await app.turns.close(p.session)
+    return Nothing()
 
 
 async def compact(app: App, p: CompactParams) -> CompactReply:
@@ -160,9 +172,9 @@ async def compact(app: App, p: CompactParams) -> CompactReply:
     return await app.compactions.compact(p.session, p.provider)
 
 
-async def compact_cancel(app: App, p: SessionOnlyParams) -> dict[str, bool]:
+async def compact_cancel(app: App, p: SessionOnlyParams) -> Cancelled:
     """Cancel the compaction of a session; it ends leaving the session unchanged."""
-    return {"cancelled": app.compactions.cancel(p.session)}
+    return Cancelled(cancelled=app.compactions.cancel(p.session))
 
 
 async def compaction_status(app: App, p: StatusParams) -> StatusReply:
@@ -214,11 +226,9 @@ async def overview(app: App, p: OverviewParams) -> Overview:
                        parallel)
 
 
-async def usage(app: App, p: UsageParams) -> dict[str, Any]:
+async def usage(app: App, p: UsageParams) -> UsageReport:
     """SESSION's token totals, overall and per provider, and its title."""
-    report = usage_report(app.sessions, p.session)
-    report["title"] = app.sessions.journal(p.session).header.title
-    return report
+    return usage_report(app.sessions, p.session)
 
 
 async def rename(app: App, p: RenameParams) -> RenameReply:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from tandem.config.user_file import changed_keys, save_user_settings
 from tandem.protocol.base import MethodSpec, TandemError
 from tandem.protocol.settings import (
+    Revoked,
     RootParams,
     SaveUserParams,
     TrustParams,
@@ -30,9 +31,9 @@ async def trust(app: App, p: TrustParams) -> TrustReport:
     return trusting.trust(app.turns, app.home, p.cwd, p.sha256)
 
 
-async def untrust(app: App, p: RootParams) -> dict[str, bool]:
+async def untrust(app: App, p: RootParams) -> Revoked:
     """Revoke the trust of the project settings."""
-    return {"revoked": trusting.untrust(app.turns, app.home, p.cwd)}
+    return Revoked(revoked=trusting.untrust(app.turns, app.home, p.cwd))
 
 
 async def save_user(app: App, p: SaveUserParams) -> UserSettingsSaved:

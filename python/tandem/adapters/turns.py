@@ -3,13 +3,17 @@ the queue (queue, queue-edit, queue-remove, queue-list, queue-send) and steer.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.history.chat import send as send_chat
 from tandem.protocol.base import MethodSpec
+from tandem.protocol.sessions import WrittenEntry
 from tandem.protocol.turns import (
     Accepted,
+    Answered,
     AnswerParams,
+    Cancelled,
+    Configured,
     ConfigureParams,
     QueueEditParams,
     QueueItemParams,
@@ -44,15 +48,15 @@ async def resend(app: App, p: ResendParams) -> Resent:
                              p.provider, p.model, p.permission_mode)
 
 
-async def cancel(app: App, p: SessionParams) -> dict[str, bool]:
+async def cancel(app: App, p: SessionParams) -> Cancelled:
     """Cancel SESSION's turn in flight; it ends aborted through the terminal path."""
-    return {"cancelled": requests.cancel(app.turns, p.session)}
+    return Cancelled(cancelled=requests.cancel(app.turns, p.session))
 
 
-async def answer(app: App, p: AnswerParams) -> dict[str, bool]:
+async def answer(app: App, p: AnswerParams) -> Answered:
     """Answer a permission question of SESSION's running turn."""
     requests.answer(app.turns, p.session, p.interaction_id, p.answer, p.content, p.reason)
-    return {"answered": True}
+    return Answered(answered=True)
 
 
 async def status(app: App, p: TurnParams) -> TurnStatus:
@@ -65,13 +69,13 @@ async def wait(app: App, p: TurnParams) -> TurnStatus:
     return await requests.wait(app.turns, p.session, p.turn, p.timeout)
 
 
-async def configure(app: App, p: ConfigureParams) -> dict[str, Any]:
+async def configure(app: App, p: ConfigureParams) -> Configured:
     """Take the front end's configuration (in memory only)."""
     return requests.configure(app.turns, p.acp_agents, p.credentials, p.default_provider,
                               p.permission_mode, p.settings_json, p.remote_hosts)
 
 
-async def set_provider(app: App, p: SetProviderParams) -> dict[str, Any]:
+async def set_provider(app: App, p: SetProviderParams) -> WrittenEntry:
     """Record PROVIDER as SESSION's choice for its next turns; return the entry."""
     return requests.set_provider(app.sessions, app.events, p.session, p.provider)
 

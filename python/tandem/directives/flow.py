@@ -22,6 +22,7 @@ from tandem.directives.prompts import build_prompt
 from tandem.directives.service import Workspace, WorkspaceService
 from tandem.mentions.sources import resolve_anchor, resolve_reference
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import PatchSummary
 from tandem.protocol.directives import MAX_TEXT, SystemDirective
 from tandem.providers.base import Message
 from tandem.store.layout import canonical_cwd
@@ -93,13 +94,12 @@ def instructions_of(svc: WorkspaceService, ws: Workspace) -> list[Instruction]:
         ws.root, *svc.sessions.resolved(ws.root).settings.instruction_files())
 
 
-def _diff_text(svc: WorkspaceService, root: str, patch: dict[str, Any] | None) -> str:
-    if not patch or not patch.get("from_id"):
+def _diff_text(svc: WorkspaceService, root: str, patch: PatchSummary | None) -> str:
+    if patch is None or not patch.from_id:
         return ""
-    remote = patch.get("remote")
-    if isinstance(remote, dict) and isinstance(remote.get("mirror"), str):
-        root = remote["mirror"]  # a remote session's turn: its checkpoints are of the mirror
-    full = svc.checkpoints.for_root(root).diff(str(patch["from_id"]), patch.get("to_id"))
+    if patch.remote is not None:
+        root = patch.remote.mirror  # a remote session's turn: its checkpoints are of the mirror
+    full = svc.checkpoints.for_root(root).diff(patch.from_id, patch.to_id)
     return full.diff[:MAX_DIFF_RECORD]
 
 
@@ -176,7 +176,9 @@ async def record_terminal(svc: WorkspaceService, ws: Workspace, prep: Prepared,
         except Exception as exc:  # the record still gets written; the gap is said
             log.warning("diff of %s/%s failed: %s", ended.session, ended.turn, exc)
             diff = ""
-        rec = Attempt(seq=seq, patch=ended.patch, diff=diff, completeness=ended.completeness,
+        # The workspace log keeps the patch as the journal does (a JSON object).
+        rec = Attempt(seq=seq, patch=ended.after.recorded(), diff=diff,
+                      completeness=ended.completeness,
                       checkpoint=ended.checkpoint,
                       based_on=prep.based_on.seq if prep.based_on else None, **common)
     svc.record(ws, prep.state.id, rec)

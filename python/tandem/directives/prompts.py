@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from tandem.directives.models import Attempt, DirectiveState, Discussion
 from tandem.mentions.sources import Source, fence
+from tandem.protocol.checkpoints import PatchSummary
 
 MAX_DIFF_CHARS = 60_000
 
@@ -92,9 +93,10 @@ def _attempt(a: Attempt, label: str, request: str) -> str:
     if diff.strip():
         lines.append(f"### Patch{cut}\n" + fence(diff, "diff"))
     else:
-        files = [f.get("path") for f in (a.patch or {}).get("files", []) if isinstance(f, dict)]
-        lines.append("### Patch\n" + ("(no diff recorded; files: " + ", ".join(
-            str(f) for f in files) + ")" if files else "(no changes)"))
+        patch = PatchSummary.read(a.patch)
+        files = patch.paths() if patch is not None else []
+        lines.append("### Patch\n" + ("(no diff recorded; files: " + ", ".join(files) + ")"
+                                       if files else "(no changes)"))
     if a.completeness == "incomplete":
         lines.append(f"Capture completeness: {a.completeness}.")
     return "\n\n".join(lines)

@@ -7,11 +7,9 @@ outside the root), which a bare diff of two snapshots cannot know.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
-from tandem.protocol.checkpoints import Patch, PatchGap
+from tandem.protocol.checkpoints import Patch, PatchSummary
 from tandem.protocol.sessions import RevertedPart, TurnPatch, TurnRow, Turns
 from tandem.rewind.service import RewindService
 from tandem.sessions.service import SessionService
@@ -29,12 +27,12 @@ async def turn_patch(sessions: SessionService, engine: TurnEngine, checkpoints: 
     if start is None:
         raise TandemError("not-found", f"Session {journal.id} has no turn {turn}")
     running = journal.id in engine.running and engine.running[journal.id].turn == turn
-    patch = end.patch if end else None
-    from_id = patch.get("from_id") if isinstance(patch, dict) else None
-    to_id = patch.get("to_id") if isinstance(patch, dict) else None
+    patch = PatchSummary.read(end.patch) if end else None
+    from_id = patch.from_id if patch is not None else None
+    to_id = patch.to_id if patch is not None else None
     if running:
         from_id, to_id = start.checkpoint, None
-    elif not (isinstance(from_id, str) and isinstance(to_id, str)):
+    elif from_id is None or to_id is None:
         why = "it has no checkpoint" if not start.checkpoint else "it recorded no patch"
         raise TandemError("no-checkpoint", f"Turn {turn} has no patch to show: {why}")
     if not isinstance(from_id, str):
@@ -49,7 +47,7 @@ async def turn_patch(sessions: SessionService, engine: TurnEngine, checkpoints: 
             raise TandemError("no-checkpoint", f"The checkpoints of turn {turn} are not in "
                               f"the store of {cp.root}: {e.message}") from e
         raise
-    if not running and isinstance(patch, dict):
+    if not running and patch is not None:
         result = _as_recorded(result, patch)
     reverted = [RevertedPart(path=str(e.get("path")), hunk=_hunk(e.get("hunk")))
                 for e in sessions.entries(journal)
@@ -63,15 +61,10 @@ def _hunk(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _as_recorded(result: Patch, recorded: dict[str, Any]) -> Patch:
+def _as_recorded(result: Patch, recorded: PatchSummary) -> Patch:
     """RESULT with the completeness the turn recorded (shell runs, writes outside)."""
-    try:
-        gaps = [PatchGap.model_validate(g) for g in recorded.get("gaps") or []]
-    except ValueError:
-        return result
-    if recorded.get("completeness") not in ("no-changes", "captured", "incomplete"):
-        return result
-    return result.model_copy(update={"completeness": recorded["completeness"], "gaps": gaps})
+    return result.model_copy(update={"completeness": recorded.completeness,
+                                     "gaps": recorded.gaps})
 
 
 def turn_rows(sessions: SessionService, session: str) -> Turns:
@@ -83,9 +76,8 @@ def turn_rows(sessions: SessionService, session: str) -> Turns:
         rec = index.turns[number]
         start, end, user = rec.start, rec.last_end, rec.user
         request = (user.text if user else "").strip().split("\n", 1)[0][:80]
-        patch = end.patch if end is not None else None
-        files = [str(f["path"]) for f in (patch.get("files") or [])
-                 if isinstance(f, dict) and f.get("path")] if isinstance(patch, dict) else []
+        patch = PatchSummary.read(end.patch) if end is not None else None
+        files = patch.paths() if patch is not None else []
         rows.append(TurnRow(turn=number, origin=start.origin if start else "chat",
                             request=request, outcome=None if rec.open or end is None
                             else end.outcome, files=files, rewound=number in index.hidden))

@@ -1,8 +1,9 @@
 """Building blocks of the protocol: the base params model and method specs.
 
 A method is a name, a params model and an async handler ``handler(app,
-params) -> reply``. The reply is a pydantic model, a dict, a list, a string,
-a number or None. Each method namespace has one module in `tandem.adapters`
+params) -> reply``. The reply is a pydantic model of `tandem.protocol` (its
+return annotation says which; a reply that is one value is a ``RootModel``,
+sent as that value). Each method namespace has one module in `tandem.adapters`
 declaring ``METHODS: list[MethodSpec]``; the server's method table collects
 them. Every params and reply model lives in `tandem.protocol`, one module
 per namespace.
@@ -16,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, RootModel, model_validator
 
 # Re-exported: every raise site imports it from here.
 from tandem.protocol.errors import TandemError as TandemError
@@ -73,6 +74,49 @@ class Reply(BaseModel):
     """Base of every reply model."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class Verbatim(Reply):
+    """Base of a reply whose fields the codec prints as they are, not as ``model_dump`` makes them.
+
+    For a reply carrying a `Printed` or a `Vector` (a history page): dumping
+    to JSON would make the one a quoted string and the other a list.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+# Replies that are one value, not a plist: the codec prints their root as it
+# is (`tandem.protocol.sexp`), so the wire carries that value alone.
+
+class Nothing(RootModel[None]):
+    """The reply of a method that answers nothing (nil): it did what was asked."""
+
+    root: None = None
+
+
+class Text(RootModel[str]):
+    """A reply that is one string."""
+
+
+class Count(RootModel[int]):
+    """A reply that is one integer."""
+
+
+class Number(RootModel[float]):
+    """A reply that is one number."""
+
+
+class Flag(RootModel[bool]):
+    """A reply that is t or nil."""
+
+
+class Names(RootModel[list[str]]):
+    """A reply that is a list of strings."""
+
+
+class Value(RootModel[Any]):
+    """A reply that is whatever value the method was given or got (diagnostics only)."""
 
 
 Handler = Callable[[Any, Any], Awaitable[Any]]

@@ -11,9 +11,9 @@ are written by one atomic ref update.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from tandem.protocol.base import Params
 
@@ -219,3 +219,69 @@ class PlanParams(Params):
     root: str = Field(min_length=1)
     checkpoint: str = Field(min_length=40, max_length=40)
     expected_after: str | None = Field(default=None, min_length=40, max_length=40)
+
+
+class CheckpointList(RootModel[list[Checkpoint]]):
+    """``checkpoints/list``: checkpoints, newest first."""
+
+
+class MirrorGapRecord(_Model):
+    """What a remote session's sync could not bring into its mirror (path, reason, detail)."""
+
+    path: str
+    reason: str
+    detail: str = ""
+
+
+class MirrorPatch(_Model):
+    """Where a remote session's turn patch was taken: the server's host and dir, the mirror."""
+
+    host: str | None
+    working_dir: str
+    mirror: str
+    """The local mirror whose checkpoints the patch is between."""
+    gaps: list[MirrorGapRecord] = Field(default_factory=list)
+
+
+class PatchSummary(_Model):
+    """A `Patch` without its diff text, which a turn's end records (``diff_chars`` long).
+
+    The journal's ``turn_end`` entry and a directive attempt carry it as
+    ``patch``; the diff itself is read back from the two checkpoints.
+    """
+
+    from_id: str
+    to_id: str | None
+    from_tree: str
+    to_tree: str
+    files: list[FileChange] = Field(default_factory=list)
+    diff_truncated: bool = False
+    completeness: Completeness
+    gaps: list[PatchGap] = Field(default_factory=list)
+    diff_chars: int = 0
+    remote: MirrorPatch | None = None
+    """A remote session's turn: where its files are (None: the project's own)."""
+
+    @classmethod
+    def of(cls, patch: Patch) -> PatchSummary:
+        """PATCH summarised: every field but the diff, and the diff's length."""
+        kept = set(cls.model_fields) - {"diff_chars", "remote"}
+        return cls(**{name: getattr(patch, name) for name in kept}, diff_chars=len(patch.diff))
+
+    @classmethod
+    def read(cls, value: object) -> PatchSummary | None:
+        """The summary a journal recorded as VALUE; None when it recorded none (or an error)."""
+        if not isinstance(value, dict) or "error" in value:
+            return None
+        try:
+            return cls.model_validate(value)
+        except ValueError:
+            return None
+
+    def recorded(self) -> dict[str, Any]:
+        """The JSON object a journal's ``turn_end`` holds (``remote`` only for a remote turn)."""
+        return self.model_dump(mode="json", exclude={"remote"} if self.remote is None else None)
+
+    def paths(self) -> list[str]:
+        """The paths the patch changed, in its order."""
+        return [f.path for f in self.files]

@@ -104,3 +104,23 @@ class CallEmacsParams(Params):
 
     method: str = Field(min_length=1)
     args: list[Any] = Field(default_factory=list)
+
+
+class DoctorCheck(Reply):
+    """One line of the doctor's report."""
+
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+    too_open: bool = False
+
+
+class DoctorReport(Reply):
+    """``doctor``: the report's text, whether every required part is there, each check."""
+
+    text: str
+    ok: bool
+    too_open: bool
+    """Some of tandem's files are open to group or others (``tandem doctor --fix``)."""
+    checks: list[DoctorCheck]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from tandem.protocol.base import Params
+from tandem.protocol.base import Params, Reply
 
 Action = Literal["discuss", "implement", "implement-this", "discuss-result", "request-changes",
                  "retry"]
@@ -193,3 +193,90 @@ class DiffParams(IdParams):
     """One attempt's patch."""
 
     attempt: int = Field(ge=1)
+
+
+class DirectiveRecord(RootModel[dict[str, Any]]):
+    """A directive's record as the front end sees it.
+
+    The workspace record (`tandem.directives.models.DirectiveState`, dumped
+    to JSON) with ``actions``, ``workspace`` and ``root``; each attempt's
+    ``diff`` is replaced by ``diff_chars`` unless the diffs were asked for.
+    """
+
+
+class DirectiveRow(Reply):
+    """One row of ``directives/list``."""
+
+    id: str
+    state: str
+    request: str
+    request_changed: bool
+    path: str
+    start_line: int
+    end_line: int
+    anchor_status: str
+    anchor_text: str
+    attempts: int
+    discussion: int
+    session: str | None
+    archived: bool
+    actions: list[str]
+    result: DirectiveResult | None
+
+
+class DirectiveRows(RootModel[list[DirectiveRow]]):
+    """``directives/list``: a workspace's directives, oldest first."""
+
+
+class PromptPreview(Reply):
+    """``directives/preview``: the exact prompt an action would send now."""
+
+    prompt: str
+    system: SystemDirective
+    attempt: int | None
+    read_only: bool
+
+
+class Acted(Reply):
+    """``directives/act``: the turn an action started."""
+
+    directive: str
+    action: str
+    session: str
+    turn: int
+    attempt: int | None
+    workspace: str
+
+
+class RebindWarning(Reply):
+    """``directives/rebind`` unconfirmed: the warning, nothing changed."""
+
+    confirmed: bool
+    warning: str
+    session: str
+
+
+class Rebound(RebindWarning):
+    """``directives/rebind`` confirmed: the warning shown and the record now."""
+
+    record: DirectiveRecord
+
+
+class AttemptDiff(Reply):
+    """``directives/diff``: an attempt's recorded diff, patch summary and completeness."""
+
+    diff: str
+    patch: dict[str, Any] | None
+    completeness: str | None
+    session: str
+    turn: int
+    checkpoint: str | None
+
+
+class WorkspaceInfo(Reply):
+    """``directives/workspace``: a project's workspace id, root and log file."""
+
+    id: str
+    root: str
+    log: str
+    notices: list[str]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from tandem.protocol.base import Params
+from tandem.protocol.base import Params, Reply
 
 
 class ListParams(Params):
@@ -38,3 +38,18 @@ class ServerRow(BaseModel):
     stale: bool = False
     """TOOLS and TOKENS are from an earlier run (the server is not running now)."""
     error: str | None = None
+
+
+class ServersReply(Reply):
+    """``mcp/list``: every configured server of the session, and how tokens are estimated."""
+
+    session: str
+    servers: list[ServerRow]
+    estimate: str
+
+
+class ServerLog(Reply):
+    """``mcp/log``: what happened to one server (starts, stops, failures, stderr tail)."""
+
+    name: str
+    lines: list[str]

@@ -28,3 +28,9 @@ class ModelsReply(Reply):
 
     url: str
     models: list[str]
+
+
+class DefaultReply(Reply):
+    """``providers/default``: the provider a turn in the directory uses (None: first run)."""
+
+    provider: str | None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, SecretStr, field_validator
 
 from tandem.protocol.base import Params, Reply
 
@@ -186,3 +186,7 @@ class SessionParams(Params):
     """A session id."""
 
     session: str = Field(min_length=1)
+
+
+class HostList(RootModel[list[HostStatus]]):
+    """``remote/hosts``: each host's home or error, in the order asked."""

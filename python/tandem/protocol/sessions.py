@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from tandem.protocol.base import Params, Reply
+from tandem.protocol.base import Params, Printed, Reply, Vector, Verbatim
 from tandem.protocol.checkpoints import Patch
 from tandem.protocol.parallel import ParallelSummary
 from tandem.protocol.turns import SessionId
@@ -530,3 +530,106 @@ class ForkReply(SessionInfo):
     """The new, active session, and where it came from."""
 
     forked_from: ForkedFrom
+
+
+class SessionRow(Reply):
+    """One session of ``sessions/list``."""
+
+    id: str
+    path: str
+    cwd: str
+    cwd_exists: bool
+    title: str
+    created: str
+    last_activity: str
+    """Timestamp of the last entry (the creation time for an empty session)."""
+    last_seq: int
+    previous_files: list[str]
+    damaged: str | None = None
+    """Why the journal cannot be opened (None for a sound one)."""
+
+
+class SessionList(RootModel[list[SessionRow]]):
+    """``sessions/list``: sessions, most recent activity first."""
+
+
+class LookupReply(Reply):
+    """``sessions/lookup``: a session found, and the relocation question when its cwd is gone."""
+
+    id: str
+    path: str
+    cwd: str
+    cwd_exists: bool
+    title: str
+    prompt: str | None
+
+
+class Relocated(Reply):
+    """``sessions/relocate``: the moved session's identity facts."""
+
+    id: str
+    path: str
+    cwd: str
+    previous_files: list[str]
+
+
+class WrittenEntry(RootModel[dict[str, Any]]):
+    """A journal entry as written: ``:type``, ``:seq``, ``:ts``, maybe ``:turn``, its fields.
+
+    An entry's fields are its type's (docs/architecture.md, Journal): the
+    wire carries the JSON object the journal holds.
+    """
+
+
+class EntriesPage(Reply):
+    """``sessions/entries``: a page of entries as written, and the journal's last seq."""
+
+    session: str
+    entries: list[dict[str, Any]]
+    """Each as written (see `WrittenEntry`)."""
+    last_seq: int
+
+
+class HistoryPage(Verbatim):
+    """``sessions/history``: entries as positional vectors, kept printed when they can be."""
+
+    session: str
+    entries: Printed | list[Vector]
+    last_seq: int
+
+
+class UsageCounts(Reply):
+    """Token counts summed over some turns."""
+
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class ProviderUsageCounts(UsageCounts):
+    """The totals of the turns one provider ran."""
+
+    provider: str
+    model: str = ""
+
+
+class InstructionFile(Reply):
+    """A project instruction file a session's next request carries."""
+
+    path: str
+    size: int
+
+
+class UsageReport(Reply):
+    """``sessions/usage``: token totals, overall and per provider, the provider, the title,
+    and the project instruction files."""
+
+    total: UsageCounts
+    by_provider: list[ProviderUsageCounts]
+    provider: str | None
+    """The provider the session chose, else the one its next turn would use."""
+    chosen: bool
+    title: str
+    instructions: list[InstructionFile] = []

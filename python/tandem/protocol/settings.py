@@ -96,3 +96,9 @@ class UserSettingsSaved(Reply):
 
     path: str
     keys: list[str]
+
+
+class Revoked(Reply):
+    """``settings/untrust``: whether a trust was there to revoke."""
+
+    revoked: bool

@@ -10,7 +10,8 @@ Mapping (docs/architecture.md): Python ``dict`` → plist with ``:kebab-case``
 keys; a plist arriving from Emacs → ``dict`` with ``snake_case`` keys; ``None``
 and ``False`` → ``nil``; ``True`` → ``t``; vectors arrive as lists, and a
 `tandem.protocol.base.Vector` leaves as one; a `tandem.protocol.base.Printed`
-leaves as its text.
+leaves as its text. A pydantic model leaves as its JSON dump, a ``RootModel``
+as its root value, a `tandem.protocol.base.Verbatim` as its fields unchanged.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
-from tandem.protocol.base import Printed, Vector
+from tandem.protocol.base import Printed, Vector, Verbatim
 
 
 class Symbol(str):
@@ -107,6 +108,10 @@ def _dump(value: Any, emit: Callable[[str], None]) -> None:
         if math.isnan(value) or math.isinf(value):
             raise SexpError(f"cannot encode non-finite float {value!r}")
         emit(repr(value))
+    elif isinstance(value, RootModel):
+        _dump(value.root, emit)  # a reply that is one value goes as that value
+    elif isinstance(value, Verbatim):
+        _dump({name: getattr(value, name) for name in type(value).model_fields}, emit)
     elif isinstance(value, BaseModel):
         _dump(value.model_dump(mode="json"), emit)
     elif isinstance(value, Mapping):

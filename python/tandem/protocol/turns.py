@@ -282,3 +282,23 @@ class Resent(Reply):
     """The turns the rewind hid."""
     restored: list[str]
     deleted: list[str]
+
+
+class Cancelled(Reply):
+    """Whether there was something to cancel (a turn, a compaction)."""
+
+    cancelled: bool
+
+
+class Answered(Reply):
+    """``turns/answer``: the answer reached the running turn."""
+
+    answered: bool
+
+
+class Configured(Reply):
+    """``turns/configure``: the names the front end's configuration gave."""
+
+    acp_agents: list[str]
+    credentials: list[str]
+    remote_hosts: list[str]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tandem.checkpoints.hooks import Checkpoints
+from tandem.checkpoints.hooks import AfterTurn, Checkpoints
 from tandem.once import Once
 from tandem.providers.base import TurnResult
 
@@ -60,8 +60,7 @@ class CheckpointsBySession(Checkpoints):
             self._by_checkpoint[checkpoint] = chosen
         return checkpoint
 
-    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
-                    ) -> tuple[dict[str, Any] | None, str | None]:
+    async def after(self, root: Path, checkpoint: str | None, result: TurnResult) -> AfterTurn:
         """The patch since CHECKPOINT, from the side that took it."""
         chosen = self._by_checkpoint.pop(checkpoint, self.local) if checkpoint else self.local
         return await chosen.after(root, checkpoint, result)

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
-from tandem.checkpoints.hooks import Checkpoints
+from tandem.checkpoints.hooks import AfterTurn, Checkpoints
 from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import MirrorGapRecord, MirrorPatch
 from tandem.providers.base import TurnResult
 from tandem.remote.mirror import Mirror, MirrorSync, mirror_scope
 from tandem.remote.push import push_pending
@@ -103,19 +104,19 @@ class RemoteCheckpoints(Checkpoints):
             self._open[checkpoint] = (session, synced)
         return checkpoint
 
-    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
-                    ) -> tuple[dict[str, Any] | None, str | None]:
+    async def after(self, root: Path, checkpoint: str | None, result: TurnResult) -> AfterTurn:
         """Sync, snapshot and diff the mirror against CHECKPOINT."""
         if checkpoint is None or checkpoint not in self._open:
-            return None, None
+            return AfterTurn()
         session, _ = self._open.pop(checkpoint)
         mirror, synced = await self.sync(session)
-        summary, completeness = await self.local.after(mirror.root, checkpoint, result)
-        if summary is not None:
-            target = self.remote.target(session)
-            summary["remote"] = {
-                "host": target.host if target else None,
-                "working_dir": synced.working_dir,
-                "mirror": str(mirror.root),
-                "gaps": [g.model_dump() for g in synced.gaps]}
-        return summary, completeness
+        found = await self.local.after(mirror.root, checkpoint, result)
+        if found.patch is None:
+            return found
+        target = self.remote.target(session)
+        where = MirrorPatch(
+            host=target.host if target else None, working_dir=synced.working_dir,
+            mirror=str(mirror.root),
+            gaps=[MirrorGapRecord(path=g.path, reason=g.reason, detail=g.detail)
+                  for g in synced.gaps])
+        return replace(found, patch=found.patch.model_copy(update={"remote": where}))

@@ -11,14 +11,14 @@ so files and journal never disagree.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tandem.checkpoints.reverting import RevertResult, concerned_paths
 from tandem.checkpoints.reverting import revert as revert_files
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import PatchSummary
 from tandem.protocol.events import EntryEvent
+from tandem.protocol.sessions import WrittenEntry
 from tandem.remote.checkpoints import RemoteCheckpoints
 from tandem.rewind.remote import put_back as put_back_remote
 from tandem.rewind.remote import record_push
@@ -41,12 +41,11 @@ def turn_checkpoints(index: TurnIndex, turn: int) -> tuple[str, str]:
     end = rec.end
     if end is None:
         raise TandemError("busy", f"Turn {turn} has not ended; review it when it has")
-    patch = end.patch
-    ids = (patch.get("from_id"), patch.get("to_id")) if isinstance(patch, dict) else (None, None)
-    if not all(isinstance(i, str) and i for i in ids):
+    patch = PatchSummary.read(end.patch)
+    if patch is None or not patch.from_id or not patch.to_id:
         raise TandemError("no-checkpoint", f"Turn {turn} recorded no patch, so nothing of "
                           "it can be reverted")
-    return str(ids[0]), str(ids[1])
+    return patch.from_id, patch.to_id
 
 
 class Reverter:
@@ -64,14 +63,14 @@ class Reverter:
         self.remote = remote
 
     async def revert(self, session: str, turn: int, path: str, hunk: int | None,
-                     hunk_header: str | None) -> dict[str, Any]:
+                     hunk_header: str | None) -> WrittenEntry:
         """Revert HUNK (None: the whole file) of PATH in TURN of SESSION; return the entry."""
         journal = self.sessions.journal(session)
         async with self.gate.hold(journal.id, "revert"):
             return await self._revert(journal, turn, path, hunk, hunk_header)
 
     async def _revert(self, journal: Journal, turn: int, path: str,
-                      hunk: int | None, hunk_header: str | None) -> dict[str, Any]:
+                      hunk: int | None, hunk_header: str | None) -> WrittenEntry:
         entries = self.sessions.entries(journal)
         _, hidden = visible_turns(entries)
         if turn in hidden:
@@ -109,4 +108,4 @@ class Reverter:
             pushed = await put_back_remote(remote, journal.id, [], [])
             if pushed is not None:  # in the reply only: what reached the server
                 data = {**data, "remote": pushed.model_dump()}
-        return data
+        return WrittenEntry(data)

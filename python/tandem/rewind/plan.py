@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from tandem.checkpoints.checkpointer import Checkpointer
+from tandem.checkpoints.hooks import AfterTurn
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestorePlan
 from tandem.protocol.sessions import (
@@ -95,11 +96,9 @@ def turn_facts(entries: Sequence[JournalEntry], before_turn: int,
     for t in discarded:
         rec = records[t]
         start, end, opened, user = rec.start, rec.end, rec.directive_open, rec.user
-        raw_end = rec.first.get("turn_end") if end is not None else None
-        patch = end.patch if end is not None else None
-        patch = patch if isinstance(patch, Mapping) else None
-        files = [str(f.get("path")) for f in (patch or {}).get("files", [])
-                 if isinstance(f, Mapping)]
+        after = AfterTurn.read(end.patch) if end is not None else None
+        patch = after.patch if after is not None else None
+        files = patch.paths() if patch is not None else []
         provider = start.provider if start is not None else ""
         facts.turns.append(DiscardedTurn(
             turn=t, origin=start.origin if start is not None else "chat",
@@ -113,8 +112,8 @@ def turn_facts(entries: Sequence[JournalEntry], before_turn: int,
                 action=opened.action, attempt=opened.attempt))
         elif keeps_conversation(provider):
             facts.acp_reset = True  # the root chat's agent conversation saw this turn
-        facts.gaps.extend(_patch_gaps(t, raw_end, patch))
-        to_id = reverted.get(t) or (patch.get("to_id") if patch else None)
+        facts.gaps.extend(_patch_gaps(t, after))
+        to_id = reverted.get(t) or (patch.to_id if patch else None)
         ends[t] = to_id if isinstance(to_id, str) and to_id else None
     for a, b in zip(discarded, discarded[1:], strict=False):
         nxt_start = records[b].start
@@ -130,22 +129,19 @@ def turn_facts(entries: Sequence[JournalEntry], before_turn: int,
     return facts
 
 
-def _patch_gaps(turn: int, end: Mapping[str, Any] | None, patch: Mapping[str, Any] | None
-                ) -> list[KnownGap]:
-    if end is None:
+def _patch_gaps(turn: int, after: AfterTurn | None) -> list[KnownGap]:
+    """What TURN's recorded patch (AFTER; None: the turn has not ended) may not show."""
+    if after is None:
         return [KnownGap(kind="no-patch", turn=turn, detail=f"turn {turn} has not ended")]
-    if patch is None:
+    if after.error is not None:
+        return [KnownGap(kind="no-patch", turn=turn,
+                         detail=f"turn {turn}'s patch failed: {after.error}")]
+    if after.patch is None:
         return [KnownGap(kind="no-patch", turn=turn,
                          detail=f"turn {turn} recorded no patch; what it changed is unknown")]
-    if "error" in patch and "files" not in patch:
-        return [KnownGap(kind="no-patch", turn=turn,
-                         detail=f"turn {turn}'s patch failed: {patch.get('error')}")]
-    out: list[KnownGap] = []
-    for g in patch.get("gaps") or []:
-        if isinstance(g, Mapping) and g.get("kind") in get_args(GapKind):
-            out.append(KnownGap(kind=g["kind"], path=g.get("path"), detail=str(g.get("detail", "")),
-                                turn=turn))
-    return out
+    known = get_args(GapKind)
+    return [KnownGap(kind=g.kind, path=g.path, detail=g.detail, turn=turn)
+            for g in after.patch.gaps if g.kind in known]
 
 
 # -- the plan ---------------------------------------------------------------------

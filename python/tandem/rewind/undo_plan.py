@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.protocol.base import TandemError
-from tandem.protocol.checkpoints import RestorePlan
+from tandem.protocol.checkpoints import PatchSummary, RestorePlan
 from tandem.protocol.sessions import (
     DiscardedAttempt,
     DiscardedTurn,
@@ -88,9 +88,8 @@ def undo_facts(entries: Sequence[JournalEntry]) -> UndoFacts:
         takes_back = turn_facts(entries, later[0]).turns
         for e in entries[i + 1:]:
             if e["type"] == "turn_end" and e["turn"] == later[0]:
-                patch = e.get("patch")
-                to_id = patch.get("to_id") if isinstance(patch, dict) else None
-                end_state = to_id if isinstance(to_id, str) and to_id else None
+                patch = PatchSummary.read(e.get("patch"))
+                end_state = patch.to_id or None if patch is not None else None
         later_refused: list[int] = []
     else:
         later_refused = later

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
 from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS
 from tandem.protocol.events import EVENTS, fields
-from tandem.server.table import build_table
+from tandem.server.table import build_table, reply_of
 
 HEADER = """# tandem — protocol
 
@@ -140,9 +140,13 @@ def render(methods: dict[str, MethodSpec]) -> str:
             out.append("")
         else:
             out.append("No params.\n")
-        if spec.reply is not None:
-            out.append(f"Reply: {spec.reply.__name__} — "
-                       + ", ".join(f"`:{f.replace('_', '-')}`" for f in spec.reply.model_fields)
+        reply, or_nil = reply_of(spec.handler)
+        name = f"{reply.__name__} or nil" if or_nil else reply.__name__
+        if issubclass(reply, RootModel):
+            out.append(f"Reply: {name} — one value, {_type(reply.model_json_schema())}\n")
+        else:
+            out.append(f"Reply: {name} — "
+                       + ", ".join(f"`:{f.replace('_', '-')}`" for f in reply.model_fields)
                        + "\n")
     return "\n".join(out).rstrip() + "\n"
 

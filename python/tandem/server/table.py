@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+import types
+import typing
+from typing import Any
 
-from tandem.protocol.base import MethodSpec
+from pydantic import BaseModel
+
+from tandem.protocol.base import Handler, MethodSpec
 
 log = logging.getLogger("tandem.server")
 
@@ -49,3 +54,30 @@ def build_table(modules: tuple[str, ...] = DOMAIN_APIS) -> dict[str, MethodSpec]
                 raise RuntimeError(f"method {spec.name} declared twice ({name})")
             table[spec.name] = spec
     return table
+
+
+def reply_model(handler: Handler) -> type[BaseModel]:
+    """The reply model HANDLER's return annotation names; TypeError when it names none.
+
+    A reply is a pydantic model defined in `tandem.protocol` (a ``RootModel``
+    for a reply that is one value), or such a model ``| None`` (nil: there is
+    none). ``App``, imported by handlers for type checking only, reads as Any.
+    """
+    return reply_of(handler)[0]
+
+
+def reply_of(handler: Handler) -> tuple[type[BaseModel], bool]:
+    """`reply_model` of HANDLER, and whether the reply may be nil instead."""
+    where = f"{handler.__module__}.{handler.__qualname__}"
+    try:
+        hints = typing.get_type_hints(handler, localns={"App": Any})
+    except Exception as e:
+        raise TypeError(f"{where}: unreadable annotations: {e}") from None
+    ret = hints.get("return")
+    args = typing.get_args(ret) if isinstance(ret, types.UnionType) or (
+        typing.get_origin(ret) is typing.Union) else (ret,)
+    models = [a for a in args if a is not type(None)]
+    if len(models) == 1 and isinstance(models[0], type) and issubclass(models[0], BaseModel) \
+            and models[0].__module__.startswith("tandem.protocol."):
+        return models[0], len(args) > 1
+    raise TypeError(f"{where} returns {ret!r}, not a reply model of tandem.protocol")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tandem.protocol.acp import OptionsReply
 from tandem.protocol.base import TandemError
 from tandem.providers.base import PermissionMode
 from tandem.providers.registry import parse_provider
@@ -32,21 +33,19 @@ def _acp_provider(turns: TurnService, session: str,
     return provider, journal, sessions.permission_mode(settings, None)
 
 
-async def options(turns: TurnService, session: str, provider: str | None) -> dict[str, Any]:
+async def options(turns: TurnService, session: str, provider: str | None) -> OptionsReply:
     """The modes and models SESSION's ACP agent offers, the current and chosen ones."""
     agent, journal, _mode = _acp_provider(turns, session, provider)
     report = await agent.session_options(turns.sessions.root_of(journal))
-    result: dict[str, Any] = report.model_dump(mode="json")
-    return result
+    return OptionsReply.model_validate(report, from_attributes=True)
 
 
 async def choose(turns: TurnService, session: str, kind: str, value: str,
-                 provider: str | None) -> dict[str, Any]:
+                 provider: str | None) -> OptionsReply:
     """Apply and record the choice of KIND (mode or model) for SESSION."""
     agent, journal, mode = _acp_provider(turns, session, provider)
     report = await agent.choose(kind, value, turns.sessions.root_of(journal), mode)
     journal.append({"type": "acp_option", "agent": agent.name, "option": kind,
                     "value": value})
     journal.sync()
-    result: dict[str, Any] = report.model_dump(mode="json")
-    return result
+    return OptionsReply.model_validate(report, from_attributes=True)

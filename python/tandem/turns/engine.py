@@ -26,11 +26,13 @@ from typing import Any
 
 import anyio.to_thread
 
-from tandem.checkpoints.hooks import Checkpoints
+from tandem.checkpoints.hooks import AfterTurn, Checkpoints
 from tandem.events import EventSink
 from tandem.lru import LRU
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import PatchSummary
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
+from tandem.protocol.turns import TurnStatus
 from tandem.providers.base import (
     Conversation,
     ImageRef,
@@ -42,6 +44,7 @@ from tandem.providers.base import (
     Provider,
     TurnRequest,
     TurnResult,
+    Usage,
 )
 from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.projection import with_attached
@@ -113,12 +116,26 @@ class TurnEnded:
     error: str | None
     answer: str
     checkpoint: str | None
-    patch: dict[str, Any] | None
-    completeness: str | None
-    files_changed: list[str] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
+    after: AfterTurn
+    """The turn's patch (none without a pre-turn checkpoint), or why it could not be taken."""
+    usage: Usage = field(default_factory=Usage)
     steers_left: list[str] = field(default_factory=list)
     """Guidance given (``turns/steer``) that no model request took: the turn ended first."""
+
+    @property
+    def patch(self) -> PatchSummary | None:
+        """The turn's patch summary (None: no checkpoint, or it failed)."""
+        return self.after.patch
+
+    @property
+    def completeness(self) -> str | None:
+        """How complete the turn's patch is (None without one)."""
+        return self.after.completeness
+
+    @property
+    def files_changed(self) -> list[str]:
+        """The paths the turn's patch changed."""
+        return self.after.patch.paths() if self.after.patch is not None else []
 
 
 @dataclass
@@ -135,6 +152,14 @@ class Running:
     cancelled: bool = False
     provider: Provider | None = None
     """What runs the turn (whether it takes guidance mid-turn: `TurnEngine.steer`)."""
+
+
+def _usage(recorded: object) -> Usage:
+    """The token counts a ``turn_end`` entry recorded (none when it recorded none it reads)."""
+    try:
+        return Usage.model_validate(recorded) if isinstance(recorded, dict) else Usage()
+    except ValueError:
+        return Usage()
 
 
 class TurnEngine:
@@ -351,10 +376,10 @@ class TurnEngine:
         if started is not None:  # where a Rewind moves the remote conversation back to
             record(lambda: sink.write({"type": "remote_turn", **started.model_dump()}))
         try:
-            patch, completeness = await self.checkpoints.after(root, checkpoint, result)
+            after = await self.checkpoints.after(root, checkpoint, result)
         except Exception as e:  # the turn still ends; the gap is said
             log.exception("final patch failed")
-            patch, completeness = {"error": str(e)}, "incomplete"
+            after = AfterTurn(error=str(e))
         answer = "\n\n".join(sink.final_text)
         disk = sink.write_error or (failures[0] if failures else None)
         if disk is not None:  # the journal lost part of this turn: say so first
@@ -365,10 +390,11 @@ class TurnEngine:
             record(lambda: sink.write({
                 "type": "directive_close", "directive": spec.directive.directive,  # type: ignore[union-attr]
                 "outcome": result.outcome, "summary": (result.error or answer)[:500]}))
-        usage = result.usage.model_dump()
+        usage = result.usage.model_dump()  # as the journal holds it
         record(lambda: sink.write({"type": "turn_end", "outcome": result.outcome,
-                                   "error": result.error, "usage": usage, "patch": patch,
-                                   "completeness": completeness}))
+                                   "error": result.error, "usage": usage,
+                                   "patch": after.recorded(),
+                                   "completeness": after.completeness}))
         record(sink.journal.sync)
         if failures:
             if disk is None:  # a write failed only now: the turn fails for that reason
@@ -376,9 +402,8 @@ class TurnEngine:
             # Not durably closed: the next repair writes the close entries.
             self._unrecorded[(spec.session, turn)] = result.error or failures[0]
             self._repaired.discard(spec.session)
-        files = [f.get("path") for f in (patch or {}).get("files", []) if isinstance(f, dict)]
         ended = TurnEnded(spec.session, turn, result.outcome, result.error, answer, checkpoint,
-                          patch, completeness, [f for f in files if f], usage)
+                          after, result.usage)
         self.ended[(spec.session, turn)] = ended
         if spec.on_terminal is not None:
             try:
@@ -455,16 +480,15 @@ class TurnEngine:
             ended = self._ended_from_journal(session, turn)
         return ended
 
-    def status(self, session: str, turn: int) -> dict[str, Any]:
+    def status(self, session: str, turn: int) -> TurnStatus:
         """The state of TURN in SESSION: running, or how it ended (an interrupted turn
         counts as ended: aborted, or failed with why)."""
         running = self.running.get(session)
         if running is not None and running.turn == turn:
-            return {"state": "running", "turn": turn,
-                    "waiting": bool(running.sink.pending)}
+            return TurnStatus(state="running", turn=turn, waiting=bool(running.sink.pending))
         ended = self.ended.get((session, turn)) or self._ended_from_journal(session, turn)
-        return {"state": "ended", "turn": turn, "outcome": ended.outcome, "error": ended.error,
-                "files_changed": ended.files_changed}
+        return TurnStatus(state="ended", turn=turn, outcome=ended.outcome, error=ended.error,
+                          files_changed=ended.files_changed)
 
     def _ended_from_journal(self, session: str, turn: int) -> TurnEnded:
         journal = self.journal_of(session)
@@ -475,16 +499,13 @@ class TurnEngine:
         rec = self.facts.index(journal).get(turn)
         end = rec.end if rec is not None else None
         if end is not None:
-            patch = end.patch if isinstance(end.patch, dict) else None
-            files = [f.get("path") for f in (patch or {}).get("files", [])
-                     if isinstance(f, dict)]
-            return TurnEnded(session, turn, end.outcome, end.error, "", None, patch,
-                             end.completeness, [f for f in files if f], end.usage or {})
+            return TurnEnded(session, turn, end.outcome, end.error, "", None,
+                             AfterTurn.read(end.patch), _usage(end.usage))
         # Open in the journal, running nowhere: the repair could not write yet.
         if rec is not None and rec.start is not None:
             why = self._unrecorded.get((session, turn))
             return TurnEnded(session, turn, "failed" if why else "aborted", why or CRASH_ERROR,
-                             "", None, None, None)
+                             "", None, AfterTurn())
         raise TandemError("not-found", f"Session {session} has no ended turn {turn}")
 
     def repair(self, journal: Journal) -> list[int]:

@@ -8,12 +8,11 @@ package itself stays below the turn layer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tandem.config.model import SettingsModel
 from tandem.mcp.common import McpServerError
 from tandem.protocol.base import TandemError
-from tandem.protocol.mcp import ServerRow
+from tandem.protocol.mcp import ServerLog, ServerRow, ServersReply
 from tandem.turns.service import TurnService
 
 
@@ -24,12 +23,12 @@ def _context(turns: TurnService, session: str) -> tuple[str, Path, SettingsModel
     return journal.id, root, sessions.resolved(root).settings
 
 
-async def servers(turns: TurnService, session: str, connect: bool) -> dict[str, Any]:
+async def servers(turns: TurnService, session: str, connect: bool) -> ServersReply:
     """Every configured MCP server of SESSION: status, tools, token cost per request."""
     sid, root, settings = _context(turns, session)
     rows = await turns.mcp.rows(sid, settings, root, connect=connect)
-    return {"session": sid, "servers": [r.model_dump() for r in rows],
-            "estimate": "characters of the tool definitions' JSON / 4"}
+    return ServersReply(session=sid, servers=rows,
+                        estimate="characters of the tool definitions' JSON / 4")
 
 
 async def _row(turns: TurnService, session: str, name: str) -> ServerRow:
@@ -55,8 +54,8 @@ async def restart(turns: TurnService, session: str, name: str) -> ServerRow:
     return await _row(turns, sid, name)
 
 
-def server_log(turns: TurnService, session: str, name: str) -> dict[str, Any]:
+def server_log(turns: TurnService, session: str, name: str) -> ServerLog:
     """What happened to server NAME in SESSION: starts, stops, failures, stderr."""
     sid, _, settings = _context(turns, session)
     turns.mcp.known(name, settings)
-    return {"name": name, "lines": turns.mcp.log(sid, name)}
+    return ServerLog(name=name, lines=turns.mcp.log(sid, name))

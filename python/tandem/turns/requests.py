@@ -21,7 +21,8 @@ from tandem.mentions.resolve import resolve
 from tandem.protocol.base import TandemError
 from tandem.protocol.events import EntryEvent
 from tandem.protocol.providers import ModelsReply
-from tandem.protocol.turns import AgentSpec, RemoteHostSpec, SteerReply, TurnStatus
+from tandem.protocol.sessions import WrittenEntry
+from tandem.protocol.turns import AgentSpec, Configured, RemoteHostSpec, SteerReply, TurnStatus
 from tandem.providers.base import PermissionAnswer, PermissionMode, PermissionReply
 from tandem.providers.credentials import ApiFamily, resolve_credentials
 from tandem.providers.model_list import list_models, models_url
@@ -114,7 +115,7 @@ def answer(turns: TurnService, session: str, interaction_id: str, choice: Permis
 
 def status(turns: TurnService, session: str, turn: int) -> TurnStatus:
     """Where TURN of SESSION stands."""
-    return TurnStatus(**turns.engine.status(turns.sessions.journal(session).id, turn))
+    return turns.engine.status(turns.sessions.journal(session).id, turn)
 
 
 async def wait(turns: TurnService, session: str, turn: int, timeout: float) -> TurnStatus:
@@ -126,14 +127,14 @@ async def wait(turns: TurnService, session: str, turn: int, timeout: float) -> T
             await asyncio.wait_for(engine.wait(sid, turn), timeout=timeout)
         except TimeoutError:
             pass
-    return TurnStatus(**engine.status(sid, turn))
+    return engine.status(sid, turn)
 
 
 def configure(turns: TurnService, acp_agents: list[AgentSpec],
               credentials: dict[str, dict[str, str]], default_provider: str | None,
               permission_mode: PermissionMode | None,
               settings_json: str | None,
-              remote_hosts: list[RemoteHostSpec] | None = None) -> dict[str, Any]:
+              remote_hosts: list[RemoteHostSpec] | None = None) -> Configured:
     """Take the front end's configuration (in memory only); the agents and keys it named."""
     agents = {a.name: {"command": a.command, "env": dict(a.env),
                        "project_config_files": a.project_config_files} for a in acp_agents}
@@ -148,12 +149,12 @@ def configure(turns: TurnService, acp_agents: list[AgentSpec],
     turns.configure(ClientConfig(acp_agents=agents, credentials=credentials,
                                  remote_hosts=hosts, default_provider=default_provider,
                                  permission_mode=permission_mode, settings=custom))
-    return {"acp_agents": sorted(agents), "credentials": sorted(credentials),
-            "remote_hosts": sorted(hosts)}
+    return Configured(acp_agents=sorted(agents), credentials=sorted(credentials),
+                      remote_hosts=sorted(hosts))
 
 
 def set_provider(sessions: SessionService, events: EventSink, session: str,
-                 provider: str) -> dict[str, Any]:
+                 provider: str) -> WrittenEntry:
     """Record PROVIDER as SESSION's choice for its next turns; the entry written."""
     spec = parse_provider(provider)  # a clear error for a malformed name
     journal = sessions.journal(session)
@@ -162,7 +163,7 @@ def set_provider(sessions: SessionService, events: EventSink, session: str,
     journal.sync()
     written = entry_to_dict(entry)
     events.publish(journal.id, EntryEvent(entry=written))
-    return written
+    return WrittenEntry(written)
 
 
 async def server_models(turns: TurnService, family: ApiFamily, base_url: str | None,

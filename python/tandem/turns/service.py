@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tandem.checkpoints.hooks import Checkpoints
+from tandem.checkpoints.hooks import AfterTurn, Checkpoints
 from tandem.checkpoints.maintenance import Retention
 from tandem.checkpoints.service import CheckpointService
 from tandem.config.front_end import ClientConfig
@@ -24,7 +24,7 @@ from tandem.events import EventSink
 from tandem.lru import LRU
 from tandem.mcp.instruments import EditorChannels
 from tandem.mcp.service import McpService
-from tandem.protocol.checkpoints import Checkpoint
+from tandem.protocol.checkpoints import Checkpoint, PatchSummary
 from tandem.providers.base import Provider, TurnResult
 from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
 from tandem.sessions.gate import SessionGate
@@ -74,11 +74,10 @@ class GitCheckpoints(Checkpoints):
         self._taken[snap.id] = snap
         return str(snap.id)
 
-    async def after(self, root: Path, checkpoint: str | None, result: TurnResult
-                    ) -> tuple[dict[str, Any] | None, str | None]:
+    async def after(self, root: Path, checkpoint: str | None, result: TurnResult) -> AfterTurn:
         """Snapshot ROOT after the turn and return the patch between the two."""
         if checkpoint is None:
-            return None, None
+            return AfterTurn()
         cp = self.service.for_root(root)
         taken = self._taken.pop(checkpoint, None)
         start = taken if taken is not None else await run_blocking(cp.get, checkpoint)
@@ -87,12 +86,10 @@ class GitCheckpoints(Checkpoints):
         patch = await run_blocking(
             lambda: cp.diff(start, end, ran_shell=result.ran_shell,
                             wrote_outside=result.wrote_outside))
-        summary = patch.model_dump(mode="json", exclude={"diff"})
-        summary["diff_chars"] = len(patch.diff)
         task = asyncio.get_running_loop().create_task(self._maintain(cp, root))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        return summary, str(patch.completeness)
+        return AfterTurn(PatchSummary.of(patch))
 
     async def background_done(self) -> None:
         """Wait for the store maintenance started after earlier turns."""

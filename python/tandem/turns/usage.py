@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from tandem.config.agent_files import project_instructions
 from tandem.protocol.base import TandemError
+from tandem.protocol.sessions import (
+    InstructionFile,
+    ProviderUsageCounts,
+    UsageCounts,
+    UsageReport,
+)
 from tandem.sessions.service import SessionService
 from tandem.store.entry_view import JournalEntry
 
@@ -21,14 +25,8 @@ TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 """The counters of a turn's ``usage`` (a missing one counts as 0)."""
 
 
-class UsageTotals(BaseModel):
-    """Token counts summed over some turns."""
-
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+class UsageTotals(UsageCounts):
+    """Token counts summed over some turns, counted as they are read."""
 
     def add(self, usage: Mapping[str, Any]) -> None:
         """Count one turn whose ``usage`` is USAGE (non-numbers count as 0)."""
@@ -90,9 +88,9 @@ def session_provider_choice(entries: Iterable[JournalEntry]) -> str | None:
     return chosen
 
 
-def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
-    """SESSION's token totals, overall and per provider, the provider it would use and
-    the project instruction files its next request carries (path, size)."""
+def usage_report(sessions: SessionService, session: str) -> UsageReport:
+    """SESSION's token totals, overall and per provider, the provider it would use, its
+    title and the project instruction files its next request carries (path, size)."""
     journal = sessions.journal(session)
     entries = sessions.entries(journal)
     total, parts = session_usage(entries)
@@ -105,6 +103,8 @@ def usage_report(sessions: SessionService, session: str) -> dict[str, Any]:
             provider = None
     root = sessions.root_of(journal)
     found = project_instructions(root, *sessions.resolved(root).settings.instruction_files())
-    return {"total": total.model_dump(), "by_provider": [u.model_dump() for u in parts],
-            "provider": provider, "chosen": chosen is not None,
-            "instructions": [{"path": i.path, "size": i.size} for i in found]}
+    return UsageReport(
+        total=total,
+        by_provider=[ProviderUsageCounts.model_validate(u, from_attributes=True) for u in parts],
+        provider=provider, chosen=chosen is not None, title=journal.header.title,
+        instructions=[InstructionFile(path=i.path, size=i.size) for i in found])

@@ -88,7 +88,7 @@ def test_directives_open_fresh_acp_sessions_and_discussion_cannot_write(
             reply = await api.act(app, dp.ActParams(
                 root=str(root), id=directive, action="discuss", text=text,
                 provider="acp:claude", session=sid))
-            return await asyncio.wait_for(service.engine.wait(sid, reply["turn"]),
+            return await asyncio.wait_for(service.engine.wait(sid, reply.turn),
                                           TURN_TIMEOUT)
 
         try:

@@ -39,7 +39,7 @@ def test_handlers_in_process(home: Path, root: Path) -> None:
     app = App(home=home)
     start = Checkpointer(home, root).snapshot("pre")
     write(root, "a.txt", "b\n")
-    listed = _call(app, "checkpoints/list", {"root": str(root)})
+    listed = _call(app, "checkpoints/list", {"root": str(root)}).root
     assert [c.id for c in listed] == [start.id]
     patch = _call(app, "checkpoints/diff", {"root": str(root), "start": start.id})
     assert patch.files[0].path == "a.txt" and patch.completeness == "captured"

@@ -39,8 +39,8 @@ async def main(home: str, project: str, base_url: str, mode: str) -> None:
     reply = await api.act(app, dp.ActParams(
         root=project, id="D1", action="implement", provider="openai:fake-model",
         permission_mode="auto-edit", session=sid))
-    print("ACCEPTED", reply["session"], reply["turn"], flush=True)
-    await app.turns.engine.wait(reply["session"], reply["turn"])
+    print("ACCEPTED", reply.session, reply.turn, flush=True)
+    await app.turns.engine.wait(reply.session, reply.turn)
     print("NOT KILLED", flush=True)
 
 

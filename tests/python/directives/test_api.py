@@ -8,10 +8,13 @@ import pytest
 from pydantic import ValidationError
 from ws_helpers import create
 
-from tandem.adapters import directives as api
+from tandem.adapters import directives as handlers
 from tandem.app import App
 from tandem.protocol import directives as dp
 from tandem.protocol.base import TandemError
+from wire_replies import Plain
+
+api = Plain(handlers)  # replies as the wire's JSON, read by key
 
 pytestmark = pytest.mark.anyio
 

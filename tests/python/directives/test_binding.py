@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 from ws_helpers import act, create, get, make_app, marker_model, new_session
 
-from tandem.adapters import directives as api
+from tandem.adapters import directives as handlers
 from tandem.protocol import directives as dp
 from tandem.protocol.base import TandemError
+from wire_replies import Plain
+
+api = Plain(handlers)  # replies as the wire's JSON, read by key
 
 pytestmark = pytest.mark.anyio
 

@@ -15,22 +15,27 @@ from tandem.config.agent_files import instructions_text, project_instructions
 from tandem.directives.models import Attempt, DirectiveState, Discussion
 from tandem.directives.prompts import build_prompt, fence
 from tandem.mentions.sources import Source, resolve_anchor, resolve_reference
+from tandem.protocol.checkpoints import FileChange, PatchSummary
 from tandem.protocol.directives import Anchor, Reference
 
 GOLDEN = Path(__file__).with_name("golden")
+# An attempt's patch as a turn's end records it (a `PatchSummary`): src/app.py modified.
+PATCH = PatchSummary(from_id="1" * 40, to_id="2" * 40, from_tree="3" * 40, to_tree="4" * 40,
+                     files=[FileChange(path="src/app.py", status="modified")],
+                     completeness="captured").recorded()
 
 ATTEMPT1 = Attempt(seq=1, action="implement-this", request="Make greet() return a louder hi",
                    prompt="(attempt 1 prompt)", answer="I changed greet() to return 'HI'.",
                    outcome="succeeded", session="s", turn=2,
                    diff="--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,2 @@\n def greet():\n"
                         "-    return 'hi'\n+    return 'HI'\n",
-                   patch={"files": [{"path": "src/app.py", "status": "modified"}]},
+                   patch=PATCH,
                    completeness="captured")
 ATTEMPT2 = Attempt(seq=2, action="request-changes", request="Make greet() return a louder hi",
                    text="Use an exclamation mark too", prompt="(attempt 2 prompt)",
                    answer="Partial: edit failed.", error="The model stopped: 500 upstream",
                    outcome="failed", session="s", turn=4, diff="", completeness="incomplete",
-                   patch={"files": [{"path": "src/app.py", "status": "modified"}]})
+                   patch=PATCH)
 
 
 def _state(**kw: object) -> DirectiveState:

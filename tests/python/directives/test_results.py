@@ -9,9 +9,12 @@ import pytest
 from fakes.script import Reply, ToolCallSpec
 from ws_helpers import act, content, create, get, make_app
 
-from tandem.adapters import directives as api
+from tandem.adapters import directives as handlers
 from tandem.directives.results import RESULT_CHARS, one_line
 from tandem.protocol import directives as dp
+from wire_replies import Plain
+
+api = Plain(handlers)  # replies as the wire's JSON, read by key
 
 pytestmark = pytest.mark.anyio
 

@@ -8,13 +8,16 @@ from typing import Any
 
 from fakes.script import Reply, ToolCallSpec
 
-from tandem.adapters import directives as api
+from tandem.adapters import directives as handlers
 from tandem.adapters.sessions import new
 from tandem.app import App
 from tandem.events import RecordingSink
 from tandem.protocol import directives as dp
 from tandem.protocol.sessions import NewParams
 from tandem.turns.engine import TurnSpec
+from wire_replies import Plain
+
+api = Plain(handlers)  # replies as the wire's JSON, read by key
 
 KEY = "sk-workspace-test-key"
 

@@ -66,6 +66,6 @@ async def test_attach_and_detach_refused_while_a_turn_runs(
                 with pytest.raises(TandemError) as err:
                     await detach(app, SessionParams(session=sid))
                 assert err.value.code == "busy" and "rewound" in err.value.message
-            assert await detach(app, SessionParams(session=sid)) is True
+            assert (await detach(app, SessionParams(session=sid))).root is True
         finally:
             await app.turns.aclose()

@@ -155,12 +155,13 @@ async def test_turn_patches_and_rewind_put_the_server_back(
         first_leaf = await last_event(http, conv)
         one = await turn(app, sid, "FIRST")
         assert one.outcome == "succeeded", one.error
-        patch = one.patch or {}
-        assert sorted((f["path"], f["status"]) for f in patch["files"]) == [
+        patch = one.patch
+        assert patch is not None and patch.remote is not None
+        assert sorted((f.path, f.status) for f in patch.files) == [
             ("a.txt", "modified"), ("b.txt", "created"), ("keep.txt", "deleted"),
             ("sub/run.sh", "modified")]
-        assert patch["remote"]["host"] == "box" and patch["remote"]["working_dir"] == wd
-        assert {g["reason"] for g in patch["remote"]["gaps"]} >= {"excluded", "not-archived"}
+        assert patch.remote.host == "box" and patch.remote.working_dir == wd
+        assert {g.reason for g in patch.remote.gaps} >= {"excluded", "not-archived"}
         assert one.completeness == "captured"
         assert list((tmp_path / "project").iterdir()) == []  # the local project: untouched
         mirror = app.remote_checkpoints.mirror(sid)
@@ -169,7 +170,7 @@ async def test_turn_patches_and_rewind_put_the_server_back(
         second_leaf = await last_event(http, conv)  # the first turn's message
         assert second_leaf is not None and first_leaf is None
         two = await turn(app, sid, "SECOND")
-        assert sorted(f["path"] for f in (two.patch or {})["files"]) == ["b.txt", "c/deep.txt"]
+        assert two.files_changed == ["b.txt", "c/deep.txt"]
 
         # Rewind before the second turn: its files go, the conversation's HEAD goes back
         # to the first turn's message.
@@ -313,7 +314,7 @@ async def test_view_changes_review_and_revert_of_a_remote_turn(
         old = await before(app, BeforeParams(session=sid, turn=1, path="a.txt"))
         assert old.exists and old.text == "alpha\n"
         # Reverting one file of the turn puts it back on the server, the rest stays.
-        entry = await app.review.revert(sid, 1, "a.txt", None, None)
+        entry = (await app.review.revert(sid, 1, "a.txt", None, None)).root
         assert entry["remote"]["uploaded"] == ["a.txt"] and entry["remote"]["failed"] == []
         assert await client.download(f"{wd}/a.txt") == b"alpha\n"
         assert await client.download(f"{wd}/b.txt") == b"bee\n"

@@ -33,7 +33,7 @@ async def test_revert_one_hunk_then_the_next_turn_starts_from_it(
         use(fake, monkeypatch)
         try:
             sid = await _turn_one(app, project)
-            entry = await app.review.revert(sid, 1, "a.txt", 1, "@@ -16,5 +16,5 @@")
+            entry = (await app.review.revert(sid, 1, "a.txt", 1, "@@ -16,5 +16,5 @@")).root
             assert (project / "a.txt").read_text() == OLD.replace("line 2\n", "LINE 2\n")
             assert entry["type"] == "revert" and entry["of_turn"] == 1
             assert entry["paths"] == ["a.txt"] and entry["restored"] == ["a.txt"]
@@ -55,7 +55,7 @@ async def test_revert_one_hunk_then_the_next_turn_starts_from_it(
             patch = cp.diff(start["checkpoint"])
             assert [f.path for f in patch.files] == ["c.txt"]
             # Whole file: the created b.txt goes.
-            done = await app.review.revert(sid, 1, "b.txt", None, None)
+            done = (await app.review.revert(sid, 1, "b.txt", None, None)).root
             assert done["deleted"] == ["b.txt"] and not (project / "b.txt").exists()
             seen = await before(app, BeforeParams(session=sid, turn=1, path="a.txt"))
             assert seen.exists and seen.text == OLD
@@ -145,7 +145,7 @@ async def test_binary_and_renamed_files_revert_whole(
             # A hunk of the renamed file reverts in place, under its new name.
             await app.review.revert(sid, 1, "new.txt", 0, None)
             assert (project / "new.txt").read_text() == OLD.replace("line 19\n", "LINE 19\n")
-            done = await app.review.revert(sid, 1, "new.txt", None, None)
+            done = (await app.review.revert(sid, 1, "new.txt", None, None)).root
             assert done["paths"] == ["new.txt", "old.txt"]
             assert not (project / "new.txt").exists()
             assert (project / "old.txt").read_text() == OLD

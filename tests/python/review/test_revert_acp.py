@@ -40,7 +40,7 @@ async def test_acp_turn_hunk_revert(app: App, project: Path, tmp_path: Path) -> 
                                             permission_mode="auto-edit"))
         ended = await engine.wait(sid, turn)
         assert ended.outcome == "succeeded" and ended.files_changed == ["a.txt"]
-        entry = await app.review.revert(sid, turn, "a.txt", 0, "@@ -1,5 +1,5 @@")
+        entry = (await app.review.revert(sid, turn, "a.txt", 0, "@@ -1,5 +1,5 @@")).root
         assert entry["paths"] == ["a.txt"]
         assert target.read_text() == OLD.replace("line 19\n", "LINE 19\n")
     finally:

@@ -9,8 +9,9 @@ no git knows) and must still compute the plan from them alone.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from tandem.protocol.checkpoints import RestoreGap, RestorePlan
+from tandem.protocol.checkpoints import FileChange, PatchSummary, RestoreGap, RestorePlan
 from tandem.protocol.sessions import DiscardedTurn, KnownGap
 from tandem.rewind.plan import GitFacts, TurnFacts, plan_from, turn_facts
 from tandem.rewind.undo_plan import UndoFacts, UndoGitFacts, undo_plan_from
@@ -69,17 +70,24 @@ def test_the_digest_is_a_function_of_what_the_user_confirms() -> None:
     assert plan_from("S1", 7, _facts(), other_diff).digest == plan.digest
 
 
+def _patch(start: str, end: str, path: str) -> dict[str, Any]:
+    """A turn_end's patch as the engine records it (a `PatchSummary`), changing PATH."""
+    return PatchSummary(from_id=start, to_id=end, from_tree="f" * 40, to_tree="e" * 40,
+                        files=[FileChange(path=path, status="modified")],
+                        completeness="captured").recorded()
+
+
 def test_the_facts_come_from_hand_made_entries() -> None:
     entries = [
         {"type": "turn_start", "turn": 1, "origin": "chat", "provider": "openai:m",
          "checkpoint": CP},
         {"type": "user", "turn": 1, "text": "first line\nsecond"},
         {"type": "turn_end", "turn": 1, "outcome": "succeeded",
-         "patch": {"files": [{"path": "a.txt"}], "to_id": END1}},
+         "patch": _patch(CP, END1, "a.txt")},
         {"type": "turn_start", "turn": 2, "origin": "chat", "provider": "openai:m",
          "checkpoint": START2},
         {"type": "turn_end", "turn": 2, "outcome": "succeeded",
-         "patch": {"files": [{"path": "b.txt"}], "to_id": END2}},
+         "patch": _patch(START2, END2, "b.txt")},
     ]
     facts = turn_facts(entries, 1)
     assert (facts.checkpoint, facts.latest, facts.expected_after) == (CP, 2, END2)

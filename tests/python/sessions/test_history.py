@@ -13,7 +13,7 @@ from tandem.protocol.base import Printed
 from tandem.sessions import requests
 from tandem.sessions.history import ROW_FIELDS, HistoryRows
 
-from .adapter_app import call
+from .adapter_app import call, plain_call
 
 
 def wire(app: App, **params: Any) -> Any:
@@ -48,7 +48,7 @@ def _session(app: App, project) -> tuple[str, Any]:
 
 def test_history_holds_what_entries_holds_as_rows(app: App, project) -> None:
     sid, _ = _session(app, project)
-    old = call(app, "sessions/entries", session=sid, limit=10000)
+    old = plain_call(app, "sessions/entries", session=sid, limit=10000)
     new = wire(app, session=sid)
     assert new["last_seq"] == old["last_seq"] == 13 and new["session"] == sid
     assert all(type(r) is list and len(r) == 6 for r in new["entries"])
@@ -116,7 +116,7 @@ def test_kept_printed_rows_equal_a_fresh_print_after_every_change(app: App, proj
 
     def same(**params: Any) -> None:
         kept = call(app, "sessions/history", session=sid, **params)
-        assert type(kept["entries"]) is Printed  # the join of kept text, not rows printed now
+        assert type(kept.entries) is Printed  # the join of kept text, not rows printed now
         assert sexp.dumps(kept) == _fresh(app, sid, **params)
 
     same()

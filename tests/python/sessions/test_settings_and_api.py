@@ -14,7 +14,7 @@ from tandem.protocol.base import TandemError
 from tandem.sessions.settings import Settings, merge, user_settings_path
 from tandem.store.journal import Journal
 
-from .adapter_app import call
+from .adapter_app import call, plain_call
 
 
 def test_user_settings_path_respects_xdg(monkeypatch, tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_api_resume_flow_with_consent(app: App, project) -> None:
     assert made.settings["model"] == "user-model"
     call(app, "sessions/close", session=made.id)
     shutil.rmtree(a)
-    found = call(app, "sessions/lookup", query=made.id[:8], cwd=str(b))
+    found = plain_call(app, "sessions/lookup", query=made.id[:8], cwd=str(b))
     assert found["cwd_exists"] is False and found["prompt"].endswith("[Y/n] ")
     with pytest.raises(TandemError) as exc:
         call(app, "sessions/resume", query=made.id, cwd=str(b))
@@ -110,21 +110,21 @@ def test_api_entries_paging(app: App, project) -> None:
     j = app.sessions.manager.journal(made.id)
     for i in range(7):
         j.append({"type": "user", "turn": i + 1, "text": str(i)})
-    page = call(app, "sessions/entries", session=made.id, after=2, limit=3)
+    page = plain_call(app, "sessions/entries", session=made.id, after=2, limit=3)
     assert [e["seq"] for e in page["entries"]] == [3, 4, 5] and page["last_seq"] == 7
-    page = call(app, "sessions/entries", session=made.id[:13], before=3)
+    page = plain_call(app, "sessions/entries", session=made.id[:13], before=3)
     assert [e["seq"] for e in page["entries"]] == [1, 2]
     with pytest.raises(ValidationError):
-        call(app, "sessions/entries", session=made.id, limit=0)
+        plain_call(app, "sessions/entries", session=made.id, limit=0)
 
 
 def test_api_open_switch_continue_list_relocate(app: App, project, home: Path) -> None:
     a, b, c = project("a"), project("b"), project("c")
     s1 = call(app, "sessions/new", cwd=str(a), title="one")
     s2 = call(app, "sessions/new", cwd=str(c), title="two")
-    rows = call(app, "sessions/list", all=True)
+    rows = plain_call(app, "sessions/list", all=True)
     assert {r["id"] for r in rows} == {s1.id, s2.id}
-    assert [r["id"] for r in call(app, "sessions/list", cwd=str(a))] == [s1.id]
+    assert [r["id"] for r in plain_call(app, "sessions/list", cwd=str(a))] == [s1.id]
     opened = call(app, "sessions/open-file", path=s1.path, cwd=str(b))
     assert opened.active_cwd == str(a)
     switched = call(app, "sessions/switch", target=s2.path)
@@ -132,10 +132,10 @@ def test_api_open_switch_continue_list_relocate(app: App, project, home: Path) -
     cont = call(app, "sessions/continue", cwd=str(a))
     assert cont.id == s1.id
     call(app, "sessions/close", session=s2.id)
-    moved = call(app, "sessions/relocate", target=s2.id, cwd=str(b))
+    moved = plain_call(app, "sessions/relocate", target=s2.id, cwd=str(b))
     assert moved["cwd"] == str(b) and moved["previous_files"] == [s2.path]
     with pytest.raises(TandemError):
-        call(app, "sessions/relocate", target=s1.id, cwd=str(b))  # open here: refused
+        plain_call(app, "sessions/relocate", target=s1.id, cwd=str(b))  # open here: refused
     with pytest.raises(TandemError):
         call(app, "sessions/new", cwd="relative/dir")
 

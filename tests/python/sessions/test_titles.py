@@ -15,7 +15,7 @@ from tandem.sessions.titles import TITLE_CHARS, title_from_request, user_title
 from tandem.store.listing import list_sessions
 from tandem.turns.engine import TurnSpec
 
-from .adapter_app import call
+from .adapter_app import call, plain_call
 
 
 @pytest.mark.parametrize(("request_text", "title"), [
@@ -80,7 +80,7 @@ def test_the_first_chat_request_names_the_session_and_rename_replaces_it(
         asyncio.run(two_turns())
     rows = {r.id: r for r in list_sessions(app.home, None)}
     assert rows[sid].title == "Make the parser async"  # the first request, not the second
-    assert call(app, "sessions/usage", session=sid)["title"] == "Make the parser async"
+    assert plain_call(app, "sessions/usage", session=sid)["title"] == "Make the parser async"
     renamed = call(app, "sessions/rename", session=sid, title="  Parser\nwork\u202e ")
     assert renamed.title == "Parser work"
     assert {r.id: r for r in list_sessions(app.home, None)}[sid].title == "Parser work"

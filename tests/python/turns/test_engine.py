@@ -162,7 +162,7 @@ def test_a_turn_left_open_by_a_crash_is_closed_as_aborted(project: Path, tmp_pat
         entries = [e.model_dump() for e in app.sessions.journal(sid).entries()]
         assert [e["type"] for e in entries[-2:]] == ["directive_close", "turn_end"]
         assert entries[-1]["outcome"] == "aborted" and entries[-1]["error"] == CRASH_ERROR
-        status = service.engine.status(sid, 1)
+        status = service.engine.status(sid, 1).model_dump()
         assert status["outcome"] == "aborted"
         app.sessions.manager.close()
 
@@ -285,14 +285,14 @@ def test_ended_turns_are_bounded_and_an_evicted_one_is_read_from_the_journal(
                 assert list(engine.ended) == [(info.id, 2), (info.id, 3)]
                 assert engine.ended.get((info.id, 3)) is ended  # the newest is the one kept
                 evicted = await engine.wait(info.id, 1)
-                status = engine.status(info.id, 1)
+                status = engine.status(info.id, 1).model_dump()
                 with pytest.raises(TandemError) as missing:
                     await engine.wait(info.id, 9)
             finally:
                 await app.turns.aclose()
         assert (evicted.session, evicted.turn, evicted.outcome) == (info.id, 1, "succeeded")
-        assert status == {"state": "ended", "turn": 1, "outcome": "succeeded", "error": None,
-                          "files_changed": []}
+        assert status == {"state": "ended", "turn": 1, "waiting": False, "outcome": "succeeded",
+                          "error": None, "files_changed": []}
         assert missing.value.code == "not-found"
         assert (info.id, 1) not in engine.ended  # reading it back does not grow the cache
 

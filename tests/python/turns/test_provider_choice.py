@@ -49,11 +49,11 @@ def test_switch_is_journaled_used_by_the_next_turn_and_counted(
                 app.turns.config.default_provider = "openai:default-model"
                 one = await turn_api.send(app, SendParams(session=info.id, text="a"))
                 await app.turns.engine.wait(info.id, one.turn)
-                entry = await turn_api.set_provider(
-                    app, SetProviderParams(session=info.id, provider="openai:other-model"))
+                entry = (await turn_api.set_provider(
+                    app, SetProviderParams(session=info.id, provider="openai:other-model"))).root
                 two = await turn_api.send(app, SendParams(session=info.id, text="b"))
                 await app.turns.engine.wait(info.id, two.turn)
-                totals = await sessions_api.usage(app, UsageParams(session=info.id))
+                totals = (await sessions_api.usage(app, UsageParams(session=info.id))).model_dump()
             finally:
                 await app.turns.aclose()
             bodies = [r.body for r in fake.api_requests("/v1/chat/completions")]

@@ -118,7 +118,7 @@ def test_a_full_disk_mid_turn_still_ends_the_turn_failed_and_releases_the_sessio
             assert ended.error is not None and ended.error.startswith(reason), ended.error
             (event,) = _ended(b.events)
             assert event["outcome"] == "failed" and event["error"] == ended.error
-            status = b.engine.status(b.sid, turn)
+            status = b.engine.status(b.sid, turn).model_dump()
             assert status["state"] == "ended" and status["outcome"] == "failed"
             assert status["error"] == ended.error
             assert b.sid not in b.engine.running  # released
@@ -126,7 +126,7 @@ def test_a_full_disk_mid_turn_still_ends_the_turn_failed_and_releases_the_sessio
             with pytest.raises(TandemError) as err:
                 await b.send("again")
             assert err.value.message.startswith(reason)
-            assert b.engine.status(b.sid, turn)["outcome"] == "failed"
+            assert b.engine.status(b.sid, turn).model_dump()["outcome"] == "failed"
             # The disk is back: the next send works, and turn 1 is closed first.
             b.disk.full, b.disk.trigger = False, b"\0never"
             second = await b.send("again")
@@ -157,7 +157,7 @@ def test_after_a_full_disk_and_a_restart_the_open_turn_is_closed_and_status_is_t
     async def second_life() -> None:
         app = App(home=home, events=RecordingSink())
         service = app.turns
-        status = service.engine.status(sid, 1)
+        status = service.engine.status(sid, 1).model_dump()
         assert status["state"] == "ended" and status["outcome"] in ("aborted", "failed")
         ends = _ends(app.sessions.journal(sid))
         assert [e["turn"] for e in ends] == [1]  # repaired on this first touch
@@ -194,7 +194,7 @@ def test_a_disk_full_right_after_turn_start_ends_that_turn(
             assert ended.outcome == "failed" and (ended.error or "").startswith("disk full: ")
             kinds = [k for _, k, _ in b.events.events]
             assert kinds.count("turn-started") == 1 and kinds.count("turn-ended") == 1
-            assert b.engine.status(b.sid, turn)["outcome"] == "failed"
+            assert b.engine.status(b.sid, turn).model_dump()["outcome"] == "failed"
             assert b.fake.api_requests("/v1/chat/completions") == []  # the model never asked
 
     asyncio.run(main())

@@ -8,6 +8,7 @@ from pathlib import Path
 from tandem.checkpoints.maintenance import Retention
 from tandem.checkpoints.service import CheckpointService
 from tandem.config.model import validate
+from tandem.protocol.checkpoints import PatchSummary
 from tandem.providers.base import TurnResult
 from tandem.turns.service import GitCheckpoints, retention_from
 
@@ -24,17 +25,17 @@ def test_turn_checkpoints_are_owned_and_maintained(tmp_path: Path) -> None:
 
     cps = GitCheckpoints(CheckpointService(home), retention)
 
-    async def turn() -> tuple[str | None, dict[str, object] | None]:
+    async def turn() -> tuple[str | None, PatchSummary | None]:
         start = await cps.before(root, "sess1", 4)
         (root / "a.txt").write_text("two\n")
-        summary, _ = await cps.after(root, start, TurnResult(outcome="succeeded"))
+        summary = (await cps.after(root, start, TurnResult(outcome="succeeded"))).patch
         await asyncio.gather(*cps._background)  # the maintenance it scheduled
         return start, summary
 
     start, summary = asyncio.run(turn())
     cp = cps.service.for_root(root)
     assert start is not None and summary is not None
-    end = cp.get(str(summary["to_id"]))
+    end = cp.get(str(summary.to_id))
     assert (cp.get(start).owner, cp.get(start).turn) == ("sess1", 4)
     assert (end.owner, end.turn) == ("sess1", 4)
     assert seen == [root] and cp.layout.maintained.exists()

@@ -18,6 +18,7 @@ from tandem.checkpoints import Checkpointer
 from tandem.checkpoints.git import Git
 from tandem.checkpoints.service import CheckpointService
 from tandem.protocol.base import TandemError
+from tandem.protocol.checkpoints import PatchSummary
 from tandem.providers.base import TurnResult
 from tandem.turns.service import GitCheckpoints
 
@@ -40,19 +41,19 @@ def _count(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def _turn(tmp_path: Path, edit: bool) -> tuple[GitCheckpoints, Path, str, dict[str, Any]]:
+def _turn(tmp_path: Path, edit: bool) -> tuple[GitCheckpoints, Path, str, PatchSummary]:
     home, root = tmp_path / "home", tmp_path / "ws"
     root.mkdir()
     (root / "a.txt").write_text("one\n")
     cps = GitCheckpoints(CheckpointService(home))
     cps.service.for_root(root).snapshot("first")  # the store exists, as after turn 1
 
-    async def turn() -> tuple[str, dict[str, Any]]:
+    async def turn() -> tuple[str, PatchSummary]:
         start = await cps.before(root, "sess1", 2)
         assert start is not None
         if edit:
             (root / "a.txt").write_text("two\n")
-        summary, _ = await cps.after(root, start, TurnResult(outcome="succeeded"))
+        summary = (await cps.after(root, start, TurnResult(outcome="succeeded"))).patch
         assert summary is not None
         await asyncio.gather(*cps._background)
         return start, summary
@@ -70,15 +71,15 @@ def test_a_turn_reads_back_none_of_its_own_commits(
     cps = GitCheckpoints(CheckpointService(home))
     cps.service.for_root(root).snapshot("first")
 
-    async def turn() -> dict[str, Any] | None:
+    async def turn() -> PatchSummary | None:
         start = await cps.before(root, "sess1", 2)
         (root / "a.txt").write_text("two\n")
         seen.clear()  # from the end of the pre-turn checkpoint on
-        summary, _ = await cps.after(root, start, TurnResult(outcome="succeeded"))
+        summary = (await cps.after(root, start, TurnResult(outcome="succeeded"))).patch
         return summary
 
     summary = asyncio.run(turn())
-    assert summary is not None and [f["path"] for f in summary["files"]] == ["a.txt"]
+    assert summary is not None and summary.paths() == ["a.txt"]
     assert "cat-file" not in seen, seen
     assert seen.count("diff-tree") == 3  # changes, line counts, the diff text
 
@@ -110,6 +111,6 @@ def test_a_checkpoint_of_another_root_is_still_refused(tmp_path: Path) -> None:
 def test_the_turn_patch_is_the_same_as_before(tmp_path: Path) -> None:
     cps, root, start, summary = _turn(tmp_path, edit=True)
     cp = cps.service.for_root(root)
-    again = cp.diff(start, str(summary["to_id"]))  # by id: looked up in the store
-    assert summary["files"] == again.model_dump(mode="json")["files"]
-    assert summary["diff_chars"] == len(again.diff)
+    again = cp.diff(start, str(summary.to_id))  # by id: looked up in the store
+    assert summary.files == again.files
+    assert summary.diff_chars == len(again.diff)
