@@ -11,11 +11,17 @@ terminal path, which calls our hook to record the attempt or discussion turn.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tandem.directives.actions import check
-from tandem.directives.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
+from tandem.directives.models import (
+    DISCUSSION_ACTIONS,
+    Attempt,
+    DirectiveState,
+    Discussion,
+    ExchangeFields,
+)
 from tandem.directives.prompts import build_prompt
 from tandem.directives.references import resolve_anchor, resolve_reference
 from tandem.directives.service import Workspace, WorkspaceService
@@ -77,13 +83,15 @@ def prepare(ws: Workspace, state: DirectiveState, action: str, text: str,
     return Prepared(state, action, text, based, prompt, sysdir, messages)
 
 
-def _diff_text(svc: WorkspaceService, root: str, patch: dict[str, Any] | None) -> str:
+def _diff_text(svc: WorkspaceService, root: str, patch: Mapping[str, object] | None) -> str:
     if not patch or not patch.get("from_id"):
         return ""
     remote = patch.get("remote")
     if isinstance(remote, dict) and isinstance(remote.get("mirror"), str):
         root = remote["mirror"]  # a remote session's turn: its checkpoints are of the mirror
-    full = svc.checkpoints.for_root(root).diff(str(patch["from_id"]), patch.get("to_id"))
+    to_id = patch.get("to_id")
+    full = svc.checkpoints.for_root(root).diff(str(patch["from_id"]),
+                                               to_id if isinstance(to_id, str) else None)
     return full.diff[:MAX_DIFF_RECORD]
 
 
@@ -103,7 +111,7 @@ def _choose_session(svc: WorkspaceService, ws: Workspace, requested: str | None)
 async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str, text: str = "",
               attempt: int | None = None, provider: str | None = None, model: str = "",
               session: str | None = None, permission_mode: str | None = None,
-              system: SystemDirective | None = None) -> dict[str, Any]:
+              system: SystemDirective | None = None) -> dict[str, object]:
     """Start ACTION on DIRECTIVE as a turn; return its identity (session, turn, attempt)."""
     sessions = svc.sessions
     state = svc.get(ws, directive)
@@ -145,7 +153,7 @@ async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str,
 async def record_terminal(svc: WorkspaceService, ws: Workspace, prep: Prepared,
                           ended: TurnEnded, provider: str, seq: int | None) -> None:
     """The terminal hook: record the attempt or discussion turn with its exact prompt."""
-    common: dict[str, Any] = {
+    common: ExchangeFields = {
         "action": prep.action, "request": prep.state.request, "text": prep.text,
         "prompt": prep.prompt, "directive": prep.system, "answer": ended.answer,
         "error": ended.error, "outcome": ended.outcome, "session": ended.session,
