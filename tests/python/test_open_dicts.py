@@ -62,8 +62,8 @@ def _uses(node: ast.AST, names: set[str], attributes: set[str] | None = None) ->
                 or isinstance(sub, ast.Attribute) and sub.attr in attributes:
             count += 1
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and names:
-            count += len(re.findall(
-                r"(?<![\w.])(?:%s)(?!\w)" % "|".join(map(re.escape, sorted(names))), sub.value))
+            either = "|".join(map(re.escape, sorted(names)))
+            count += len(re.findall(rf"(?<![\w.])(?:{either})(?!\w)", sub.value))
     return count
 
 

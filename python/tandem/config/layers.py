@@ -300,7 +300,7 @@ class Resolved:
     changed: bool = False
     """The project was trusted at another content: its file changed since."""
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> dict[str, object]:
         """The effective settings as plain JSON data."""
         return self.settings.plain()
 

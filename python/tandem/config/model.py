@@ -241,7 +241,7 @@ class SettingsModel(Section):
             return DEFAULT_PROTECTED_PATHS
         return tuple(self.protected_paths)
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> dict[str, object]:
         """The keys that were set, as plain JSON data."""
         return self.model_dump(mode="json", exclude_unset=True)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 from httpx_sse import ServerSentEvent
@@ -29,13 +29,13 @@ from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
 
-def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
     """Append MESSAGES in wire form to OUT: one dict per message (an empty assistant none)."""
     for m in messages:
         if m.role == "user":
             out.append({"role": "user", "content": m.text})
         elif m.role == "assistant":
-            msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            msg: dict[str, object] = {"role": "assistant", "content": m.text or None}
             if m.tool_calls:
                 msg["tool_calls"] = [
                     {
@@ -50,6 +50,14 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
             out.append(msg)
         else:
             out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
+
+
+class _Call(TypedDict):
+    """One tool call as its fragments stream in: id, name, the bounded arguments."""
+
+    id: str
+    name: str
+    arguments: StreamedInput
 
 
 class OpenAIWire(Wire):
@@ -67,16 +75,17 @@ class OpenAIWire(Wire):
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+    def extend_messages(self, out: list[dict[str, object]], messages: Iterable[Message]) -> None:
         """Context messages appended to OUT; tool results become ``role: tool`` messages."""
         _extend(out, messages)
 
     def body(
-        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
-    ) -> dict[str, Any]:
+        self, request: TurnRequest, system: str, messages: list[dict[str, object]],
+        tools: list[Tool]) -> dict[str, object]:
         """Model, messages (system first), tools, ``stream: true`` with usage."""
-        msgs = ([{"role": "system", "content": system}] if system else []) + messages
-        body: dict[str, Any] = {
+        msgs: list[dict[str, object]] = [{"role": "system", "content": system}] if system else []
+        msgs += messages
+        body: dict[str, object] = {
             "model": request.model,
             "messages": msgs,
             "stream": True,
@@ -105,7 +114,7 @@ class OpenAIWire(Wire):
                     input_limit: int = MAX_TOOL_INPUT) -> StepResult:
         """Handle ``chat.completion.chunk`` events up to ``[DONE]``."""
         step = StepResult()
-        calls: dict[int, dict[str, Any]] = {}
+        calls: dict[int, _Call] = {}
         budget = InputBudget(input_limit)
         done = False
         async for sse in events:
@@ -142,7 +151,7 @@ class OpenAIWire(Wire):
             step.tool_calls.append(
                 ToolCallRef(id=call["id"] or f"call_{n}", name=call["name"], input=args)
             )
-        assistant: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+        assistant: dict[str, object] = {"role": "assistant", "content": step.text or None}
         if step.tool_calls:
             assistant["tool_calls"] = [
                 {
@@ -157,7 +166,7 @@ class OpenAIWire(Wire):
 
     @staticmethod
     def _choice(
-        choice: dict[str, Any], calls: dict[int, dict[str, Any]], sink: TurnSink,
+        choice: dict[str, Any], calls: dict[int, _Call], sink: TurnSink,
         step: StepResult, budget: InputBudget,
     ) -> None:
         delta = choice.get("delta") or {}
@@ -186,7 +195,7 @@ class OpenAIWire(Wire):
         if choice.get("finish_reason"):
             step.stop_reason = choice["finish_reason"]
 
-    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, object]]:
         """One ``role: tool`` message per call."""
         return [{"role": "tool", "tool_call_id": o.call_id, "content": o.output} for o in outcomes]
 
