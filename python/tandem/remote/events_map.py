@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ ENDED = ("finished", "error", "stuck")
 _READ_TOOLS = {"task_tracker", "think", "finish"}
 
 
-def tool_kind(tool: str, action: dict[str, Any]) -> ToolKind:
+def tool_kind(tool: str, action: Mapping[str, object]) -> ToolKind:
     """tandem's capability class of the server tool TOOL doing ACTION."""
     if tool in ("terminal", "bash", "execute_bash"):
         return "execute"
@@ -59,13 +60,13 @@ def _clip(text: str) -> str:
     return text[:OUTPUT_LIMIT] + f"\n[… {len(text) - OUTPUT_LIMIT} characters omitted]"
 
 
-def tool_input(action: dict[str, Any]) -> dict[str, Any]:
+def tool_input(action: Mapping[str, object]) -> dict[str, object]:
     """The tool row's input: the action's fields without the class tag, empty or false values."""
     return {k: v for k, v in action.items()
             if k != "kind" and v is not False and v not in (None, "", [], {})}
 
 
-def edit_diff(action: dict[str, Any]) -> str | None:
+def edit_diff(action: Mapping[str, object]) -> str | None:
     """A unified diff of what a ``file_editor`` ACTION asks for (None: not an edit with text).
 
     ``str_replace`` replaces OLD_STR by NEW_STR; ``create`` writes FILE_TEXT;
@@ -88,7 +89,7 @@ def edit_diff(action: dict[str, Any]) -> str | None:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _title(tool: str, action: dict[str, Any], summary: Any) -> str:
+def _title(tool: str, action: Mapping[str, object], summary: object) -> str:
     if tool in ("terminal", "bash", "execute_bash") and action.get("command"):
         return f"Run: {str(action['command'])[:80]}"
     if action.get("path"):
@@ -129,7 +130,7 @@ class Action:
     tool: str
     kind: ToolKind
     title: str
-    input: dict[str, Any]
+    input: dict[str, object]
     done: bool = False
 
 

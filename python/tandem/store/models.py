@@ -88,7 +88,7 @@ class ToolCall(Entry):
     name: str
     kind: Literal["read", "edit", "execute", "other"] = "other"
     title: str = ""
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, object] = Field(default_factory=dict)
 
 
 class ToolResult(Entry):
@@ -129,7 +129,7 @@ class TurnEnd(Entry):
     turn: int
     outcome: Literal["succeeded", "failed", "aborted"]
     error: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: dict[str, object] | None = None
     patch: Any = None
     completeness: Any = None
 
@@ -252,7 +252,7 @@ class Plan(Entry):
 
     type: Literal["plan"] = "plan"
     turn: int
-    entries: list[dict[str, Any]] = Field(default_factory=list)
+    entries: list[dict[str, object]] = Field(default_factory=list)
     """Each as the agent sent it: ``content``, ``priority``, ``status`` (pending, in_progress,
     completed)."""
 
