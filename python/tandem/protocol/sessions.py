@@ -7,7 +7,7 @@ totals.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,10 +28,10 @@ class SessionInfo(Reply):
     title: str
     writable: bool
     notices: list[str]
-    settings: dict[str, Any]
+    settings: dict[str, object]
     settings_warnings: list[str]
     """Settings that do not apply: untrusted project keys, invalid files."""
-    remote: dict[str, Any] | None = None
+    remote: dict[str, object] | None = None
     """Where the session executes when attached to an agent-server (its target: host,
     url, working dir), else nil: local."""
 
@@ -309,7 +309,7 @@ class StatusReply(Reply):
     auto: bool
     would_compact: bool
     compacting: bool
-    latest: dict[str, Any] | None
+    latest: dict[str, object] | None
     """The latest ``compaction`` entry (seq, first_kept_turn, token counts), if any."""
 
 

@@ -349,7 +349,7 @@ def parse_entry(data: dict[str, Any]) -> Entry:
         raise EntryError(f"invalid {kind} entry: {exc}") from exc
 
 
-def entry_to_dict(entry: Entry) -> dict[str, Any]:
+def entry_to_dict(entry: Entry) -> dict[str, object]:
     """The JSON object written for ENTRY (extra keys included, untouched).
 
     ``turn`` is left out when the entry belongs to no turn, so an entry of an
