@@ -203,7 +203,7 @@ class EventMap:
         """Whether the conversation reached a status that ends the turn."""
         return self.status in ENDED
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: object) -> None:
         """Report one server EVENT to the sink and note what the turn needs.
 
         The server's bytes are untrusted: an event that is not an object is
@@ -220,14 +220,14 @@ class EventMap:
         if handler is not None:
             handler(self, event)
 
-    def on_delta(self, frame: dict[str, Any]) -> None:
+    def on_delta(self, frame: Mapping[str, object]) -> None:
         """Report one streamed ``delta`` FRAME (text or reasoning) to the sink."""
         item = str(frame.get("item_id") or "")
         content = frame.get("content")
         if not item or not isinstance(content, str) or not content:
             return
-        attempt = frame.get("attempt")
-        attempt = attempt if isinstance(attempt, int) else 1
+        given = frame.get("attempt")
+        attempt = given if isinstance(given, int) else 1
         slot = self.streamed.setdefault(item, Streamed(attempt))
         if attempt > slot.attempt:
             # A retry re-streams the item from its start. What the sink has cannot
@@ -243,10 +243,10 @@ class EventMap:
             slot.text_parts.append(content)
             self.sink.text(content)
 
-    def _unstreamed(self, event: dict[str, Any]) -> Streamed:
+    def _unstreamed(self, event: Mapping[str, object]) -> Streamed:
         return self.streamed.pop(str(event.get("id") or ""), None) or Streamed()
 
-    def _message(self, event: dict[str, Any]) -> None:
+    def _message(self, event: Mapping[str, object]) -> None:
         message = _dict(event.get("llm_message"))
         if event.get("source") != "agent" or message.get("role") != "assistant":
             return  # the user's own message, echoed back
@@ -260,7 +260,7 @@ class EventMap:
             self.sink.text(text)
         self.sink.end_message()
 
-    def _action(self, event: dict[str, Any]) -> None:
+    def _action(self, event: Mapping[str, object]) -> None:
         sent = self._unstreamed(event)
         thought = _rest(text_of(event.get("thought")), sent.text)
         if thought or sent.text:  # the text the model wrote with its call: a message first
@@ -280,7 +280,7 @@ class EventMap:
         self.actions[call_id] = call
         self.sink.tool_call(call_id, tool, kind, call.title, call.input)
 
-    def _observation(self, event: dict[str, Any]) -> None:
+    def _observation(self, event: Mapping[str, object]) -> None:
         call = self.actions.get(str(event.get("tool_call_id")))
         observation = _dict(event.get("observation"))
         output = text_of(observation.get("content"))
@@ -292,14 +292,14 @@ class EventMap:
         status = "failed" if observation.get("is_error") else "completed"
         self.sink.tool_result(call.call_id, status, _clip(output))
 
-    def _rejected(self, event: dict[str, Any]) -> None:
+    def _rejected(self, event: Mapping[str, object]) -> None:
         call = self.actions.get(str(event.get("tool_call_id")))
         if call is not None and not call.done:
             call.done = True
             reason = str(event.get("rejection_reason") or "rejected")
             self.sink.tool_result(call.call_id, "refused", reason)
 
-    def _agent_error(self, event: dict[str, Any]) -> None:
+    def _agent_error(self, event: Mapping[str, object]) -> None:
         message = str(event.get("error") or "the agent reported an error")
         call = self.actions.get(str(event.get("tool_call_id")))
         if call is not None and not call.done:
@@ -308,12 +308,12 @@ class EventMap:
         elif self.error is None:
             self.error = message
 
-    def _conversation_error(self, event: dict[str, Any]) -> None:
+    def _conversation_error(self, event: Mapping[str, object]) -> None:
         detail = event.get("detail") or event.get("code") or "conversation error"
         if self.error is None:
             self.error = str(detail)
 
-    def _state(self, event: dict[str, Any]) -> None:
+    def _state(self, event: Mapping[str, object]) -> None:
         key, value = event.get("key"), event.get("value")
         if key == "execution_status" and isinstance(value, str):
             self.status = value
@@ -343,6 +343,6 @@ _HANDLERS = {
 }
 
 
-def describe(event: dict[str, Any]) -> str:
+def describe(event: Mapping[str, object]) -> str:
     """A short description of EVENT for logs (never its content: it may quote secrets)."""
     return json.dumps({"kind": event.get("kind"), "id": event.get("id")})
