@@ -27,13 +27,12 @@ def _aliases(trees: dict[Path, tuple[str, ast.Module]]) -> set[str]:
     changed = True
     while changed:
         changed = False
-        for text, tree in trees.values():
+        for _text, tree in trees.values():
             for node in tree.body:
                 name, value = _definition(node)
                 if name is None or value is None or name in found:
                     continue
-                source = ast.get_source_segment(text, value) or ""
-                if OPEN.search(source) or _uses(value, found):
+                if OPEN.search(ast.unparse(value)) or _uses(value, found):
                     found.add(name)
                     changed = True
     return found
@@ -57,13 +56,14 @@ def _uses(node: ast.AST, names: set[str], attributes: set[str] | None = None) ->
     """How many times NODE names one of NAMES (a name, a quoted annotation), or ATTRIBUTES."""
     count = 0
     attributes = names if attributes is None else attributes
+    either = "|".join(map(re.escape, sorted(names)))
+    quoted = re.compile(rf"(?<![\w.])(?:{either})(?!\w)") if names else None
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in names \
                 or isinstance(sub, ast.Attribute) and sub.attr in attributes:
             count += 1
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and names:
-            either = "|".join(map(re.escape, sorted(names)))
-            count += len(re.findall(rf"(?<![\w.])(?:{either})(?!\w)", sub.value))
+        elif quoted is not None and isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            count += len(quoted.findall(sub.value))
     return count
 
 

@@ -90,7 +90,7 @@ class RemoteProvider:
         self._last: Conversation | None = None
         self._rejected = False
         """The last confirmation was answered with a rejection (the server then idles)."""
-        self.stream_options: StreamOptions = stream_options or {}
+        self.stream_options: StreamOptions = stream_options.copy() if stream_options else {}
         """Passed to `SessionStream` (attempts, backoff: tests make them short)."""
 
     def __repr__(self) -> str:
