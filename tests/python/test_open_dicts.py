@@ -21,19 +21,21 @@ SECTION = "## Where data stays open"
 OPEN = re.compile(r"\b(?:typing\.)?[Dd]ict\[\s*str\s*,\s*(?:typing\.)?Any\s*\]")
 
 
-def _aliases(trees: dict[Path, tuple[str, ast.Module]]) -> set[str]:
-    """Module-level names defined as a type holding ``dict[str, Any]`` or such a name."""
-    found: set[str] = set()
+def _aliases(trees: dict[Path, tuple[str, ast.Module]]) -> set[tuple[Path, str]]:
+    """(module, name) of each module-level name defined as a type holding
+    ``dict[str, Any]`` or such a name."""
+    found: set[tuple[Path, str]] = set()
     changed = True
     while changed:
         changed = False
-        for _text, tree in trees.values():
+        names = {name for _, name in found}
+        for path, (_text, tree) in trees.items():
             for node in tree.body:
                 name, value = _definition(node)
-                if name is None or value is None or name in found:
+                if name is None or value is None or (path, name) in found:
                     continue
-                if OPEN.search(ast.unparse(value)) or _uses(value, found):
-                    found.add(name)
+                if OPEN.search(ast.unparse(value)) or _uses(value, names):
+                    found.add((path, name))
                     changed = True
     return found
 
@@ -73,13 +75,14 @@ def open_dicts(package: Path) -> Counter[str]:
     for path in sorted(package.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         trees[path] = (text, ast.parse(text))
-    aliases = _aliases(trees)
+    defined = _aliases(trees)
+    aliases = {name for _, name in defined}
     counts: Counter[str] = Counter()
     for path, (text, tree) in trees.items():
         n = len(OPEN.findall(text))
         # The aliases this module defines or imports by name (another module's
         # unrelated name of the same spelling is not one); ``mod.Alias`` anywhere.
-        mine = {name for name, _ in map(_definition, tree.body) if name in aliases}
+        mine = {name for where, name in defined if where == path}
         mine |= {a.asname or a.name for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) for a in node.names if a.name in aliases}
         if aliases:
@@ -139,10 +142,14 @@ def test_the_counter_sees_an_alias(tmp_path: Path) -> None:
         'def g(x: "Blob | None") -> dict[str, Any]:\n'
         "    return {}\n", encoding="utf-8")
     (tmp_path / "b.py").write_text(
-        "from a import Blob\n"
+        "from a import Blob as B\n"
         "import a\n"
-        "def h(x: a.Blob) -> None: ...\n", encoding="utf-8")
+        "from typing import Any, Dict\n"
+        "def h(x: a.Blob, y: B) -> Dict[str, Any]: ...\n", encoding="utf-8")
+    (tmp_path / "c.py").write_text("Blob = 1\nprint(Blob)\n", encoding="utf-8")
     counts = open_dicts(tmp_path)
     # a.py: Blob's definition, Blobs' (a use of Blob), f's two, g's two.
     assert counts["a.py"] == 1 + 1 + 2 + 2
-    assert counts["b.py"] == 1
+    assert counts["b.py"] == 3  # a.Blob, B (Blob imported as B), typing's Dict
+    # Another module's own, unrelated name of the same spelling is no use of it.
+    assert "c.py" not in counts
