@@ -10,7 +10,10 @@
 ;; inserts a newline; C-c C-c always sends: while a turn is in flight it
 ;; queues the message for after it (`tandem-composer-queue-function'),
 ;; it never cancels; C-c C-k cancels the turn in flight; M-p / M-n walk
-;; the history.
+;; the history.  C-c C-a attaches an image (a file, or in a graphical
+;; frame the clipboard's image; yanking an image attaches it too): the
+;; attachments show under the rule line and go with the next chat send;
+;; C-u C-c C-a removes one.
 ;;
 ;; It has a scope: chat (the default) or a directive with its next action,
 ;; e.g. (:directive "D7" :action implement).  The scope shows in the
@@ -30,6 +33,7 @@
 ;;   `tandem-composer-scope'       -- the current scope.
 ;;   `tandem-composer-draft', `tandem-composer-set-draft'.
 ;;   `tandem-composer-refresh'     -- redraw the prefix (draft and point kept).
+;;   `tandem-composer-attachments' -- the images the next send carries.
 
 ;;; Code:
 
@@ -105,6 +109,16 @@ a message and the draft is kept.")
 (defvar-local tandem-composer--history-saved nil
   "The draft as it was before the history walk started.")
 
+(defvar-local tandem-composer-attachments nil
+  "Images the next chat send carries, oldest first.
+Each is a plist (:name NAME :size BYTES :type MEDIA-TYPE) with either
+:path FILE (a file the user chose) or :data BASE64 (the clipboard's
+bytes).  A send function that takes them has the symbol property
+`tandem-composer-images' and reads this variable; they are cleared only
+once the send succeeded.")
+
+(defvar tandem-image-max-bytes)         ; tandem-settings.el
+
 (defface tandem-composer-prefix
   '((t :inherit minibuffer-prompt))
   "Face of the composer's prompt prefix."
@@ -127,6 +141,8 @@ a message and the draft is kept.")
     (define-key map (kbd "C-c C-k") #'tandem-composer-cancel)
     (define-key map (kbd "C-c C-s") #'tandem-composer-steer)
     (define-key map (kbd "C-c C-b") #'tandem-composer-back-to-chat)
+    (define-key map (kbd "C-c C-a") #'tandem-composer-attach-image)
+    (define-key map [remap yank] #'tandem-composer-yank)
     (define-key map (kbd "M-p") #'tandem-composer-history-previous)
     (define-key map (kbd "M-n") #'tandem-composer-history-next)
     map)
@@ -263,6 +279,7 @@ the composer keeps working while the transcript changes above it."
          (rule (format "── %s · %s " (if directive (concat "directive " label) "chat") keys)))
     (concat (propertize (concat rule (make-string (max 3 (- 72 (string-width rule))) ?─) "\n")
                         'font-lock-face 'tandem-composer-rule)
+            (tandem-composer--attachments-line)
             (if directive
                 (propertize label 'font-lock-face 'tandem-composer-directive)
               (propertize "chat" 'font-lock-face 'tandem-composer-prefix))
@@ -345,6 +362,188 @@ Point moves to the end of the draft when it was in it."
       (save-excursion (goto-char (point-max)) (insert text))
       (when in-draft (goto-char (point-max))))))
 
+;;;; Images
+
+(defconst tandem-composer-image-default-max (* 5 1024 1024)
+  "The image size limit while `tandem-image-max-bytes' is unset.
+The backend's default is the same.")
+
+(defconst tandem-composer-image-extensions '("png" "jpg" "jpeg" "gif" "webp")
+  "File name extensions the attach prompt offers (the bytes decide the type).")
+
+(defun tandem-composer-image-type (bytes)
+  "Return the media type BYTES start like (PNG, JPEG, GIF, WebP), or nil."
+  (cond ((string-prefix-p "\x89PNG\r\n\x1a\n" bytes) "image/png")
+        ((string-prefix-p "\xff\xd8\xff" bytes) "image/jpeg")
+        ((or (string-prefix-p "GIF87a" bytes) (string-prefix-p "GIF89a" bytes)) "image/gif")
+        ((and (>= (length bytes) 12) (string-prefix-p "RIFF" bytes)
+              (equal (substring bytes 8 12) "WEBP"))
+         "image/webp")))
+
+(defun tandem-composer-size-label (bytes)
+  "Return the size BYTES the way a placeholder writes it: \"120 KB\", \"1.5 MB\"."
+  (if (>= bytes (* 1024 1024))
+      (format "%.1f MB" (/ bytes 1048576.0))
+    (format "%d KB" (max 1 (round bytes 1024.0)))))
+
+(defun tandem-composer-image-label (name size)
+  "Return the placeholder of an image: [image: NAME SIZE]."
+  (format "[image: %s %s]" name (tandem-composer-size-label size)))
+
+(defun tandem-composer--image-max ()
+  "Return the largest image an attachment may be, in bytes."
+  (or (and (boundp 'tandem-image-max-bytes) (natnump tandem-image-max-bytes)
+           tandem-image-max-bytes)
+      tandem-composer-image-default-max))
+
+(defun tandem-composer--check-image (name bytes-or-size head)
+  "Return the media type of an image whose first bytes are HEAD.
+Signal a `user-error' when HEAD is no image's start or BYTES-OR-SIZE,
+its size, is over the limit.  NAME names it in the message."
+  (let ((max (tandem-composer--image-max)))
+    (when (> bytes-or-size max)
+      (user-error "%s is %s, over the %s limit for an image (tandem-image-max-bytes)"
+                  name (tandem-composer-size-label bytes-or-size)
+                  (tandem-composer-size-label max)))
+    (or (tandem-composer-image-type head)
+        (user-error "%s is not a PNG, JPEG, GIF or WebP image (by its first bytes)" name))))
+
+(defun tandem-composer--file-head (file)
+  "Return the first 16 bytes of FILE, unibyte."
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (insert-file-contents-literally file nil 0 16)
+    (buffer-string)))
+
+(defun tandem-composer--image-file-p (file)
+  "Return non-nil when FILE is a folder or is named like an image.
+The attach prompt's filter."
+  (or (file-directory-p file)
+      (member (downcase (or (file-name-extension file) "")) tandem-composer-image-extensions)))
+
+(defun tandem-composer--default-image ()
+  "Return the newest image file of `default-directory', or nil."
+  (let ((files (cl-remove-if-not
+                (lambda (f) (and (file-regular-p f) (tandem-composer--image-file-p f)))
+                (directory-files default-directory t "\\`[^.]" t))))
+    (car (sort files #'file-newer-than-file-p))))
+
+(defun tandem-composer-attach-file (file)
+  "Attach the image FILE to the next send; return its attachment plist."
+  (let* ((file (expand-file-name file))
+         (name (file-name-nondirectory file))
+         (attrs (file-attributes file)))
+    (unless (and attrs (file-regular-p file))
+      (user-error "%s is not a regular file" file))
+    (let* ((size (file-attribute-size attrs))
+           (type (tandem-composer--check-image name size (tandem-composer--file-head file))))
+      (tandem-composer--add (list :name name :size size :type type :path file)))))
+
+(defconst tandem-composer-image-data-max (* 12 1024 1024)
+  "The largest image attached by its bytes (the clipboard's).
+In base64 it must fit one message to the backend (16 MiB); a larger
+image can be saved to a file and attached as the file.")
+
+(defun tandem-composer-attach-data (bytes &optional name)
+  "Attach the image BYTES (a unibyte string) under NAME; return its plist."
+  (let* ((name (or name "clipboard.png"))
+         (type (tandem-composer--check-image name (length bytes) bytes)))
+    (when (> (length bytes) tandem-composer-image-data-max)
+      (user-error "The clipboard's image is %s: save it to a file and attach the file"
+                  (tandem-composer-size-label (length bytes))))
+    (tandem-composer--add (list :name name :size (length bytes) :type type
+                                :data (base64-encode-string bytes t)))))
+
+(defun tandem-composer--add (attachment)
+  "Add ATTACHMENT to the composer's attachments, redraw, return it."
+  (setq tandem-composer-attachments (append tandem-composer-attachments (list attachment)))
+  (tandem-composer-refresh)
+  (message "Attached %s (C-u C-c C-a removes it)"
+           (tandem-composer-image-label (plist-get attachment :name)
+                                        (plist-get attachment :size)))
+  attachment)
+
+(defun tandem-composer--clipboard-image ()
+  "Return the clipboard's PNG bytes in a graphical frame, or nil."
+  (when (display-graphic-p)
+    (let ((data (ignore-errors (gui-get-selection 'CLIPBOARD 'image/png))))
+      (and (stringp data) (> (length data) 0)
+           (string-to-unibyte (if (multibyte-string-p data) (encode-coding-string data 'binary)
+                                data))))))
+
+(defun tandem-composer-remove-attachment (&optional attachment)
+  "Remove ATTACHMENT (asked for when there are several) from the next send."
+  (interactive nil tandem-view-mode)
+  (unless tandem-composer-attachments (user-error "Nothing is attached"))
+  (let ((attachment
+         (or attachment
+             (if (cdr tandem-composer-attachments)
+                 (let* ((labels (mapcar (lambda (a) (cons (tandem-composer-image-label
+                                                           (plist-get a :name)
+                                                           (plist-get a :size))
+                                                          a))
+                                        tandem-composer-attachments))
+                        (chosen (completing-read "Remove the attachment: " labels nil t)))
+                   (cdr (assoc chosen labels)))
+               (car tandem-composer-attachments)))))
+    (setq tandem-composer-attachments (delq attachment tandem-composer-attachments))
+    (tandem-composer-refresh)
+    (message "Removed %s" (plist-get attachment :name))))
+
+(defun tandem-composer-attach-image (&optional remove)
+  "Attach an image to the next request: the clipboard's, or a file.
+In a graphical frame with an image on the clipboard, offer that first;
+otherwise read an image file (the newest image of the folder is the
+default).  With REMOVE (\[universal-argument]), remove an attachment instead."
+  (interactive "P" tandem-view-mode)
+  (if remove
+      (tandem-composer-remove-attachment)
+    (let ((clip (tandem-composer--clipboard-image)))
+      (if (and clip (y-or-n-p "Attach the image on the clipboard? "))
+          (tandem-composer-attach-data clip)
+        (let ((default (tandem-composer--default-image)))
+          (tandem-composer-attach-file
+           (read-file-name (if default
+                               (format "Attach image (default %s): "
+                                       (file-name-nondirectory default))
+                             "Attach image: ")
+                           nil default t nil #'tandem-composer--image-file-p)))))))
+
+(defun tandem-composer-yank (&optional arg)
+  "Yank as `yank' does (ARG too); an image on the clipboard is attached instead.
+Only in a graphical frame, and only when the clipboard holds no text."
+  (interactive "*P" tandem-view-mode)
+  (let ((clip (and (not arg)
+                   (not (ignore-errors (gui-get-selection 'CLIPBOARD 'UTF8_STRING)))
+                   (tandem-composer--clipboard-image))))
+    (if clip
+        (tandem-composer-attach-data clip)
+      (setq this-command 'yank)
+      (yank arg))))
+
+(define-button-type 'tandem-composer-attachment
+  'follow-link t
+  'help-echo "Remove this attachment"
+  'action (lambda (button)
+            (tandem-composer-remove-attachment (button-get button 'tandem-attachment))))
+
+(defun tandem-composer--attachments-line ()
+  "Return the line listing the attachments, or \"\".
+Each attachment is a button that removes it."
+  (if (null tandem-composer-attachments)
+      ""
+    (concat (propertize "attached: " 'font-lock-face 'tandem-composer-rule)
+            (mapconcat
+             (lambda (a)
+               (let ((label (tandem-composer-image-label (plist-get a :name) (plist-get a :size))))
+                 (if (fboundp 'make-text-button)
+                     (make-text-button label nil 'type 'tandem-composer-attachment
+                                       'tandem-attachment a)
+                   label)))
+             tandem-composer-attachments " ")
+            (propertize "  (C-u C-c C-a or a click removes)\n"
+                        'font-lock-face 'tandem-composer-rule))))
+
 ;;;; Sending and history
 
 (defun tandem-composer-send ()
@@ -357,8 +556,19 @@ turn number)."
   (let ((text (string-trim (tandem-composer-draft)))
         (scope tandem-composer--scope)
         (busy (tandem-composer-busy-p))
+        (images tandem-composer-attachments)
         (result nil))
     (when (string-empty-p text) (user-error "The draft is empty"))
+    (when images
+      (cond ((not (eq scope 'chat))
+             (user-error "Images go with chat requests: C-c C-b back to chat, or C-u C-c C-a \
+removes them"))
+            (busy
+             (user-error "An image goes with a request sent when no turn runs: wait for it, \
+C-c C-k cancels it, or C-u C-c C-a removes the image"))
+            ((not (and (symbolp tandem-composer-send-function)
+                       (get tandem-composer-send-function 'tandem-composer-images)))
+             (user-error "This send takes no images: C-u C-c C-a removes them"))))
     (setq result
           (cond
            ((and busy (eq scope 'chat))
@@ -383,7 +593,8 @@ to chat queues a message, C-c C-k cancels the turn)"))
       (push text tandem-composer-history))
     (setq tandem-composer--history-index -1 tandem-composer--history-saved nil)
     (tandem-composer-set-draft (or tandem-composer-after-send-draft ""))
-    (setq tandem-composer-after-send-draft nil)
+    (setq tandem-composer-after-send-draft nil
+          tandem-composer-attachments nil)
     (tandem-composer-refresh)
     result))
 

@@ -9,7 +9,10 @@
 ;; prefix argument: this project's) in a `tabulated-list-mode' buffer:
 ;; state (waiting for you / running / idle / closed / directory gone),
 ;; title, engine and provider, last activity, turns, tokens, project.
-;; Sessions that wait for the user come first.  The rows come from the
+;; Rows are grouped by project, the sessions that wait for the user first.
+;; A parallel session (`tandem-parallel') sits in its project's group; its
+;; state says "ready to land" or "landed" when no turn runs, and its
+;; project cell names its tree, base commit, files and lines changed.  The rows come from the
 ;; backend's `sessions/overview'; the buffer refreshes itself when an event
 ;; says a session's state changed (a turn started or ended, a question was
 ;; asked or answered).
@@ -83,8 +86,17 @@ directory is gone), \\[tandem-sessions-list-switch] switches to it,
 (function-put 'tandem-sessions-list-mode 'completion-predicate #'ignore)
 
 (defun tandem-overview--state (row)
-  "The State cell of ROW."
-  (pcase (plist-get row :state)
+  "The State cell of ROW.
+A parallel session that is neither running nor waiting says where its
+change stands: ready to land, landed, or removed."
+  (pcase (if (and (member (plist-get row :state) '("idle" "closed" "directory-gone"))
+                  (member (plist-get (plist-get row :parallel) :state)
+                          '("ready" "landed" "removed")))
+             (plist-get (plist-get row :parallel) :state)
+           (plist-get row :state))
+    ("ready" (propertize "⇡ ready to land" 'face 'success))
+    ("landed" "✓ landed")
+    ("removed" "(removed)")
     ("waiting" (propertize (concat "⏸ waiting for you"
                                    (if (plist-get row :question)
                                        (concat ": " (plist-get row :question)) ""))
@@ -120,7 +132,24 @@ directory is gone), \\[tandem-sessions-list-switch] switches to it,
                   (replace-regexp-in-string "T" " " (substring ts 0 (min 16 (length ts)))))
                 (number-to-string (or (plist-get row :turns) 0))
                 (tandem-overview--tokens row)
-                (abbreviate-file-name (or (plist-get row :cwd) "")))))
+                (tandem-overview--project row))))
+
+(defun tandem-overview--project (row)
+  "The Project cell of ROW: its project (a parallel session's: also its tree)."
+  (let ((parallel (plist-get row :parallel)))
+    (if (not parallel)
+        (abbreviate-file-name (or (plist-get row :cwd) ""))
+      (format "%s ⑂ %s %s%s · %d file%s +%d −%d"
+              (abbreviate-file-name (or (plist-get row :project) ""))
+              (plist-get parallel :name)
+              (abbreviate-file-name (plist-get parallel :worktree))
+              (if (plist-get parallel :base-commit)
+                  (format " @%s" (substring (plist-get parallel :base-commit) 0 7))
+                " (copy)")
+              (or (plist-get parallel :files) 0)
+              (if (eql (plist-get parallel :files) 1) "" "s")
+              (or (plist-get parallel :additions) 0)
+              (or (plist-get parallel :deletions) 0)))))
 
 (defun tandem-overview--show (rows)
   "Show ROWS (from `sessions/overview') in the current buffer, keeping point."

@@ -92,13 +92,17 @@ diff.  Both the review buffer and Rewind's turn patch show a turn so."
                     (if (plist-get reply :rewound) " (rewound)" "")
                     (plist-get patch :completeness)))
     (when notes (funcall notes patch))
-    (dolist (g (plist-get patch :gaps))
-      (insert (format "# gap: %s%s %s\n" (plist-get g :kind)
-                      (if (plist-get g :path) (concat " " (plist-get g :path)) "")
-                      (or (plist-get g :detail) ""))))
+    (tandem-review-insert-gaps patch)
     (insert (if (string-empty-p diff) "# No file changed.\n" diff))
     (when (plist-get patch :diff-truncated)
       (insert "\n# The diff is cut here (too long); the files after it are not shown.\n"))))
+
+(defun tandem-review-insert-gaps (patch)
+  "Insert a `# gap:' line for each capture gap of PATCH (a patch plist)."
+  (dolist (g (plist-get patch :gaps))
+    (insert (format "# gap: %s%s %s\n" (plist-get g :kind)
+                    (if (plist-get g :path) (concat " " (plist-get g :path)) "")
+                    (or (plist-get g :detail) "")))))
 
 (defun tandem-review--insert (reply)
   "Insert the review of REPLY (a `sessions/turn-patch' reply) at point."
@@ -133,27 +137,41 @@ default.  The review buffer is selected, unless NO-SELECT.  Return the buffer."
   (let* ((reply (tandem-request "sessions/turn-patch" (list :session session :turn turn) 120))
          (session (plist-get reply :session))
          (buffer (get-buffer-create (tandem-review--buffer-name session turn))))
-    (with-current-buffer buffer
-      (let ((inhibit-read-only t)
-            (line (and tandem-review--session (line-number-at-pos))))
-        (erase-buffer)
-        (remove-overlays)
-        (tandem-review--insert reply)
-        (setq default-directory (file-name-as-directory (plist-get reply :root)))
-        (diff-mode)
-        (setq tandem-review--session session
-              tandem-review--turn turn
-              tandem-review--root (plist-get reply :root)
-              tandem-review--rewound (plist-get reply :rewound))
-        (tandem-review--mark-reverted (plist-get reply :reverted))
-        (tandem-review-mode 1)
-        (tandem-review--banner)
-        (setq buffer-read-only t)
-        (goto-char (point-min))
-        (if line (forward-line (1- line))
-          (when (re-search-forward "^@@" nil t) (beginning-of-line)))))
-    (if no-select (display-buffer buffer) (pop-to-buffer buffer))
-    buffer))
+    (tandem-review-show-patch
+     buffer (plist-get reply :root) (buffer-local-value 'tandem-review--session buffer)
+     (lambda () (tandem-review--insert reply))
+     (lambda ()
+       (setq tandem-review--session session
+             tandem-review--turn turn
+             tandem-review--root (plist-get reply :root)
+             tandem-review--rewound (plist-get reply :rewound))
+       (tandem-review--mark-reverted (plist-get reply :reverted))
+       (tandem-review-mode 1)
+       (tandem-review--banner))
+     no-select)))
+
+(defun tandem-review-show-patch (buffer root again insert setup &optional no-select)
+  "Fill BUFFER with a patch review, display it and return it.
+INSERT inserts the text; ROOT becomes the default directory; SETUP runs
+after `diff-mode' is on (the buffer's variables and modes).  When AGAIN
+\=(a reload) point keeps its line, else it goes to the first hunk.  The
+buffer is selected unless NO-SELECT.  A turn's review and a parallel
+session's landing are shown so."
+  (with-current-buffer buffer
+    (let ((inhibit-read-only t)
+          (line (and again (line-number-at-pos))))
+      (erase-buffer)
+      (remove-overlays)
+      (funcall insert)
+      (setq default-directory (file-name-as-directory root))
+      (diff-mode)
+      (funcall setup)
+      (setq buffer-read-only t)
+      (goto-char (point-min))
+      (if line (forward-line (1- line))
+        (when (re-search-forward "^@@" nil t) (beginning-of-line)))))
+  (if no-select (display-buffer buffer) (pop-to-buffer buffer))
+  buffer)
 
 (defun tandem-review-reload ()
   "Fetch this review's patch again; point stays on its line."
@@ -239,9 +257,9 @@ The reloaded review marks every part reverted so far (from the journal)."
     (overlay-put ov 'tandem-reverted t)
     (overlay-put ov 'after-string (propertize (concat "   " label) 'face 'warning))))
 
-(defun tandem-review--mark-reverted (parts)
-  "Mark the PARTS of the patch shown that a review reverted.
-PARTS are plists (:path P :hunk N), N nil for a whole file."
+(defun tandem-review-mark-parts (parts hunk-label file-label)
+  "Dim the PARTS of the patch shown, labelled HUNK-LABEL or FILE-LABEL.
+PARTS are plists (:path P :hunk N), N nil for a whole file (FILE-LABEL)."
   (save-excursion
     (dolist (part parts)
       (goto-char (point-min))
@@ -253,7 +271,7 @@ PARTS are plists (:path P :hunk N), N nil for a whole file."
         (when found
           (cl-destructuring-bind (_ start end) found
             (if (null hunk)
-                (tandem-review--mark start end "↶ reverted (whole file)")
+                (tandem-review--mark start end file-label)
               (goto-char start)
               (when (and (re-search-forward "^@@" end t (1+ hunk)) (< (point) end))
                 (let* ((hstart (line-beginning-position))
@@ -261,7 +279,12 @@ PARTS are plists (:path P :hunk N), N nil for a whole file."
                                (forward-line 1)
                                (if (re-search-forward "^\\(@@\\|diff --git \\)" end t)
                                    (match-beginning 0) end))))
-                  (tandem-review--mark hstart hend "↶ reverted"))))))))))
+                  (tandem-review--mark hstart hend hunk-label))))))))))
+
+(defun tandem-review--mark-reverted (parts)
+  "Mark the PARTS of the patch shown that a review reverted.
+PARTS are plists (:path P :hunk N), N nil for a whole file."
+  (tandem-review-mark-parts parts "↶ reverted" "↶ reverted (whole file)"))
 
 (defun tandem-review--banner ()
   "Say in the header line when a rewind discarded this review's turn."

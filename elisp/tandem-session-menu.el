@@ -36,6 +36,10 @@
     ("n" "Rename the session…" tandem-rename-session)
     ("c" "Compact" tandem-compact)
     ("u" "Undo the latest rewind…" tandem-rewind-undo)]
+   ["Parallel"
+    ("P" "Parallel session in its own worktree…" tandem-parallel)
+    ("L" "Land a parallel session…" tandem-land)
+    ("R" "Remove a parallel session's worktree…" tandem-parallel-remove)]
    ["Project"
     ("t" "Trust its settings…" tandem-trust-project)
     ("T" "Untrust" tandem-untrust-project)

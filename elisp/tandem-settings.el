@@ -119,6 +119,12 @@ Unset keeps every checkpoint while its session's journal exists."
   "Whether a long session is compacted automatically before a turn."
   (choice (const :tag "On" on) (const :tag "Off" off)))
 
+(tandem-settings--option tandem-image-max-bytes
+  "The largest image a request may carry, in bytes (unset: 5 MiB).
+The composer checks it when an image is attached (C-c C-a), the backend
+again when the request is sent."
+  (integer :tag "Bytes"))
+
 (tandem-settings--option tandem-protected-paths
   "Paths whose writes are always asked about, in every permission mode.
 Writing them would change what runs or how tandem is configured: an
@@ -154,6 +160,7 @@ can add to it, never shorten it."
     ("checkpoints.keep_turns" . tandem-checkpoints-keep-turns)
     ("checkpoints.keep_days" . tandem-checkpoints-keep-days)
     ("auto_compact" . tandem-auto-compact)
+    ("image_max_bytes" . tandem-image-max-bytes)
     ("protected_paths" . tandem-protected-paths))
   "Each settings.json key (dotted) and the user option that sets it.
 default_provider, permission_mode and acp_agents are sent by

@@ -123,17 +123,26 @@ Uses the buffer's `tandem-session' when set."
             (plist-get (car sessions) :id)
           (plist-get (tandem-request "sessions/new" (list :cwd root)) :id)))))
 
-(defun tandem-send (text &optional session provider)
+(defun tandem-send (text &optional session provider images)
   "Send TEXT as a chat turn of SESSION with PROVIDER; return (SESSION . TURN).
 SESSION defaults to the current project's session.  Without PROVIDER the
 backend uses the session's own choice (`tandem-set-provider'), else
-`tandem-provider' (sent by `tandem-configure'), else its settings."
+`tandem-provider' (sent by `tandem-configure'), else its settings.
+IMAGES are the composer's attachments (plists with :path or :data, and
+:name); the backend checks them and refuses, sending nothing, when one is
+not an image, is too big, or the provider takes no images."
   (tandem-configure)
   (let* ((session (or session (tandem-project-session)))
+         (wire (mapcar (lambda (a)
+                         (append (if (plist-get a :path) (list :path (plist-get a :path))
+                                   (list :data (plist-get a :data)))
+                                 (list :name (plist-get a :name))))
+                       images))
          ;; Sending may first compact the session (a provider round trip).
          (reply (tandem-request "turns/send"
                                 (append (list :session session :text text)
-                                        (and provider (list :provider provider)))
+                                        (and provider (list :provider provider))
+                                        (and wire (list :images wire)))
                                 tandem-send-timeout)))
     (cons (plist-get reply :session) (plist-get reply :turn))))
 

@@ -154,12 +154,19 @@ from there."
   "Send TEXT as a chat turn of this buffer's session; return the turn number.
 While a queued message is being edited, TEXT is saved as its text instead."
   (if (tandem-view-queue-editing)
-      (tandem-view-queue-submit text)
+      (if tandem-composer-attachments
+          (user-error "A queued message carries no image: C-u C-c C-a removes it")
+        (tandem-view-queue-submit text))
     (tandem-view--send-turn text)))
 
+(put 'tandem-view--send 'tandem-composer-images t)
+(defvar tandem-composer-attachments)    ; tandem-composer.el
+
 (defun tandem-view--send-turn (text)
-  "Send TEXT as a new chat turn of this buffer's session; return the turn number."
-  (let* ((reply (tandem-send text (tandem-view-state-session tandem-view--state)))
+  "Send TEXT as a new chat turn of this buffer's session; return the turn number.
+The composer's attachments go with it (`tandem-composer-attachments')."
+  (let* ((reply (tandem-send text (tandem-view-state-session tandem-view--state) nil
+                             tandem-composer-attachments))
          (turn (cdr reply))
          (block (gethash turn (tandem-view-state-by-turn tandem-view--state))))
     ;; Events may have ended the turn while `tandem-send' waited.

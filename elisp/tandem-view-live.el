@@ -346,6 +346,8 @@ Entries the refresh already rendered are skipped by seq; the symbol
            (tandem-view--mark b)))
        (when (equal (plist-get (tandem-view-state-running st) :turn) turn)
          (tandem-view--set-running nil))
+       ;; Steers it did not take are queued now (or were lost with a refused write).
+       (when (tandem-view-queue-steers) (tandem-view-queue-fetch))
        (when (plist-get event :files-changed)
          (tandem-revert-stale-buffers (tandem-view--root)))
        (tandem-view-usage-update)))
@@ -387,6 +389,8 @@ belongs to entries already in the buffer."
     (setf (tandem-view-state-last-seq st) (plist-get entry :seq))
     (unless (tandem-view-state-first-seq st)
       (setf (tandem-view-state-first-seq st) (plist-get entry :seq)))
+    ;; A steer taken: its waiting row under the running turn goes.
+    (when (equal type "steer") (tandem-view-queue-fetch))
     (cond
      ((equal type "rewind")
       (let ((before (plist-get entry :before-turn)))

@@ -68,6 +68,11 @@
   "Return the queued messages, oldest first, each a plist (:id :text :ts)."
   (append (plist-get tandem-view-queue--reply :items) nil))
 
+(defun tandem-view-queue-steers ()
+  "Return the guidance the running turn has not taken yet, oldest first.
+Each is a plist (:text :given), from the same `turns/queue-list' reply."
+  (append (plist-get tandem-view-queue--reply :steers) nil))
+
 (defun tandem-view-queue--item (id)
   "Return the queued message ID, or nil."
   (cl-find id (tandem-view-queue--items) :key (lambda (m) (plist-get m :id)) :test #'equal))
@@ -102,7 +107,7 @@
 
 ;;;; Rows
 
-(defun tandem-view-queue--first-line (text)
+(defun tandem-view-queue-first-line (text)
   "Return TEXT's first line, cut to 60 columns."
   (truncate-string-to-width (car (split-string text "\n")) 60 nil nil "…"))
 
@@ -121,7 +126,7 @@
           (let ((id (plist-get m :id)))
             (propertize
              (format "⧗ Queued %s · %s  %s\n" id
-                     (tandem-view-queue--first-line (plist-get m :text))
+                     (tandem-view-queue-first-line (plist-get m :text))
                      (if (equal id tandem-view-queue--editing) "[✎ in the composer]"
                        "[e edit · k delete]"))
              'font-lock-face 'tandem-view-queued 'tandem-queue-item id

@@ -30,6 +30,7 @@
 (require 'tandem-view-fontify)
 (require 'tandem-usage)
 (require 'tandem-view-block)
+(require 'tandem-composer)
 
 ;;;; Inserting
 
@@ -293,7 +294,44 @@ The prompt is a fold; FOLDED-P tells whether a part key is folded."
                              'font-lock-face 'tandem-view-muted))
          (list 'prompt seq))
         (unless folded (tandem-view-render--body text)))
-    (tandem-view-render--body (plist-get entry :text))))
+    (tandem-view-render--body (plist-get entry :text)))
+  (dolist (image (plist-get entry :images))
+    (tandem-view-render--image image)))
+
+(defcustom tandem-view-image-max-width 240
+  "Width in pixels of an image's thumbnail in a graphical frame."
+  :type 'integer
+  :group 'tandem)
+
+(defvar tandem-home)                    ; tandem-client.el
+
+(defun tandem-view-render--image-file (digest)
+  "Return the image store's file of DIGEST (the backend's TANDEM_HOME), or nil."
+  (when (and (stringp digest) (string-match-p "\\`[0-9a-f]\\{64\\}\\'" digest))
+    (let ((home (or (and (boundp 'tandem-home) tandem-home)
+                    (getenv "TANDEM_HOME")
+                    (expand-file-name "tandem" (or (getenv "XDG_STATE_HOME")
+                                                   "~/.local/state")))))
+      (expand-file-name (concat "images/" (substring digest 0 2) "/" digest) home))))
+
+(defun tandem-view-render--image (image)
+  "Insert the line of IMAGE, a `user' entry's image record.
+A named placeholder [image: NAME SIZE]; in a graphical frame a thumbnail
+from the image store shows over it (the text stays for copying)."
+  (let* ((label (tandem-composer-image-label (or (plist-get image :name) "image")
+                                             (or (plist-get image :size) 0)))
+         (file (and (not tandem-view-render-plain) (display-images-p)
+                    (tandem-view-render--image-file (plist-get image :digest))))
+         (picture (and file (file-readable-p file)
+                       (ignore-errors
+                         (create-image file nil nil :max-width tandem-view-image-max-width
+                                       :max-height tandem-view-image-max-width)))))
+    (tandem-view-render--line
+     (concat tandem-view-render-indent
+             (if picture
+                 (propertize label 'display picture 'help-echo label)
+               (propertize label 'font-lock-face 'tandem-view-muted)))
+     nil)))
 
 (defun tandem-view-render--assistant (_block entry _folded-p)
   "Insert ENTRY, an `assistant' message: its role line and its body."

@@ -53,6 +53,7 @@
 (require 'tandem-setup)
 (require 'tandem-review)
 (require 'tandem-overview)
+(require 'tandem-parallel)
 (require 'tandem-edit)
 
 (defvar tandem-open-session-function #'tandem-view-open

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from tandem.history.compaction import CompactionService
     from tandem.history.queue import QueueService
     from tandem.overview.facts import FactsCache
+    from tandem.parallel.service import ParallelService
     from tandem.protocol.remote import RemoteTarget
     from tandem.remote.checkpoints import RemoteCheckpoints
     from tandem.remote.service import RemoteService
@@ -161,6 +162,14 @@ class App:
         from tandem.overview.facts import FactsCache
 
         return FactsCache()
+
+    @cached_property
+    def parallel(self) -> ParallelService:
+        """Parallel sessions in their own trees, and their landings."""
+        from tandem.parallel.service import ParallelService
+
+        return ParallelService(self.home, self.sessions, self.turns.engine, self.checkpoints,
+                               self.gate)
 
     def _remote_key(self, target: RemoteTarget) -> SecretStr | None:
         """The session API key of the user's entry for TARGET's host, if any."""

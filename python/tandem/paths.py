@@ -44,3 +44,8 @@ def logs_dir(home: Path | None = None) -> Path:
 def run_dir(home: Path | None = None) -> Path:
     """Folder of the records of running backends' child processes."""
     return (home or tandem_home()) / "run"
+
+
+def images_dir(home: Path | None = None) -> Path:
+    """Folder of the images sent with requests, by content digest."""
+    return (home or tandem_home()) / "images"

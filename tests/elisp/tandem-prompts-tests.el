@@ -216,7 +216,8 @@
     tandem-directive-view-changes tandem-directives tandem-doctor tandem-indicator-mode
     tandem-fork-session tandem-inspect-directive tandem-install-backend tandem-manual tandem-mcp
     tandem-notify-visit
-    tandem-open-session-file tandem-permissions
+    tandem-open-session-file tandem-land tandem-parallel tandem-parallel-remove
+    tandem-permissions
     tandem-remote-attach tandem-remote-detach tandem-remote-hosts-status
     tandem-remote-upload tandem-rename-session tandem-restart tandem-resume tandem-review-turn tandem-rewind
     tandem-rewind-undo tandem-session-menu tandem-sessions-list tandem-set-provider

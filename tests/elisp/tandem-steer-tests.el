@@ -6,7 +6,9 @@
 ;; M-x tandem-steer runs with a draft) hands the draft to the turn; the
 ;; fake model's next request in the same turn ends with it as a user
 ;; message (the script answers differently only then), and the
-;; transcript shows where the turn took it.  An ACP agent (the fake agent
+;; transcript shows where the turn took it.  Until it is taken, a
+;; waiting row under the running turn shows it; a turn cancelled first
+;; leaves it first in the held queue, a queued row.  An ACP agent (the fake agent
 ;; process) takes no input mid-turn: the backend says so and the answer
 ;; yes to the offer queues the draft, which goes as the next turn.
 
@@ -77,6 +79,55 @@
       (should (< (string-match "↪ You steered" text)
                  (string-match "Steered: I will use NOTES.md." text)))
       (should-not (string-match-p "aborted" text)))))
+
+(defconst tandem-steer-test--waiting "↪ You steered · waiting for the next step"
+  "The start of the row of a steer the running turn has not taken yet.")
+
+(defun tandem-steer-test--wait-text (regexp)
+  "Wait until the drawn buffer matches REGEXP."
+  (tandem-test-wait-until
+   (lambda () (tandem-view-flush) (string-match-p regexp (tandem-view-test-text)))
+   20))
+
+(defun tandem-steer-test--steer-while-asked ()
+  "Send the write turn, steer while its tool call waits; return the question's position."
+  (should (equal (tandem-view-test-send "write notes") 1))
+  (tandem-steer-test--wait-question)
+  (goto-char (point-max))
+  (insert tandem-steer-test--text)
+  (execute-kbd-macro (kbd "C-c C-s"))
+  (tandem-steer-test--wait-text
+   (concat (regexp-quote tandem-steer-test--waiting) " · [0-9:]+ · "
+           (regexp-quote tandem-steer-test--text)))
+  (tandem-steer-test--wait-question))
+
+(ert-deftest tandem-steer-shows-a-waiting-row-until-the-turn-takes-it ()
+  "A steer given is a waiting row under the running turn; taken, the taken row replaces it."
+  (tandem-view-test-with-session tandem-steer-test--script
+    (let ((question (tandem-steer-test--steer-while-asked)))
+      ;; Above the composer, under the running turn: not a transcript row.
+      (should (< (string-match (regexp-quote tandem-steer-test--waiting) (tandem-view-test-text))
+                 (string-match "chat ❯" (tandem-view-test-text))))
+      (should-not (string-match-p "taken at the next step" (tandem-view-test-text)))
+      (tandem-view-answer-at question "allow_once"))
+    (tandem-view-test-wait-turn 1 30)
+    (tandem-steer-test--wait-text "taken at the next step")
+    (let ((text (tandem-view-test-text)))
+      (should-not (string-match-p (regexp-quote tandem-steer-test--waiting) text))
+      (should (< (string-match "↪ You steered · taken at the next step" text)
+                 (string-match "Steered: I will use NOTES.md." text))))))
+
+(ert-deftest tandem-steer-waiting-row-becomes-a-queued-row-when-the-turn-ends ()
+  "Cancelled before it took the steer: the waiting row goes, the held queue has it first."
+  (tandem-view-test-with-session tandem-steer-test--script
+    (tandem-steer-test--steer-while-asked)
+    (let ((tandem-view-cancel-confirm-function #'always))
+      (execute-kbd-macro (kbd "C-c C-k")))
+    (tandem-view-test-wait-turn 1 30)
+    (tandem-steer-test--wait-text (concat "⧗ Queued q1 · " (regexp-quote tandem-steer-test--text)))
+    (let ((text (tandem-view-test-text)))
+      (should-not (string-match-p (regexp-quote tandem-steer-test--waiting) text))
+      (should (string-match-p "Queue held: turn 1 was cancelled" text)))))
 
 (ert-deftest tandem-steer-with-no-turn-running-says-so ()
   "C-c C-s with no turn running refuses and keeps the draft."

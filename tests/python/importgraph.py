@@ -26,7 +26,7 @@ from pathlib import Path
 
 DOMAIN = frozenset({"store", "sessions", "directives", "providers", "tools", "checkpoints",
                     "remote", "turns", "config", "history", "mcp", "review", "overview",
-                    "rewind"})
+                    "rewind", "parallel"})
 """Packages that must know nothing of EPC or Emacs (nor of the adapters above them)."""
 
 _ABOVE_ALL = frozenset({"server", "adapters", "app"})
@@ -45,6 +45,7 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "turns": _ABOVE_ALL | {"directives", "history", "rewind"},
     "remote": _ABOVE_ALL | {"rewind"},
     "rewind": _ABOVE_ALL | {"history", "directives", "review", "overview", "mcp"},
+    "parallel": _ABOVE_ALL | {"history", "directives", "review", "overview", "rewind"},
     "protocol": _ABOVE_ALL | DOMAIN,
     "adapters": frozenset({"server", "app", "cli", "ask"}),
     "mcp": _ABOVE_ALL | {"sessions", "directives", "turns", "history", "rewind"},
@@ -100,6 +101,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.app", "tandem.history.queue"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.overview.facts"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.review.revert"): _ABOVE_ENGINE,
+    ("tandem.app", "tandem.parallel.service"): _ABOVE_ENGINE,
     ("tandem.app", "tandem.directives.service"): _ABOVE_ENGINE,
     ("tandem.mcp.service", "tandem.mcp.adapter"): _MCP_SDK,
     ("tandem.mcp.service", "tandem.mcp.connection"): _MCP_SDK,

@@ -60,6 +60,7 @@ from tandem.sessions.history import HistoryRows, Row
 from tandem.sessions.manager import Active
 from tandem.sessions.requests import absolute_dir, info
 from tandem.sessions.titles import user_title
+from tandem.turns.engine import run_blocking
 from tandem.turns.usage import usage_report
 
 if TYPE_CHECKING:
@@ -208,7 +209,9 @@ async def overview(app: App, p: OverviewParams) -> Overview:
         target = app.remote.target_or_none(session) if session in attached else None
         return target.host if target is not None else None
 
-    return overview_of(app.sessions, app.turns.engine, app.overview_facts, p.cwd, host_of)
+    parallel = await run_blocking(app.parallel.summaries)  # git: off the event loop
+    return overview_of(app.sessions, app.turns.engine, app.overview_facts, p.cwd, host_of,
+                       parallel)
 
 
 async def usage(app: App, p: UsageParams) -> dict[str, Any]:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 async def send(app: App, p: SendParams) -> Accepted:
     """Accept TEXT as the next chat turn of SESSION and start it."""
     return await send_chat(app.turns, app.compactions, p.session, p.text, p.provider, p.model,
-                           p.permission_mode)
+                           p.permission_mode, p.images)
 
 
 async def resend(app: App, p: ResendParams) -> Resent:
@@ -120,7 +120,7 @@ METHODS = [
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,
                "Switch a session's provider and model (a journal entry)."),
     MethodSpec("turns/steer", SteerParams, steer,
-               "Give guidance to the running turn at its next step (native engine)."),
+               "Give guidance to the running turn at its next step (native, remote)."),
     MethodSpec("turns/queue", QueueParams, queue,
                "Queue a message for after the running turn (a journal entry)."),
     MethodSpec("turns/queue-edit", QueueEditParams, queue_edit, "Edit a queued message."),

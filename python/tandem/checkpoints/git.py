@@ -70,7 +70,8 @@ def user_excludes_file() -> str | None:
 class Git:
     """A git runner bound to one private repository (``git_dir``)."""
 
-    def __init__(self, git_dir: Path, excludes_file: str | None = None) -> None:
+    def __init__(self, git_dir: Path, excludes_file: str | None = None,
+                 *, options: list[str] | None = None) -> None:
         self.git_dir = git_dir
         self.exe = find_git()
         # No secret either (tandem.secrets): git runs hooks-free, but a
@@ -94,9 +95,21 @@ class Git:
         # The user's own ignore file still applies, as it would for them.
         # Objects hold copies of the user's files (untracked .env included):
         # git creates everything in the private repository 0600/0700.
-        self._prefix = [self.exe, "-c", "core.sharedRepository=0600"]
+        self._prefix = [self.exe, "-c", "core.sharedRepository=0600"] if options is None else [
+            self.exe, *options]
         if excludes_file:
             self._prefix += ["-c", f"core.excludesFile={excludes_file}"]
+
+    @classmethod
+    def of_user_repository(cls, git_dir: Path) -> Git:
+        """A runner for the user's own repository GIT_DIR (parallel sessions' worktrees).
+
+        The same scrubbed environment, and the repository's own configuration
+        can run no program: no hook (``core.hooksPath``), no fsmonitor. Callers
+        never run a command that applies filters (no checkout, no add).
+        """
+        return cls(git_dir, options=["-c", f"core.hooksPath={os.devnull}",
+                                     "-c", "core.fsmonitor=false"])
 
     def env(self, work_tree: Path | None = None, index: Path | None = None) -> dict[str, str]:
         """The environment for one call, with the region's work tree and index."""

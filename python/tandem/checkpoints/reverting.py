@@ -100,6 +100,15 @@ def reverse_hunk(git: Git, scratch: Path, current: tuple[str, str], hunk: str) -
     ``conflict`` when git finds the hunk's new side nowhere in the file
     (it was reverted already, or the file was edited around it).
     """
+    return apply_hunk(git, scratch, current, hunk, reverse=True)
+
+
+def apply_hunk(git: Git, scratch: Path, current: tuple[str, str], hunk: str,
+               *, reverse: bool = False) -> str:
+    """The blob id of CURRENT (mode, blob) with HUNK applied (REVERSE: undone).
+
+    ``conflict`` when git finds the side it looks for nowhere in the file.
+    """
     index = scratch / "hunk.index"
     mode, sha = current
     git.run(["update-index", "--add", "--cacheinfo", f"{mode},{sha},{_PLACEHOLDER}"],
@@ -108,8 +117,8 @@ def reverse_hunk(git: Git, scratch: Path, current: tuple[str, str], hunk: str) -
     patch = (f"diff --git a/{_PLACEHOLDER} b/{_PLACEHOLDER}\n--- a/{_PLACEHOLDER}\n"
              f"+++ b/{_PLACEHOLDER}\n{body}").encode("utf-8", "surrogateescape")
     try:
-        git.run(["apply", "--cached", "-R", "--whitespace=nowarn", "-"], index=index,
-                input=patch)
+        git.run(["apply", "--cached", *(["-R"] if reverse else []), "--whitespace=nowarn", "-"],
+                index=index, input=patch)
     except GitError as e:
         raise TandemError("conflict", "The hunk does not apply to the file as it is now "
                           "(reverted already?); nothing was changed",

@@ -227,6 +227,9 @@ class SettingsModel(Section):
     compaction_threshold: float | None = Field(default=None, ge=0.05, le=1.0)
     compaction_keep_turns: int | None = Field(default=None, ge=0, le=10_000)
     auto_compact: bool | None = None
+    image_max_bytes: int | None = Field(default=None, ge=1024, le=16 << 20)
+    """The largest image a request may carry (bytes; unset: 5 MiB). At most 16 MiB: the
+    clipboard's bytes travel in one EPC frame (16 MiB) as base64."""
     checkpoints: CheckpointSettings | None = Field(default=None, json_schema_extra=TRUSTED_ONLY)
     protected_paths: list[ProtectedPath] | None = Field(default=None, max_length=256)
     """Writes here are always asked (`DEFAULT_PROTECTED_PATHS` when unset); an untrusted

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from tandem.events import EventSink
 from tandem.history.chat import send as send_chat
 from tandem.protocol.base import TandemError
-from tandem.protocol.turns import QueuedMessage, QueueReply
+from tandem.protocol.turns import PendingSteer, QueuedMessage, QueueReply
 from tandem.store.journal import Journal
 from tandem.turns import queue
 from tandem.turns.engine import TurnEnded
@@ -58,10 +58,13 @@ class QueueService:
     def reply(self, journal: Journal, sent_turn: int | None = None) -> QueueReply:
         """What the queue methods answer: the queue of JOURNAL now."""
         state = self.state(journal)
+        running = self.turns.engine.running.get(journal.id)
+        steers = running.sink.steers_pending() if running is not None else []
         return QueueReply(session=journal.id, held=state.held, running=self._running(journal),
                           sent_turn=sent_turn, limit=queue.MAX_ITEMS,
                           items=[QueuedMessage(id=m.id, text=m.text, ts=m.ts)
-                                 for m in state.items])
+                                 for m in state.items],
+                          steers=[PendingSteer(text=t, given=g) for t, g in steers])
 
     def list(self, session: str) -> QueueReply:
         """SESSION's queue. A queue left waiting with no turn running (the backend

@@ -14,6 +14,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from tandem.protocol.parallel import LAND_PROVIDER
 from tandem.store.entry_cache import scan
 from tandem.turns.usage import session_usage
 
@@ -68,6 +69,7 @@ def read_facts(path: str) -> JournalFacts:
     except OSError:
         return JournalFacts(0, 0, 0, "")
     total, _ = session_usage(entries)
+    # tandem's own turns (a parallel session's landing) run no provider: not shown.
     provider = next((str(e.get("provider") or "") for e in reversed(entries)
-                     if e["type"] == "turn_start"), "")
+                     if e["type"] == "turn_start" and e.get("provider") != LAND_PROVIDER), "")
     return JournalFacts(total.turns, total.input_tokens, total.output_tokens, provider)

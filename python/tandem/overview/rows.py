@@ -10,9 +10,11 @@ the events that change a state (``turn-started``, ``interaction``, the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tandem.overview.facts import FactsCache
+from tandem.protocol.base import TandemError
+from tandem.protocol.parallel import ParallelSummary
 from tandem.protocol.sessions import Overview, OverviewRow, OverviewState
 from tandem.providers.registry import parse_provider
 from tandem.sessions.service import SessionService
@@ -22,15 +24,23 @@ _ORDER = {"waiting": 0, "running": 1}
 
 
 def overview(sessions: SessionService, engine: TurnEngine, cache: FactsCache,
-             cwd: str | None, host_of: Callable[[str], str | None] = lambda _s: None
-             ) -> Overview:
-    """Every session (only CWD's when given), those waiting for the user first.
+             cwd: str | None, host_of: Callable[[str], str | None] = lambda _s: None,
+             parallel: Mapping[str, ParallelSummary] | None = None) -> Overview:
+    """Every session (only CWD's when given), grouped by project, waiting ones first.
 
     HOST_OF names the agent-server a session is attached to (None: it runs here).
+    PARALLEL holds the parallel sessions' summaries by id: such a session is grouped
+    under its project (and listed with CWD's when CWD is its project).
     """
     manager = sessions.manager
+    parallel = parallel or {}
     rows: list[OverviewRow] = []
-    for s in manager.list(cwd):
+    listed = manager.list(cwd)
+    if cwd is not None and parallel:
+        mine = {sid for sid, p in parallel.items() if p.project == cwd}
+        known = {s.id for s in listed}
+        listed += [s for s in manager.list(None) if s.id in mine and s.id not in known]
+    for s in listed:
         facts = cache.facts(s.path)
         running = engine.running.get(s.id)
         question = None
@@ -52,15 +62,25 @@ def overview(sessions: SessionService, engine: TurnEngine, cache: FactsCache,
             provider=provider, engine="remote" if host else _engine(provider),
             host=host, turns=facts.turns,
             input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
-            damaged=s.damaged))
+            damaged=s.damaged, parallel=parallel.get(s.id),
+            project=parallel[s.id].project if s.id in parallel else s.cwd))
     rows.sort(key=lambda r: _ORDER.get(r.state, 2))  # stable: newest first within each
+    # One project's rows together, the projects in the order of their first row.
+    first: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        first.setdefault(r.project, i)
+    rows.sort(key=lambda r: first[r.project])
     return Overview(rows=rows)
 
 
 def _engine(provider: str) -> str:
     if not provider:
         return ""
-    return "acp" if parse_provider(provider).family == "acp" else "native"
+    try:
+        family = parse_provider(provider).family
+    except TandemError:  # tandem's own turns (a landing) name no provider family
+        return "tandem"
+    return "acp" if family == "acp" else "native"
 
 
 def _question(sessions: SessionService, session: str, pending: set[str]) -> str | None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tandem.protocol.base import Params, Reply
 from tandem.protocol.checkpoints import Patch
+from tandem.protocol.parallel import ParallelSummary
 from tandem.protocol.turns import SessionId
 
 
@@ -272,6 +273,10 @@ class OverviewRow(Reply):
     input_tokens: int = 0
     output_tokens: int = 0
     damaged: str | None = None
+    project: str = ""
+    """The project the row is grouped under: its cwd, or a parallel session's project."""
+    parallel: ParallelSummary | None = None
+    """A parallel session's tree, base, landing state and change."""
 
 
 class Overview(Reply):

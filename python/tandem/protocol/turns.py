@@ -11,8 +11,27 @@ from tandem.protocol.base import Params, Reply
 SessionId = Field(min_length=1, max_length=100)
 
 
+MAX_IMAGES = 20
+"""Images one request may carry."""
+
+
+class ImageInput(Params):
+    """One image sent with a request: a file the user chose (PATH), or DATA in base64
+    (the clipboard's), with the NAME it is shown by."""
+
+    path: str | None = Field(default=None, min_length=1, max_length=4096)
+    data: str | None = Field(default=None, min_length=1, max_length=64 << 20)
+    name: str | None = Field(default=None, max_length=255)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.path is None) == (self.data is None):
+            raise ValueError("an image is either a path or data, not both or neither")
+        return self
+
+
 class SendParams(Params):
-    """Send TEXT as an ordinary chat turn of SESSION."""
+    """Send TEXT as an ordinary chat turn of SESSION, with IMAGES if any."""
 
     session: str = SessionId
     text: str = Field(min_length=1, max_length=1_000_000)
@@ -20,6 +39,8 @@ class SendParams(Params):
     """``openai:MODEL``, ``anthropic:MODEL`` or ``acp:AGENT``; default from settings."""
     model: str | None = None
     permission_mode: Literal["ask", "auto-edit", "read-only"] | None = None
+    images: list[ImageInput] = Field(default_factory=list, max_length=MAX_IMAGES)
+    """Validated (type by its bytes, size, path rules) before the turn is accepted."""
 
 
 class Accepted(Reply):
@@ -189,6 +210,14 @@ class QueuedMessage(Reply):
     ts: str
 
 
+class PendingSteer(Reply):
+    """Guidance given to the running turn (`turns/steer`) that it has not taken yet."""
+
+    text: str
+    given: str
+    """When it was given (ISO 8601)."""
+
+
 class QueueReply(Reply):
     """A session's queue, oldest first, and whether it goes on by itself."""
 
@@ -202,10 +231,13 @@ class QueueReply(Reply):
     """The turn this call started from the queue, if it started one."""
     limit: int = 50
     """How many messages the queue may hold."""
+    steers: list[PendingSteer] = Field(default_factory=list)
+    """Guidance the running turn has not taken yet, oldest first (its view shows it
+    waiting; once taken it is a ``steer`` entry, or it joins the queue's front)."""
 
 
 class SteerParams(Params):
-    """Give TEXT to SESSION's running turn: it goes with the turn's next model request."""
+    """Give TEXT to SESSION's running turn: it goes at the turn's next step."""
 
     session: str = SessionId
     text: str = Field(min_length=1, max_length=QUEUE_TEXT_MAX)

@@ -25,7 +25,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
+from acp import (
+    PROTOCOL_VERSION,
+    Client,
+    RequestError,
+    connect_to_agent,
+    image_block,
+    text_block,
+)
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamEvent
 from acp.schema import (
@@ -438,6 +445,24 @@ class AcpProvider:
             turn.cancel()
         self._cancel_requested.set()
 
+    def takes_images(self) -> bool:
+        """Whether the running agent advertised ``promptCapabilities.image``."""
+        caps = self.agent_info.agent_capabilities if self.agent_info else None
+        prompt = caps.prompt_capabilities if caps is not None else None
+        return bool(prompt is not None and prompt.image)
+
+    async def image_refusal(self, root: Path) -> str | None:
+        """None when the agent takes image prompts, else why not (it is started to know)."""
+        try:
+            await self._ensure_started(TurnRequest(session_id="", turn=0, root=root,
+                                                   messages=[]))
+        except (_StartError, _AgentDied, TimeoutError, RequestError, ConnectionError) as exc:
+            return f"ACP agent {self.name} could not start to say whether it takes images: {exc}"
+        if self.takes_images():
+            return None
+        return (f"ACP agent {self.name} does not take images (its initialize reply has no "
+                "promptCapabilities.image): send the text alone")
+
     async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
         """Run one turn through the agent; always ends with a result, never hangs
         on a dead agent. Cancellation (of the calling task, or `cancel`) sends
@@ -515,7 +540,14 @@ class AcpProvider:
         acp_id: str,
         text: str,
     ) -> TurnResult:
-        prompt = asyncio.ensure_future(conn.prompt(session_id=acp_id, prompt=[text_block(text)]))
+        blocks: list[Any] = [text_block(text)]
+        # The current request's images; earlier ones are the agent's own history (or,
+        # seeded, markers in the quoted transcript). Sent only to an agent that said it
+        # takes them (the engine asked `image_refusal` first).
+        if self.takes_images():
+            blocks += [image_block(i.data, i.media_type) for i in turn.request.messages[-1].images
+                       if i.data]
+        prompt = asyncio.ensure_future(conn.prompt(session_id=acp_id, prompt=blocks))
         cancel_wait = asyncio.ensure_future(self._cancel_requested.wait())
         failed_wait = asyncio.ensure_future(turn.failed.wait())
         waits: set[asyncio.Future[Any]] = {prompt, process.exited, cancel_wait, failed_wait}

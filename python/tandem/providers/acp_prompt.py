@@ -52,7 +52,9 @@ CURRENT_LABEL = "Current request, the only one to act on:"
 
 def _render(message: Message) -> str:
     if message.role == "user":
-        return f"User (earlier):\n{message.text}"
+        shown = "".join(f"\n[image {i.name} ({i.media_type}, {i.size} bytes) was attached]"
+                        for i in message.images)
+        return f"User (earlier):\n{message.text}{shown}"
     if message.role == "tool":
         status = " (error)" if message.is_error else ""
         label = f" {message.name or message.call_id}" if message.name or message.call_id else ""

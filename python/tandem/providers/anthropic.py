@@ -9,7 +9,14 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
+from tandem.providers.base import (
+    ImageRef,
+    Message,
+    ToolCallRef,
+    TurnRequest,
+    TurnSink,
+    image_marker,
+)
 from tandem.providers.credentials import Credentials
 from tandem.providers.native import ProviderError, StepResult, Wire
 from tandem.providers.tool_input import (
@@ -57,8 +64,12 @@ def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
 
     for m in messages:
         if m.role == "user":
+            # Images first: the API's own advice for image-and-text prompts.
+            user = [_image(i) for i in m.images]
             if m.text:
-                add("user", [{"type": "text", "text": m.text}])
+                user.append({"type": "text", "text": m.text})
+            if user:
+                add("user", user)
         elif m.role == "assistant":
             blocks: list[dict[str, object]] = [{"type": "text", "text": m.text}] if m.text else []
             blocks += [
@@ -79,6 +90,14 @@ def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
                     }
                 ],
             )
+
+
+def _image(image: ImageRef) -> dict[str, object]:
+    """An ``image`` content block with the bytes in base64, or a text marker without them."""
+    if not image.data:
+        return {"type": "text", "text": image_marker(image)}
+    return {"type": "image",
+            "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
 
 
 def _room(blocks: dict[int, dict[str, Any]], idx: int) -> None:

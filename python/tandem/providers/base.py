@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -26,9 +26,9 @@ from tandem.tools.types import (
 )
 
 __all__ = [
-    "Conversation", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
-    "PermissionReply", "PermissionRequest", "Provider", "ToolCallRef", "ToolKind", "ToolSource",
-    "TurnRequest", "TurnResult", "TurnSink", "Usage",
+    "Conversation", "ImageRef", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
+    "PermissionReply", "PermissionRequest", "Provider", "SteeredSink", "ToolCallRef",
+    "ToolKind", "ToolSource", "TurnRequest", "TurnResult", "TurnSink", "Usage",
 ]
 """The permission types are `tools.types`'s, re-exported: providers import them from here."""
 
@@ -43,11 +43,37 @@ class ToolCallRef(BaseModel):
     input: dict[str, object] = Field(default_factory=dict)
 
 
+class ImageRef(BaseModel):
+    """An image a user message carries: what the journal records of it, and its bytes.
+
+    ``data`` (base64) is filled by the turn engine from the image store just
+    before a request is sent; the projection and the journal hold only the
+    digest. An image whose bytes are gone, or one past the context's image
+    budget, is sent with ``data`` empty: a wire writes a text marker instead.
+    """
+
+    digest: str
+    media_type: str
+    size: int
+    name: str
+    data: str = Field(default="", repr=False)
+    """The bytes in base64; empty until filled, or when they cannot be sent."""
+    note: str = ""
+    """Why ``data`` stays empty (the marker's words): missing, or an older image not sent."""
+
+
+def image_marker(image: ImageRef) -> str:
+    """The text a wire sends in place of an image it has no bytes for."""
+    why = image.note or "not available"
+    return f"[image {image.name} ({image.media_type}, {image.size} bytes): {why}]"
+
+
 class Message(BaseModel):
     """One provider-neutral context message (what the projection produces).
 
     ``role`` is ``user``, ``assistant`` or ``tool``. An assistant message may
-    carry tool calls; a tool message answers one call by ``call_id``.
+    carry tool calls; a tool message answers one call by ``call_id``; a user
+    message may carry images (`ImageRef`).
     """
 
     role: Literal["user", "assistant", "tool"]
@@ -56,6 +82,7 @@ class Message(BaseModel):
     call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    images: list[ImageRef] = Field(default_factory=list)
 
 
 class TurnRequest(BaseModel):
@@ -159,6 +186,25 @@ class TurnSink(Protocol):
         """Ask the user; returns the answer. Read-only mode never gets here."""
 
 
+@runtime_checkable
+class SteeredSink(Protocol):
+    """A sink holding guidance given mid-turn (``turns/steer``) for an engine whose
+    server takes it later (the remote engine): handed to it, then reported taken.
+
+    The turn engine's sink is one; a sink that takes no guidance (a
+    compaction's, a test's) is not, and the engine then never asks for any.
+    """
+
+    steers: list[tuple[str, str]]
+    """Guidance given and not yet handed: (text, when)."""
+
+    def hand_steers(self) -> list[str]:
+        """The guidance waiting, now the engine's to deliver."""
+
+    def steer_taken(self, text: str) -> bool:
+        """The server took handed guidance TEXT: journal it there."""
+
+
 class Conversation(BaseModel):
     """The root chat's conversation kept by the provider itself (an agent's session)."""
 
@@ -187,6 +233,11 @@ class Provider(Protocol):
 
     def reset_conversation(self, conversation_id: str | None = None) -> None:
         """Continue from CONVERSATION_ID next time, or (None) start a new, seeded one."""
+
+    async def image_refusal(self, root: Path) -> str | None:
+        """Why this provider cannot take an image in a request (one sentence), else None.
+
+        Asked before a request with images is accepted, so a refusal loses nothing."""
 
     async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
         """Run one turn to its end, reporting through SINK."""

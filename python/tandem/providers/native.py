@@ -21,6 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -93,6 +94,9 @@ class StepResult:
 
 class Wire(ABC):
     """One HTTP API's request and stream format."""
+
+    takes_images = True
+    """Whether a user message's images go as image content (`Message.images`)."""
 
     def __init__(self, credentials: Credentials) -> None:
         self.credentials = credentials
@@ -270,6 +274,13 @@ class NativeProvider:
 
     def reset_conversation(self, conversation_id: str | None = None) -> None:
         """Nothing to reset: each turn sends the projection afresh."""
+
+    async def image_refusal(self, root: Path) -> str | None:
+        """None when the wire format carries images (both built-in ones do)."""
+        if self.wire.takes_images:
+            return None
+        return (f"{self.name} cannot take images in a request: send the text alone, "
+                "or choose a provider that takes images")
 
     def __init__(
         self,

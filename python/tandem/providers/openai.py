@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from httpx_sse import ServerSentEvent
 
-from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink
+from tandem.providers.base import Message, ToolCallRef, TurnRequest, TurnSink, image_marker
 from tandem.providers.native import ProviderError, StepResult, Wire
 from tandem.providers.tool_input import (
     MAX_CALLS,
@@ -33,7 +33,10 @@ def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
     """Append MESSAGES in wire form to OUT: one dict per message (an empty assistant none)."""
     for m in messages:
         if m.role == "user":
-            out.append({"role": "user", "content": m.text})
+            if m.images:  # content parts: the text, then each image as a data URL
+                out.append({"role": "user", "content": _parts(m)})
+            else:
+                out.append({"role": "user", "content": m.text})
         elif m.role == "assistant":
             msg: dict[str, object] = {"role": "assistant", "content": m.text or None}
             if m.tool_calls:
@@ -50,6 +53,17 @@ def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
             out.append(msg)
         else:
             out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
+
+
+def _parts(m: Message) -> list[dict[str, object]]:
+    """User message M as content parts: its text, then an ``image_url`` part with a base64
+    data URL per image (a text part for an image without bytes)."""
+    parts: list[dict[str, object]] = [{"type": "text", "text": m.text}] if m.text else []
+    for image in m.images:
+        parts.append({"type": "image_url",
+                      "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+                     if image.data else {"type": "text", "text": image_marker(image)})
+    return parts
 
 
 class _Call(TypedDict):

@@ -327,12 +327,16 @@ class AgentServerClient:
             raise RemoteError("remote-invalid", f"conversation {conversation_id}: not an object")
         return reply
 
-    async def send_message(self, conversation_id: str, text: str) -> None:
-        """Post the user's TEXT to the conversation and start the agent (``run: true``)."""
+    async def send_message(self, conversation_id: str, text: str, run: bool = True) -> None:
+        """Post the user's TEXT to the conversation and, with RUN, start the agent.
+
+        Without RUN (a steer: the engine runs the agent itself next) the server
+        only appends the message to the conversation's events.
+        """
         await self._request(
             f"Sending the message to conversation {conversation_id} failed", "POST",
             f"/api/conversations/{conversation_id}/events",
-            json={"role": "user", "content": [{"type": "text", "text": text}], "run": True})
+            json={"role": "user", "content": [{"type": "text", "text": text}], "run": run})
 
     async def respond_to_confirmation(self, conversation_id: str, accept: bool,
                                       reason: str) -> None:

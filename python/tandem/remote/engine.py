@@ -8,6 +8,19 @@ one by its own rules (`tandem.tools.permissions.decide`: a discussion refuses
 every write and execute, whatever the server would allow) and asks the user
 through the sink when the rule says ask. Cancel is ``/interrupt``; the turn
 ends when the conversation reaches finished / error / stuck.
+
+Guidance given mid-turn (``turns/steer``) goes to the server only where its
+agent loop is stopped and every tool call has its result, so it can never
+land between a call and its result (the server's loop asks the model again
+as soon as a result is in, and releases its lock during each LLM call, so a
+message posted while it runs lands mid-step). That is the idle after a
+refusal: tandem refuses the calls waiting for confirmation when a steer
+waits (they never ran: "superseded", as the server's own rule for a message
+that arrives mid-step), or when its rules or the user refused them; the
+steer is then appended (``run: false``) and the agent run again, so the
+model's next request carries the refusals, then the guidance. It is
+journaled when the server's stream echoes it; a turn that ends first
+leaves it to the queue, as the native engine does.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
@@ -26,6 +40,7 @@ from tandem.providers.base import (
     Outcome,
     PermissionRequest,
     RemoteTurnStart,
+    SteeredSink,
     TurnRequest,
     TurnResult,
     TurnSink,
@@ -45,6 +60,9 @@ MAX_RERUNS = 25
 """Times one turn lets the agent go on after a refusal before it fails the turn."""
 INTERRUPT_TIMEOUT = 10.0
 """Seconds a cancel waits for the server to take ``/interrupt``."""
+SUPERSEDED = ("not run: the user steered the turn before it ran; their guidance "
+              "follows (ask again if it is still needed)")
+"""Why tool calls waiting when a steer came were refused (the model sees it)."""
 
 
 def prompt_text(request: TurnRequest, new_conversation: bool) -> str:
@@ -75,6 +93,9 @@ def _render(m: Message) -> str:
 
 class RemoteProvider:
     """Runs turns on the agent-server of TARGET with the agent AGENT names."""
+
+    accepts_steering = True
+    """Guidance given mid-turn goes to the server at its next stop (module docstring)."""
 
     def __init__(self, name: str, target: RemoteTarget, agent: AgentChoice,
                  session_key: SecretStr | None = None, *,
@@ -112,6 +133,11 @@ class RemoteProvider:
         """Continue CONVERSATION_ID next time, or (None) start a new, seeded one."""
         self._conversation_id = conversation_id
         self._last = None
+
+    async def image_refusal(self, root: Path) -> str | None:
+        """Always a refusal: an agent-server conversation takes the text of a message only."""
+        return (f"The remote engine on {self.target.host} cannot take images: send the text "
+                "alone (the image stays attached in the composer)")
 
     # -- a turn -------------------------------------------------------------------
 
@@ -187,6 +213,8 @@ class RemoteProvider:
         reruns = 0
         ran = False  # the server said running in this turn (a finished one resets via idle)
         self._rejected = False
+        sink = events.sink
+        steered = sink if isinstance(sink, SteeredSink) else None
         async for frame in stream.frames():
             kind = frame.get("type")
             if kind == "reconnected":
@@ -199,6 +227,10 @@ class RemoteProvider:
             if kind not in ("durable", "transient") or not isinstance(event, dict):
                 continue  # item_started / item_aborted: the sink needs nothing
             events.on_event(event)
+            if steered is not None:
+                for text in events.user_texts:
+                    steered.steer_taken(text)
+            events.user_texts.clear()
             live = live or kind == "durable"
             if not live:
                 continue
@@ -224,6 +256,10 @@ class RemoteProvider:
                     raise RemoteError("remote-failed", (
                         f"the agent asked again after {MAX_RERUNS} refusals; stopping"))
                 self._rejected = False
+                if steered is not None:
+                    # Stopped, every call answered: the one safe place for a message.
+                    for text in steered.hand_steers():
+                        await client.send_message(cid, text, run=False)
                 await client.run(cid)
                 continue
             if events.status == "paused":
@@ -234,7 +270,12 @@ class RemoteProvider:
                 pending = [a for a in events.pending if a.call_id not in asked]
                 if pending:
                     asked.update(a.call_id for a in pending)
-                    await self._confirm(client, cid, pending, request, sink=events.sink)
+                    if steered is not None and steered.steers:
+                        # Not run yet, asked before the guidance: superseded by it.
+                        self._rejected = True
+                        await client.respond_to_confirmation(cid, False, SUPERSEDED)
+                    else:
+                        await self._confirm(client, cid, pending, request, sink=events.sink)
 
     async def _confirm(self, client: AgentServerClient, cid: str, pending: list[Action],
                        request: TurnRequest, sink: TurnSink) -> None:

@@ -192,6 +192,8 @@ class EventMap:
     """Event ids already mapped (a duplicate is dropped)."""
     streamed: dict[str, Streamed] = field(default_factory=dict)
     """What ``delta`` frames already gave the sink, by item id (= the durable event's id)."""
+    user_texts: list[str] = field(default_factory=list)
+    """The user messages the server appended during the turn, in order (a steer's echo)."""
 
     @property
     def pending(self) -> list[Action]:
@@ -248,8 +250,11 @@ class EventMap:
 
     def _message(self, event: Mapping[str, object]) -> None:
         message = _dict(event.get("llm_message"))
+        if event.get("source") == "user" and message.get("role") == "user":
+            self.user_texts.append(text_of(message.get("content")))
+            return  # the user's own message, echoed back (the engine reads it: a steer)
         if event.get("source") != "agent" or message.get("role") != "assistant":
-            return  # the user's own message, echoed back
+            return
         sent = self._unstreamed(event)
         if not sent.reasoning:
             for block in message.get("thinking_blocks") or []:

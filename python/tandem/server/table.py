@@ -30,6 +30,7 @@ DOMAIN_APIS = (
     "tandem.adapters.remote",
     "tandem.adapters.settings",
     "tandem.adapters.permissions",
+    "tandem.adapters.parallel",
 )
 
 

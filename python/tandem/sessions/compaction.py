@@ -189,6 +189,11 @@ def policy_from(settings: Mapping[str, Any], provider: str, model: str = "") -> 
     )
 
 
+IMAGE_TOKENS = 1600
+"""What one image is counted as: about the most an API charges for one (Anthropic
+bounds an image it resizes at ~1,600 tokens)."""
+
+
 def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:
     """A provider-neutral token estimate of MESSAGES: UTF-8 bytes / 4, plus 4 per message.
 
@@ -199,7 +204,7 @@ def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:
     count = 0
     for m in messages:
         count += 1
-        size += len(m.text.encode("utf-8"))
+        size += len(m.text.encode("utf-8")) + IMAGE_TOKENS * 4 * len(m.images)
         for call in m.tool_calls:
             size += len(call.name) + len(json.dumps(call.input, ensure_ascii=False).encode())
     return math.ceil(size / 4) + 4 * count
@@ -315,7 +320,10 @@ def render_transcript(messages: Iterable[Message]) -> str:
     parts: list[str] = []
     for m in messages:
         if m.role == "user":
-            parts.append(f"### User\n\n{m.text}")
+            # A summary is text: an image is named where it was, its bytes are not sent.
+            shown = "".join(f"\n\n[image {i.name} ({i.media_type}, {i.size} bytes) was attached]"
+                            for i in m.images)
+            parts.append(f"### User\n\n{m.text}{shown}")
         elif m.role == "tool":
             status = " (error)" if m.is_error else ""
             parts.append(f"### Tool result{status}\n\n{_clip(m.text)}")

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from tandem.gcpause import cyclic_gc_paused
 from tandem.providers.base import Message
 from tandem.sessions.compaction import projected_tail
-from tandem.sessions.projection import SUMMARY_PREFIX, first_kept, msg, tool_call
+from tandem.sessions.projection import SUMMARY_PREFIX, first_kept, images_of, msg, tool_call
 from tandem.store.entry_view import JournalEntry
 from tandem.store.rewinds import RewindLedger
 
@@ -135,7 +135,8 @@ class LiveProjection:
         kind = e.get("type")
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
-            self._add(msg(kind, text if text.__class__ is str else str(text)), turn)
+            self._add(msg(kind, text if text.__class__ is str else str(text),
+                          images=images_of(e) if "images" in e else None), turn)
         elif kind == "steer":  # as `project` reads it: a user message
             text = e.get("text", "")
             self._add(msg("user", text if text.__class__ is str else str(text)), turn)

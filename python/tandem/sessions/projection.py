@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from tandem.gcpause import cyclic_gc_paused
-from tandem.providers.base import Message, ToolCallRef
+from tandem.providers.base import ImageRef, Message, ToolCallRef
 from tandem.store.entry_view import JournalEntry
 from tandem.store.rewinds import RewindLedger
 
@@ -95,7 +95,8 @@ def _project(entries: Sequence[JournalEntry]) -> list[Message]:
         kind = e.get("type")
         if kind == "user" or kind == "assistant":
             text = e.get("text", "")
-            append(msg(kind, text if text.__class__ is str else str(text)))
+            append(msg(kind, text if text.__class__ is str else str(text),
+                       images=images_of(e) if "images" in e else None))
         elif kind == "steer":  # guidance mid-turn: a user message where the model saw it
             text = e.get("text", "")
             append(msg("user", text if text.__class__ is str else str(text)))
@@ -132,16 +133,35 @@ _set = object.__setattr__
 
 
 def msg(role: str, text: str = "", tool_calls: list[ToolCallRef] | None = None,
-        call_id: str | None = None, is_error: bool = False) -> Message:
+        call_id: str | None = None, is_error: bool = False,
+        images: list[ImageRef] | None = None) -> Message:
     """A `Message` built without validation, from fields the journal reader already checked."""
     m = _new(Message)
     _set(m, "__dict__", {"role": role, "text": text,
                          "tool_calls": [] if tool_calls is None else tool_calls,
-                         "call_id": call_id, "name": None, "is_error": is_error})
+                         "call_id": call_id, "name": None, "is_error": is_error,
+                         "images": [] if images is None else images})
     _set(m, "__pydantic_fields_set__", _ALL_SET)
     _set(m, "__pydantic_extra__", None)
     _set(m, "__pydantic_private__", None)
     return m
+
+
+def images_of(e: JournalEntry) -> list[ImageRef]:
+    """The images a ``user`` entry E names (by digest; their bytes are the store's).
+
+    A hand-edited record that is not an image's is skipped, not an error."""
+    out: list[ImageRef] = []
+    given = e.get("images")
+    for item in given if isinstance(given, list) else []:
+        if not isinstance(item, dict):
+            continue
+        try:  # the record's own four keys only: bytes come from the store, never the journal
+            out.append(ImageRef.model_validate(
+                {k: item.get(k) for k in ("digest", "media_type", "size", "name")}))
+        except ValueError:
+            continue
+    return out
 
 
 def tool_call(e: JournalEntry) -> ToolCallRef:

@@ -41,12 +41,22 @@ class TurnStartEntry(_Base):
     permission_mode: NotRequired[str]
 
 
+class ImageRecord(TypedDict):
+    """An image of a ``user`` entry: digest, media type, size and name (no bytes)."""
+
+    digest: str
+    media_type: str
+    size: int
+    name: str
+
+
 class UserEntry(_Base):
-    """``user``: the submitted request text."""
+    """``user``: the submitted request text, and the images sent with it."""
 
     type: Literal["user"]
     turn: int
     text: str
+    images: NotRequired[list[ImageRecord]]
 
 
 class AssistantEntry(_Base):

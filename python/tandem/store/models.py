@@ -55,12 +55,26 @@ class TurnStart(Entry):
     permission_mode: str = "ask"
 
 
+class ImageRecord(BaseModel):
+    """An image a request carried, as the journal names it: never its bytes."""
+
+    model_config = ConfigDict(extra="allow")
+
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of the bytes, the name of their file in the image store."""
+    media_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    size: int = Field(ge=0)
+    name: str
+
+
 class User(Entry):
-    """The submitted request text (for a directive: the exact prompt)."""
+    """The submitted request text (for a directive: the exact prompt), and its images."""
 
     type: Literal["user"] = "user"
     turn: int
     text: str
+    images: list[ImageRecord] = Field(default_factory=list, exclude_if=lambda v: not v)
+    """Left out of the line when empty: a request without images is written as before."""
 
 
 class Assistant(Entry):

@@ -33,6 +33,7 @@ from tandem.protocol.base import TandemError
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
 from tandem.providers.base import (
     Conversation,
+    ImageRef,
     Message,
     Outcome,
     PermissionAnswer,
@@ -45,9 +46,11 @@ from tandem.providers.base import (
 from tandem.sessions.gate import Hold, SessionGate, writable_root
 from tandem.sessions.titles import name_untitled
 from tandem.store.entry_view import JournalEntry
+from tandem.store.images import ImageStore
 from tandem.store.journal import Journal
 from tandem.store.oserrors import io_error
 from tandem.turns.facts import JournalFacts, SessionFacts
+from tandem.turns.images import Attachment, with_image_data
 from tandem.turns.sink import Asker, JournalSink
 
 log = logging.getLogger("tandem.turns")
@@ -84,6 +87,11 @@ class TurnSpec:
     read_only: bool = False
     on_terminal: Callable[[TurnEnded], Awaitable[None]] | None = None
     """Runs after the turn's entries are durable, before the terminal event."""
+    images: list[Attachment] = field(default_factory=list)
+    """Checked images sent with TEXT (`tandem.turns.images`); kept by digest."""
+    runner: Provider | None = None
+    """Runs the turn instead of the provider named PROVIDER: tandem's own work done as a
+    turn (a parallel session's landing), checkpointed before and after like any."""
 
 
 @dataclass
@@ -128,8 +136,11 @@ class TurnEngine:
                  checkpoints: Checkpoints | None = None,
                  facts: SessionFacts | None = None,
                  gate: SessionGate | None = None,
-                 after_end: Iterable[Callable[[TurnEnded], None]] = ()) -> None:
+                 after_end: Iterable[Callable[[TurnEnded], None]] = (),
+                 images: ImageStore | None = None) -> None:
         self.events = events
+        self.images = images
+        """Where the bytes of images sent with requests are kept (None: no images)."""
         self.facts: SessionFacts = facts if facts is not None else JournalFacts()
         """A session's root, entries, index, context and protected paths (the service
         passes its caches; alone, the journal is read)."""
@@ -172,7 +183,9 @@ class TurnEngine:
         # The context is what precedes this turn: read before its first entry is written.
         context = self.facts.context(journal) if spec.messages is None else spec.messages
         turn = self.facts.index(journal).next_turn()
-        provider = self.provider_for(spec, journal)  # may refuse before anything is written
+        # May refuse before anything is written.
+        provider = spec.runner if spec.runner is not None else self.provider_for(spec, journal)
+        records = await self._keep_images(spec, provider, root)
         protected = self.facts.protected(root)
         try:
             checkpoint = await self.checkpoints.before(root, spec.session, turn)
@@ -196,7 +209,8 @@ class TurnEngine:
                             "directive": d.directive, "action": d.action, "attempt": d.attempt})
             self._announce(spec, turn)
             started = True
-            sink.write({"type": "user", "text": spec.text})
+            sink.write({"type": "user", "text": spec.text,
+                        **({"images": records} if records else {})})
         except Exception as e:  # the turn is open in the journal: it must end, failed
             if not started:
                 self._announce(spec, turn)
@@ -204,7 +218,11 @@ class TurnEngine:
                                checkpoint, root, provider)
             return turn
         messages = context if spec.messages is not None else (
-            context + [Message(role="user", text=spec.text)])
+            context + [Message(role="user", text=spec.text,
+                               images=[ImageRef(**r) for r in records])])
+        if self.images is not None and any(m.images for m in messages):
+            store = self.images
+            messages = await anyio.to_thread.run_sync(lambda: with_image_data(messages, store))
         request = TurnRequest(session_id=spec.session, turn=turn, root=root, model=spec.model,
                               system=spec.system, messages=messages,
                               permission_mode=spec.permission_mode,
@@ -215,6 +233,37 @@ class TurnEngine:
         hold.started = True  # released by `_run` once the terminal path is done
         self.running[spec.session] = Running(spec, turn, sink, task, hold, provider=provider)
         return turn
+
+    async def check_images(self, spec: TurnSpec) -> None:
+        """Refuse SPEC (`TandemError` ``unsupported``, one sentence) when it carries images
+        its provider cannot take; nothing is written or sent."""
+        if spec.images:
+            journal = self.journal_of(spec.session)
+            await self._refuse_images(self.provider_for(spec, journal),
+                                      self.facts.root_of(journal))
+
+    async def _refuse_images(self, provider: Provider, root: Path) -> None:
+        if self.images is None:
+            raise TandemError("unsupported", "This backend keeps no images: send the text alone")
+        why = await provider.image_refusal(root)
+        if why:
+            raise TandemError("unsupported", why)
+
+    async def _keep_images(self, spec: TurnSpec, provider: Provider, root: Path
+                           ) -> list[dict[str, Any]]:
+        """The journal's records of SPEC's images, their bytes now in the store.
+
+        Refused, with nothing written, when the provider cannot take images."""
+        if not spec.images:
+            return []
+        await self._refuse_images(provider, root)
+        store = self.images
+        assert store is not None  # `_refuse_images` refused without one
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: [a.record(store.put(a.data)) for a in spec.images])
+        except OSError as e:  # a full or read-only home: one sentence, nothing written
+            raise io_error(e, "cannot keep the image in the image store") from None
 
     def _announce(self, spec: TurnSpec, turn: int) -> None:
         self.events.publish(spec.session, TurnStarted(
@@ -251,8 +300,9 @@ class TurnEngine:
             if done is not None:
                 self.gate.release(done.hold)
         # Taken with the pop (nothing awaits between): a steer given until now is kept.
-        ended.steers_left = [text for text, _given in sink.steers]
+        ended.steers_left = [text for text, _given in sink.steers_pending()]
         sink.steers.clear()
+        sink.steers_handed.clear()
         for listener in self.after_end:
             try:
                 listener(ended)
@@ -351,7 +401,7 @@ class TurnEngine:
 
         Refused (``not-found``) with no turn running, and (``unsupported``) when
         the turn is a directive request or its provider takes no input mid-turn
-        (an ACP agent, the remote engine): the message says to queue it instead.
+        (an ACP agent): the message says to queue it instead.
         A steer the turn ends before taking is in the ended turn's ``steers_left``.
         """
         if not text.strip():

@@ -35,6 +35,7 @@ from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store import layout
 from tandem.store.entry_view import JournalEntry
+from tandem.store.images import ImageStore
 from tandem.store.journal import Journal
 from tandem.tools.permissions import SessionGrants
 from tandem.turns.engine import TurnEnded, TurnEngine, TurnSpec, last_acp_session, run_blocking
@@ -164,7 +165,8 @@ class TurnService:
         """A session's remote target (the app's `RemoteService.target`; none: all local)."""
         self._grants = SessionGrants()
         self.engine = TurnEngine(events, sessions.journal, self.provider, checkpoints,
-                                 facts=ServiceFacts(sessions), gate=gate, after_end=after_end)
+                                 facts=ServiceFacts(sessions), gate=gate, after_end=after_end,
+                                 images=ImageStore(sessions.home))
 
     @property
     def config(self) -> ClientConfig:

@@ -4,7 +4,9 @@ Text and reasoning deltas stream to Emacs as ``delta`` events and are kept
 in memory until the message ends; then one ``reasoning`` and one
 ``assistant`` entry are written. Guidance the user gives the running turn
 (``turns/steer``) waits here until the agent loop's next model request takes
-it (`JournalSink.take_steers`). Every entry written is also published as an
+it (`JournalSink.take_steers`), or, for an engine whose server takes it later
+(the remote engine), until that engine reports it taken (`hand_steers`, then
+`steer_taken`). Every entry written is also published as an
 ``entry`` event, so the view and the journal never disagree.
 """
 
@@ -62,6 +64,8 @@ class JournalSink:
         """The first journal write this turn that the disk refused, as a sentence."""
         self.steers: list[tuple[str, str]] = []
         """Guidance given (``turns/steer``) that no model request took yet: (text, when)."""
+        self.steers_handed: list[tuple[str, str]] = []
+        """Guidance handed to the engine (`hand_steers`) that it has not seen taken yet."""
 
     def write(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Append ENTRY (for this turn) to the journal and publish it.
@@ -126,7 +130,32 @@ class JournalSink:
     def steer(self, text: str) -> int:
         """Keep TEXT for the turn's next model request; how many now wait."""
         self.steers.append((text, now_iso()))
-        return len(self.steers)
+        return len(self.steers_pending())
+
+    def steers_pending(self) -> list[tuple[str, str]]:
+        """Every steer given and not yet taken, oldest first: (text, when)."""
+        return self.steers_handed + self.steers
+
+    def hand_steers(self) -> list[str]:
+        """The guidance waiting, handed to an engine that says later when it was taken.
+
+        Nothing is written yet: `steer_taken` writes each ``steer`` entry once
+        the engine sees the model's side take it. One never reported taken stays
+        pending, and a turn that ends first queues it as any steer left.
+        """
+        handed, self.steers = self.steers, []
+        self.steers_handed.extend(handed)
+        return [text for text, _given in handed]
+
+    def steer_taken(self, text: str) -> bool:
+        """Write the ``steer`` entry of the handed guidance TEXT; False if none is TEXT."""
+        for i, (handed, given) in enumerate(self.steers_handed):
+            if handed == text:
+                del self.steers_handed[i]
+                self.end_message()
+                self.write({"type": "steer", "text": text, "given": given})
+                return True
+        return False
 
     def take_steers(self) -> list[str]:
         """The guidance waiting for this request, each written now as a ``steer`` entry.

@@ -6,7 +6,7 @@ Usage: ``python fake_agent.py SCRIPT.json LOG.jsonl``. Every request and
 notification the agent receives is appended to LOG as one JSON line
 ``{"method": ..., "params": ...}``. SCRIPT::
 
-    {"capabilities": {"load": false, "resume": false, "close": true},
+    {"capabilities": {"load": false, "resume": false, "close": true, "image": false},
      "protocol_version": 1,
      "known_sessions": ["s-old"],        # ids load/resume accept
      "die_in": "initialize",             # or "new_session": exit(3) there
@@ -55,6 +55,7 @@ from acp.schema import (
     LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
+    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
     SessionCapabilities,
@@ -101,7 +102,8 @@ class FakeAgent:
         return InitializeResponse(
             protocol_version=self.script.get("protocol_version", PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=bool(wanted.get("load")), session_capabilities=session_caps
+                load_session=bool(wanted.get("load")), session_capabilities=session_caps,
+                prompt_capabilities=PromptCapabilities(image=bool(wanted.get("image"))),
             ),
         )
 
@@ -165,7 +167,10 @@ class FakeAgent:
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         text = "".join(getattr(block, "text", "") for block in prompt)
-        self._log("session/prompt", {"session_id": session_id, "text": text})
+        images = [{"mime_type": b.mime_type, "data": b.data} for b in prompt
+                  if getattr(b, "type", "") == "image"]
+        self._log("session/prompt", {"session_id": session_id, "text": text,
+                                     **({"images": images} if images else {})})
         if session_id not in self.sessions:
             raise RequestError.invalid_params({"details": f"unknown session {session_id}"})
         prompts = self.script.get("prompts", [])

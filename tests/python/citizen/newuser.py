@@ -67,6 +67,15 @@ def new_user(tmp_path: Path, name: str) -> Iterator[tuple[Pane, Path]]:
         pane.stop()
 
 
+def write_settings(tmp_path: Path, server: str, permission_mode: str = "ask") -> None:
+    """The user's settings file as the setup writes it, naming the test SERVER (with /v1)."""
+    config = tmp_path / "config" / "tandem"
+    config.mkdir(parents=True)
+    (config / "settings.json").write_text(json.dumps({
+        "default_provider": "openai:fake-model", "permission_mode": permission_mode,
+        "openai": {"base_url": server}}))
+
+
 def until(check: Callable[[], bool], screen: str, timeout: float = 15) -> None:
     """Wait until CHECK holds (a file on disk), else fail showing SCREEN."""
     deadline = time.monotonic() + timeout

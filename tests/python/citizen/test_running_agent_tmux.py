@@ -6,8 +6,9 @@ setup writes), so `M-x tandem` asks nothing. Then:
 - a request whose turn stops at a permission question; while it waits the user
   types a second message and sends it with C-c C-c: it is queued under the running
   turn (a visible row), the turn is not cancelled;
-- C-c C-s steers the waiting turn: the guidance is a row in the turn, and the
-  model's next request in that same turn ends with it;
+- C-c C-s steers the waiting turn: a row under it says the guidance waits, then
+  the guidance is a row in the turn, and the model's next request in that same
+  turn ends with it;
 - the question is answered with the keys the screen names (point comes back to
   the composer, where it was); the file is written,
   the turn ends well and the queued message goes as the next turn, whose answer
@@ -37,7 +38,7 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Script
 
-from citizen.newuser import answer_yes, new_user, quit_emacs, shell, until
+from citizen.newuser import answer_yes, new_user, quit_emacs, shell, until, write_settings
 from demo.test_demo_tmux import Pane
 
 
@@ -82,11 +83,7 @@ def fake_server() -> Iterator[str]:
 @pytest.fixture
 def user(tmp_path: Path, fake_server: str) -> Iterator[tuple[Pane, Path]]:
     """A new user whose settings file (as the setup writes it) names the test server."""
-    config = tmp_path / "config" / "tandem"
-    config.mkdir(parents=True)
-    (config / "settings.json").write_text(json.dumps({
-        "default_provider": "openai:fake-model", "permission_mode": "ask",
-        "openai": {"base_url": fake_server}}))
+    write_settings(tmp_path, fake_server)
     with new_user(tmp_path, "running-agent") as pane_and_tmp:
         yield pane_and_tmp
 
@@ -116,7 +113,9 @@ def test_a_message_queued_while_a_question_waits(user: tuple[Pane, Path]) -> Non
     # Guidance for the running turn: taken at its next step, inside the turn.
     pane.text("Use lowercase only")
     pane.keys("C-c", "C-s")
-    pane.wait_for(r"Steering turn 1: it goes with the turn.s next model request", timeout=30)
+    pane.wait_for(r"Steering turn 1: it goes at the turn.s next step", timeout=30)
+    pane.wait_for(r"↪ You steered · waiting for the next step · \S+ · Use lowercase only",
+                  timeout=30)  # its row until the turn takes it
 
     # The answer from the screen's own hint; the queue goes on after the turn.
     pane.keys("C-c", "C-q")

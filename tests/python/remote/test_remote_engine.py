@@ -250,30 +250,23 @@ async def test_cancel_interrupts_the_server(server: RunningServer, app: App,
     await app.turns.aclose()
 
 
-async def test_a_steer_is_refused_while_a_remote_turn_runs_and_the_turn_goes_on(
-        server: RunningServer, app: App, project: Path) -> None:
-    """The remote engine takes no guidance mid-turn yet: ``unsupported``, naming the
-    queue; the running turn on the server is not disturbed."""
-    script = agent_script(run_command("sleep 2; echo on > on.txt"), Reply(text="went on"))
-    with FakeOpenAI(script) as fake:
+async def test_an_image_is_refused_before_anything_is_sent(server: RunningServer, app: App,
+                                                          project: Path) -> None:
+    from tandem.store.images import media_type
+    from tandem.turns.images import Attachment
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+    with FakeOpenAI(agent_script(Reply(text="never"))) as fake:
         configure(app, server, fake)
-        sid, wd = await attached_session(app, project, server)
-        asked: list[PermissionRequest] = []
-        engine = app.turns.engine
-        turn = await engine.accept(TurnSpec(session=sid, text="wait", provider=PROVIDER),
-                                   answering("allow_once", asked))
-        for _ in range(600):
-            if asked:
-                break
-            await asyncio.sleep(0.1)
+        sid, _wd = await attached_session(app, project, server)
+        before = len(conversations_on(server))
+        spec = TurnSpec(session=sid, text="look", provider=PROVIDER,
+                        images=[Attachment(png, media_type(png) or "", "shot.png")])
         with pytest.raises(TandemError) as err:
-            engine.steer(sid, "go left")
+            await app.turns.engine.accept(spec)
         assert err.value.code == "unsupported"
-        assert "cannot take guidance" in err.value.message and "queue it" in err.value.message
-        ended = await asyncio.wait_for(engine.wait(sid, turn), 60)
-        assert ended.outcome == "succeeded", ended.error
-        assert ended.steers_left == []
-        assert (Path(wd) / "on.txt").read_text() == "on\n"
-        assert not [e for e in entries(app, sid) if e["type"] == "steer"]
-        assert "go left" not in str(agent_requests(fake))
+        assert "remote engine" in err.value.message and "cannot take images" in err.value.message
+        # Nothing reached the server or the LLM, and nothing was journaled.
+        assert len(conversations_on(server)) == before
+        assert fake.requests == []
+        assert not [e for e in entries(app, sid) if e["type"] in ("turn_start", "user")]
     await app.turns.aclose()

@@ -108,8 +108,11 @@ def test_a_steer_given_during_a_tool_reaches_the_next_request_of_the_same_turn(
         reply = await turn_api.steer(app, SteerParams(session=sid, text=STEER))
         assert (reply.turn, reply.waiting) == (first.turn, 1)
         assert len(chat_bodies(fake)) == 1  # nothing sent yet: it waits for the next step
+        pending = (await turn_api.queue_list(app, SessionParams(session=sid))).steers
+        assert [s.text for s in pending] == [STEER] and pending[0].given  # the view's row
         app.turns.engine.answer(sid, question, "allow_once")
         await settle(app, sid)
+        assert (await turn_api.queue_list(app, SessionParams(session=sid))).steers == []
         bodies = chat_bodies(fake)
         assert len(bodies) == 2
         second = bodies[1]["messages"]

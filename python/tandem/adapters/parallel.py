@@ -1,0 +1,80 @@
+"""Parallel-session methods (``parallel/…``): create, list, patch, land, remove.
+
+``parallel/create`` makes a session in its own tree (a git worktree on
+``tandem/NAME``, or a copy); a main tree with uncommitted changes is refused
+(``conflict``, ``data.dirty``) unless ``carry``. ``parallel/patch`` is its
+whole change against its base; ``parallel/land`` writes parts of it into the
+main tree as one turn of the project's session; ``parallel/remove`` deletes
+the tree and the branch, keeping the journal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tandem.protocol.base import MethodSpec
+from tandem.protocol.parallel import (
+    Created,
+    CreateParams,
+    Landed,
+    LandParams,
+    ListParams,
+    ParallelPatch,
+    ParallelRecord,
+    Records,
+    RemoveParams,
+    SessionParams,
+)
+from tandem.turns.engine import run_blocking
+
+if TYPE_CHECKING:
+    from tandem.app import App
+
+
+async def create(app: App, p: CreateParams) -> Created:
+    """Handler of ``parallel/create``."""
+    made: Created = await run_blocking(lambda: app.parallel.create(
+        p.project, p.name, p.parent_session, p.carry, p.directory))
+    return made
+
+
+async def list_(app: App, p: ListParams) -> Records:
+    """Handler of ``parallel/list``."""
+    return Records(records=app.parallel.records(p.project))
+
+
+async def record(app: App, p: SessionParams) -> ParallelRecord:
+    """Handler of ``parallel/record``."""
+    return app.parallel.record(p.session)
+
+
+async def patch(app: App, p: SessionParams) -> ParallelPatch:
+    """Handler of ``parallel/patch``."""
+    return await run_blocking(app.parallel.patch, p.session)  # type: ignore[no-any-return]
+
+
+async def land(app: App, p: LandParams) -> Landed:
+    """Handler of ``parallel/land``."""
+    return await app.parallel.land(p.session, p.path, p.hunk, p.hunk_header, p.paths)
+
+
+async def remove(app: App, p: RemoveParams) -> ParallelRecord:
+    """Handler of ``parallel/remove``."""
+    return await run_blocking(app.parallel.remove, p.session, p.force)  # type: ignore[no-any-return]
+
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("parallel/create", CreateParams, create,
+               "Start a parallel session in its own git worktree (or a copy).", Created),
+    MethodSpec("parallel/list", ListParams, list_, "Every parallel session's record.", Records),
+    MethodSpec("parallel/record", SessionParams, record,
+               "One parallel session's record.", ParallelRecord),
+    MethodSpec("parallel/patch", SessionParams, patch,
+               "A parallel session's whole change against its base.", ParallelPatch),
+    MethodSpec("parallel/land", LandParams, land,
+               "Land parts of a parallel session's change as one turn of the project's "
+               "session.", Landed),
+    MethodSpec("parallel/remove", RemoveParams, remove,
+               "Remove a parallel session's worktree and tandem/ branch (or copy).",
+               ParallelRecord),
+]

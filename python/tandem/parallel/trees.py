@@ -1,0 +1,203 @@
+"""Making and removing a parallel session's own tree: a git worktree, or a copy.
+
+A git project gets ``git worktree add --no-checkout -b tandem/NAME DIR HEAD``
+through `Git.of_user_repository` (no hook, no fsmonitor, tandem's scrubbed
+environment), then its files are written from the commit's blobs as git
+stores them (``cat-file --batch``: no smudge filter runs) and the worktree's
+own index is read from the commit (``read-tree``). Nothing else of the
+user's repository is touched: not the main index, not the stash, no other
+branch. A project that is no git repository gets a copy of what a
+checkpoint captures (the same ignore rules, size cap and gaps).
+
+Whether the main tree has uncommitted changes is read the same way, without
+git's status (which may run a repository's clean filter): the main tree's
+checkpoint against the commit's tree, path by path (blob ids are content
+hashes in every repository).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from tandem.checkpoints.checkpointer import Checkpointer
+from tandem.checkpoints.git import Git, GitError
+from tandem.protocol.base import TandemError
+
+BRANCH_PREFIX = "tandem/"
+Listing = dict[str, tuple[str, str]]
+"""path → (git mode, blob id) of every file of a tree."""
+
+
+def git_dir_of(project: Path) -> Path | None:
+    """PROJECT's git directory when PROJECT is the top of a git work tree, else None."""
+    dot = project / ".git"
+    if dot.is_dir():
+        return dot
+    if dot.is_file():  # a worktree or a submodule: "gitdir: PATH"
+        text = dot.read_text(errors="replace").strip()
+        if text.startswith("gitdir:"):
+            found = Path(text.removeprefix("gitdir:").strip())
+            return found if found.is_absolute() else (project / found).resolve()
+    return None
+
+
+def listing(git: Git, tree: str) -> Listing:
+    """Every file of TREE (commit or tree) in GIT's repository; submodules are left out."""
+    out = git.run(["ls-tree", "-r", "-z", "--full-tree", tree]).stdout
+    found: Listing = {}
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, name = rec.partition(b"\t")
+        mode, kind, sha = meta.decode().split(" ")
+        if kind == "blob":
+            found[os.fsdecode(name)] = (mode, sha)
+    return found
+
+
+def write_files(git: Git, files: Listing, dest: Path) -> None:
+    """Write FILES (blobs of GIT's repository) under DEST, with their modes."""
+    by_sha: dict[str, list[tuple[str, str]]] = {}
+    for path, (mode, sha) in files.items():
+        by_sha.setdefault(sha, []).append((path, mode))
+    for sha, data in git.blobs(by_sha):
+        for path, mode in by_sha[sha]:
+            target = dest / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_symlink() or target.exists():
+                target.unlink()
+            if mode == "120000":
+                os.symlink(os.fsdecode(data), target)
+            else:
+                # A new tree nobody uses yet: no fsync per file (thousands of them).
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o755 if mode == "100755" else 0o644)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+
+
+def head_commit(git: Git) -> str:
+    """The commit HEAD names, or ``invalid`` when the repository has none yet."""
+    proc = git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False)
+    if proc.returncode != 0:
+        raise TandemError("invalid", "The project's repository has no commit yet: commit "
+                          "once, then start a parallel session")
+    return proc.stdout.decode().strip()
+
+
+def _on_disk(path: Path, algorithm: str = "sha1") -> tuple[str, str] | None:
+    """PATH's (git mode, blob id) as it is on disk, or None when it is no file.
+
+    ALGORITHM is the repository's object format (``sha1`` or ``sha256``)."""
+    try:
+        if path.is_symlink():
+            data, mode = os.fsencode(os.readlink(path)), "120000"
+        elif path.is_file():
+            data = path.read_bytes()
+            mode = "100755" if path.stat().st_mode & 0o100 else "100644"
+        else:
+            return None
+    except OSError:
+        return None
+    return mode, hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
+                ) -> tuple[list[str], Listing]:
+    """Paths where the main tree (captured as MAIN_TREE) differs from COMMIT.
+
+    A committed file the capture leaves out (it matches an ignore rule, or
+    is over the size cap) is compared as it is on disk. Returns the paths,
+    sorted, and the capture's listing (what to carry).
+    """
+    now = listing(main.git, main_tree)
+    then = listing(user, commit)
+    algorithm = user.out(["rev-parse", "--show-object-format"]) or "sha1"
+    changed = []
+    for p in sorted(set(now) | set(then)):
+        if algorithm == "sha1" and now.get(p) == then.get(p):
+            continue
+        if p in then and (p not in now or algorithm != "sha1") and _on_disk(
+                main.root / p, algorithm) == then[p]:
+            # Committed and unchanged: left out of the capture, or the repository's
+            # ids are not the store's (SHA-256), so the file itself is hashed.
+            continue
+        changed.append(p)
+    return changed, now
+
+
+def carry(main: Checkpointer, now: Listing, paths: list[str], dest: Path) -> None:
+    """Write PATHS as the main tree has them into DEST (absent there: deleted)."""
+    for p in paths:
+        target = dest / p
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+    write_files(main.git, {p: now[p] for p in paths if p in now}, dest)
+    for p in paths:
+        source = main.root / p
+        if p not in now and (source.is_file() or source.is_symlink()):
+            # Not in the capture (ignored, or over the size cap): copied as it is.
+            target = dest / p
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+
+
+def add_worktree(user: Git, dest: Path, branch: str, commit: str) -> None:
+    """``git worktree add`` DEST on a new BRANCH at COMMIT, its files written from blobs."""
+    if not branch.startswith(BRANCH_PREFIX):
+        raise TandemError("invalid", f"tandem makes only {BRANCH_PREFIX}* branches: {branch}")
+    known = user.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], check=False)
+    if known.returncode == 0:
+        raise TandemError("exists", f"Branch {branch} exists already: choose another name")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    user.run(["worktree", "add", "--no-checkout", "-b", branch, str(dest), commit])
+    try:
+        write_files(user, listing(user, commit), dest)
+        # The worktree's own index (never the main one) holds the commit, as a checkout
+        # would leave it; git refreshes its stat data on the user's next status.
+        admin = git_dir_of(dest)
+        if admin is None:
+            raise TandemError("checkpoint-failed", f"git made no worktree at {dest}")
+        user.run(["read-tree", commit], index=admin / "index")
+    except BaseException:
+        remove_worktree(user, dest, branch)
+        raise
+
+
+def remove_worktree(user: Git, dest: Path, branch: str) -> None:
+    """``git worktree remove --force`` DEST and ``git branch -D`` BRANCH (tandem's only)."""
+    if not branch.startswith(BRANCH_PREFIX):
+        raise TandemError("invalid", f"tandem removes only {BRANCH_PREFIX}* branches: {branch}")
+    if dest.exists():
+        user.run(["worktree", "remove", "--force", "--force", str(dest)])
+    else:  # removed by hand: drop its administrative folder only (a prune would drop all)
+        common = (user.git_dir / user.out(["rev-parse", "--git-common-dir"])).resolve()
+        for gitdir in (common / "worktrees").glob("*/gitdir"):
+            if gitdir.read_text(errors="replace").strip() == str(dest / ".git"):
+                shutil.rmtree(gitdir.parent)
+    try:
+        user.run(["branch", "-D", branch])
+    except GitError as e:
+        if "not found" not in e.stderr:
+            raise
+
+
+def make_copy(main: Checkpointer, tree: str, dest: Path) -> None:
+    """Write the main tree's capture TREE into the new folder DEST."""
+    if dest.exists():
+        raise TandemError("exists", f"{dest} exists already: choose another name")
+    dest.mkdir(parents=True)
+    try:
+        write_files(main.git, listing(main.git, tree), dest)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def remove_copy(dest: Path) -> None:
+    """Remove a copy tandem made."""
+    if dest.exists():
+        shutil.rmtree(dest)
