@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal, Required, TypedDict
 
 from httpx_sse import ServerSentEvent
 
@@ -109,6 +109,34 @@ def _room(blocks: dict[int, dict[str, Any]], idx: int) -> None:
 EPHEMERAL = {"type": "ephemeral"}
 
 
+class _ToolDefinition(TypedDict):
+    """One entry of a request's ``tools``: the JSON schema of its arguments included."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, object]
+
+
+class _Thinking(TypedDict):
+    """Extended thinking, with its budget of tokens."""
+
+    type: Literal["enabled"]
+    budget_tokens: int
+
+
+class _Body(TypedDict, total=False):
+    """The body of one streaming Messages API request."""
+
+    model: Required[str]
+    max_tokens: Required[int]
+    messages: Required[list[dict[str, object]]]
+    stream: Required[bool]
+    system: str | list[dict[str, object]]
+    """The system prompt; as a text block when it carries the prompt-cache mark."""
+    tools: list[_ToolDefinition]
+    thinking: _Thinking
+
+
 def _with_cache_mark(messages: list[dict[str, object]]) -> list[dict[str, object]]:
     """MESSAGES with a prompt-cache breakpoint on the last block of the last message.
 
@@ -159,9 +187,9 @@ class AnthropicWire(Wire):
 
     def body(
         self, request: TurnRequest, system: str, messages: list[dict[str, object]],
-        tools: list[Tool]) -> dict[str, object]:
+        tools: list[Tool]) -> _Body:
         """Model, system, messages, tools, ``stream: true`` (and thinking if configured)."""
-        body: dict[str, object] = {
+        body: _Body = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             "messages": _with_cache_mark(messages) if self.prompt_cache else messages,

@@ -19,7 +19,7 @@ import email.utils
 import ssl
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,8 +127,8 @@ class Wire(ABC):
     @abstractmethod
     def body(
         self, request: TurnRequest, system: str, messages: list[dict[str, object]],
-        tools: list[Tool]) -> dict[str, object]:
-        """The JSON body of one streaming request."""
+        tools: list[Tool]) -> Mapping[str, object]:
+        """The JSON body of one streaming request (each format's own `TypedDict`)."""
 
     @abstractmethod
     async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink,

@@ -9,8 +9,8 @@ a local llama.cpp or vLLM server, OpenRouter. Reasoning arrives as
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
-from typing import Any, TypedDict
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal, Required, TypedDict
 from urllib.parse import urlsplit
 
 from httpx_sse import ServerSentEvent
@@ -66,6 +66,33 @@ def _parts(m: Message) -> list[dict[str, object]]:
     return parts
 
 
+class _Function(TypedDict):
+    """A tool as the model sees it: name, description, the JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, object]
+
+
+class _ToolDefinition(TypedDict):
+    """One entry of a request's ``tools``."""
+
+    type: Literal["function"]
+    function: _Function
+
+
+class _Body(TypedDict, total=False):
+    """The body of one streaming chat completion request (its limit under one name)."""
+
+    model: Required[str]
+    messages: Required[list[dict[str, object]]]
+    stream: Required[bool]
+    stream_options: Required[dict[str, bool]]
+    max_completion_tokens: int
+    max_tokens: int
+    tools: list[_ToolDefinition]
+
+
 class _Call(TypedDict):
     """One tool call as its fragments stream in: id, name, the bounded arguments."""
 
@@ -95,11 +122,11 @@ class OpenAIWire(Wire):
 
     def body(
         self, request: TurnRequest, system: str, messages: list[dict[str, object]],
-        tools: list[Tool]) -> dict[str, object]:
+        tools: list[Tool]) -> _Body:
         """Model, messages (system first), tools, ``stream: true`` with usage."""
         msgs: list[dict[str, object]] = [{"role": "system", "content": system}] if system else []
         msgs += messages
-        body: dict[str, object] = {
+        body: _Body = {
             "model": request.model,
             "messages": msgs,
             "stream": True,
@@ -108,8 +135,10 @@ class OpenAIWire(Wire):
         # OpenAI's own API renamed the limit for newer models; compatible servers
         # (llama.cpp, vLLM, OpenRouter) still read max_tokens.
         host = urlsplit(self.credentials.base_url).hostname or ""
-        limit_key = "max_completion_tokens" if host.endswith("openai.com") else "max_tokens"
-        body[limit_key] = request.max_tokens
+        if host.endswith("openai.com"):
+            body["max_completion_tokens"] = request.max_tokens
+        else:
+            body["max_tokens"] = request.max_tokens
         if tools:
             body["tools"] = [
                 {

@@ -21,7 +21,7 @@ it produced (Anthropic merges neighbours of one role into it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic_core import to_json
 
@@ -135,7 +135,7 @@ class WireContext:
         return found[1] if found is not None and found[0] is d else None
 
 
-def encode_body(body: dict[str, object], fragment: Callable[[dict[str, object]], bytes | None]
+def encode_body(body: Mapping[str, object], fragment: Callable[[dict[str, object]], bytes | None]
                 ) -> bytes:
     """BODY as JSON, its ``messages`` last, each message's JSON from FRAGMENT when it
     has it (the kept context: ~0.5 MB not encoded again each step), else encoded here.
