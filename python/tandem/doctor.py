@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 from importlib import metadata
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -205,7 +204,7 @@ def run_cli(json_output: bool = False, fix: bool = False) -> int:
     return 0 if all(c.ok for c in items if c.required) else 1
 
 
-def report_data() -> dict[str, Any]:
+def report_data() -> dict[str, object]:
     """The report as data: text, whether every required part is there (``ok``),
     whether some of tandem's files are too open (``too_open``), each check."""
     items = checks()

@@ -78,7 +78,8 @@ if TYPE_CHECKING:
 async def list_sessions(app: App, p: ListParams) -> SessionList:
     """Sessions, most recent activity first."""
     cwd = None if p.all or not p.cwd else absolute_dir(p.cwd)
-    return SessionList([SessionRow(**s.model_dump()) for s in app.sessions.manager.list(cwd)])
+    return SessionList([SessionRow.model_validate(s.model_dump())
+                        for s in app.sessions.manager.list(cwd)])
 
 
 def _info(app: App, active: Active) -> SessionInfo:
@@ -149,8 +150,8 @@ class PrintedRows(HistoryRows):
 async def history(app: App, p: HistoryParams) -> HistoryPage:
     """Entries as positional vectors: what a view renders, at a fraction of the cost."""
     # Not validated: thousands of rows, already typed by the page (`Printed` or `Vector`s).
-    return HistoryPage.model_construct(
-        **requests.history_page(app.sessions, p.session, p.before, p.limit, PrintedRows))
+    page = requests.history_page(app.sessions, p.session, p.before, p.limit, PrintedRows)
+    return HistoryPage.model_construct(None, **page)
 
 
 async def relocate(app: App, p: RelocateParams) -> Relocated:

@@ -24,12 +24,12 @@ class FrontEndSettings(BaseModel):
     acp_agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
     default_provider: str | None = None
     permission_mode: PermissionMode | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, object] = Field(default_factory=dict)
     """From Emacs customization, already validated against the settings model."""
 
-    def layer(self) -> dict[str, Any]:
+    def layer(self) -> dict[str, object]:
         """The keys this layer sets, as a settings overlay."""
-        out: dict[str, Any] = copy.deepcopy(self.settings)
+        out: dict[str, object] = copy.deepcopy(self.settings)
         if self.acp_agents:
             out["acp_agents"] = self.acp_agents
         if self.default_provider:

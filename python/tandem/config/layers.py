@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,13 @@ def project_settings_path(root: str | Path) -> Path:
     return Path(root) / ".tandem" / "settings.json"
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge(base: Mapping[str, object], over: Mapping[str, object]) -> dict[str, object]:
     """BASE with OVER laid on top; nested objects merge, everything else replaces."""
-    out = copy.deepcopy(base)
+    out = copy.deepcopy(dict(base))
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
+        below = out.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            out[key] = merge(below, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -59,7 +61,7 @@ class FileLayer:
     """One settings file as read: its JSON object, digest and typed form."""
 
     path: Path
-    raw: dict[str, Any]
+    raw: dict[str, object]
     sha256: str | None
     """SHA-256 of the bytes parsed (None when the file is missing)."""
     model: SettingsModel | None
@@ -149,7 +151,7 @@ def parse_layer(path: Path, data: bytes) -> FileLayer:
         return FileLayer(path, obj, digest(data), None, exc)
 
 
-def load_object(path: Path) -> dict[str, Any]:
+def load_object(path: Path) -> dict[str, object]:
     """The JSON object in PATH ({} when the file is missing); bad content is an error."""
     return copy.deepcopy(read_layer(path).raw)
 
@@ -157,7 +159,7 @@ def load_object(path: Path) -> dict[str, Any]:
 # -- trust filtering -----------------------------------------------------------------
 
 
-def _present(data: dict[str, Any], dotted: str) -> bool:
+def _present(data: Mapping[str, object], dotted: str) -> bool:
     head, _, rest = dotted.partition(".")
     if head not in data:
         return False
@@ -167,7 +169,7 @@ def _present(data: dict[str, Any], dotted: str) -> bool:
     return isinstance(inner, dict) and _present(inner, rest)
 
 
-def _drop(data: dict[str, Any], dotted: str) -> None:
+def _drop(data: dict[str, object], dotted: str) -> None:
     head, _, rest = dotted.partition(".")
     if not rest:
         data.pop(head, None)
@@ -179,15 +181,15 @@ def _drop(data: dict[str, Any], dotted: str) -> None:
             data.pop(head)
 
 
-def _users_native(provider: Any, user: dict[str, Any]) -> bool:
+def _users_native(provider: object, user: Mapping[str, object]) -> bool:
     """Whether PROVIDER is a native family's (``openai:…``) and USER's settings name the family."""
     family = str(provider).partition(":")[0]
     own = str(user.get("default_provider") or "").partition(":")[0]
     return family in family_sections() and (family == own or family in user)
 
 
-def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[str, Any],
-                                                                           list[str]]:
+def untrusted_view(project: Mapping[str, object], user: Mapping[str, object]
+                   ) -> tuple[dict[str, object], list[str]]:
     """What an untrusted PROJECT object may set over USER's, and the keys it may not.
 
     Never: a trusted-only key (URLs, agent and server commands). Only when
@@ -196,7 +198,7 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
     native provider of a family the user's own configuration names (its
     ``default_provider`` or its section): ``default_provider``.
     """
-    kept = copy.deepcopy(project)
+    kept = copy.deepcopy(dict(project))
     ignored: list[str] = []
     if kept.pop(PROJECT_NEVER, None) is not None:
         ignored.append(f"{PROJECT_NEVER} (kept only in your own settings)")
@@ -209,12 +211,13 @@ def untrusted_view(project: dict[str, Any], user: dict[str, Any]) -> tuple[dict[
         ignored.append(f"default_provider ({provider} is not a native provider you configured)")
         kept.pop("default_provider")
     mode = kept.get("permission_mode")
-    mine = user.get("permission_mode") or "ask"
+    mine = str(user.get("permission_mode") or "ask")  # the user's file validated: a mode
     if isinstance(mode, str) and MODE_ORDER.get(mode, 0) > MODE_ORDER.get(mine, 1):
         ignored.append(f"permission_mode ({mode} is looser than your {mine})")
         kept.pop("permission_mode")
     native = kept.get("native")
-    base: dict[str, Any] = user["native"] if isinstance(user.get("native"), dict) else {}
+    users = user.get("native")
+    base = users if isinstance(users, dict) else {}
     if isinstance(native, dict):
         defaults = NativeSettings().model_dump()
         for name, value in list(native.items()):
@@ -238,14 +241,14 @@ LIMITED_KEYS = ("permission_mode", "native", "protected_paths")
 """Keys an untrusted project may set only tighter than the user's."""
 
 
-def restricted_values(data: dict[str, Any]) -> list[tuple[str, Any]]:
+def restricted_values(data: Mapping[str, object]) -> list[tuple[str, object]]:
     """Every key of DATA that is trusted-only or only allowed tighter, with its value.
 
     What the trust report lists, so that what would run or where a key would
     go is read from the parsed file, not from its text. ``native`` is listed
     key by key.
     """
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[str, object]] = []
     for dotted in sorted(trusted_only_keys() | set(LIMITED_KEYS)):
         if not _present(data, dotted):
             continue
@@ -257,13 +260,17 @@ def restricted_values(data: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _value(data: dict[str, Any], dotted: str) -> Any:
+def _value(data: Mapping[str, object], dotted: str) -> object:
+    value: object = data
     for part in dotted.split("."):
-        data = data[part]
-    return data
+        if not isinstance(value, Mapping):  # asked only where `_present` found it
+            raise KeyError(part)
+        value = value[part]
+    return value
 
 
-def _protected_union(kept: dict[str, Any], user: dict[str, Any], ignored: list[str]) -> None:
+def _protected_union(kept: dict[str, object], user: Mapping[str, object],
+                     ignored: list[str]) -> None:
     """An untrusted project's ``protected_paths`` add to the user's list, never shorten it."""
     wanted = kept.get("protected_paths")
     if not isinstance(wanted, list):
@@ -300,7 +307,7 @@ class Resolved:
     changed: bool = False
     """The project was trusted at another content: its file changed since."""
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> dict[str, object]:
         """The effective settings as plain JSON data."""
         return self.settings.plain()
 
@@ -325,12 +332,12 @@ class Resolved:
             return f"{dotted} in {self.user.path}"
         return dotted
 
-    project_kept: dict[str, Any] = field(default_factory=dict)
+    project_kept: dict[str, object] = field(default_factory=dict)
     """The project keys that took effect."""
 
 
 def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
-            overlay: dict[str, Any] | None = None) -> Resolved:
+            overlay: Mapping[str, object] | None = None) -> Resolved:
     """User and ROOT's project settings, the project filtered by trust, OVERLAY on top.
 
     OVERLAY is the front end's configuration (trusted). Raises
@@ -339,7 +346,7 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
     user = read_layer(user_path or user_settings_path())
     user.typed()
     project = read_layer(project_settings_path(root)) if root else None
-    kept: dict[str, Any] = {}
+    kept: dict[str, object] = {}
     ignored: list[str] = []
     trusted = changed = False
     if project is not None and project.exists:
@@ -365,6 +372,8 @@ def resolve(root: str | Path | None, home: Path, user_path: Path | None = None,
     added = project.raw.get("protected_paths") if project is not None and not trusted else None
     if isinstance(added, list):
         # The front end's list replaces the user file's; the project's additions stay.
-        merged["protected_paths"] = add_protected(merged["protected_paths"], added)
+        current = merged["protected_paths"]  # set by the project's kept list at least
+        if isinstance(current, list):
+            merged["protected_paths"] = add_protected(current, added)
     settings = validate(merged, "(merged)")
     return Resolved(settings, user, project, trusted, ignored, changed, project_kept=kept)

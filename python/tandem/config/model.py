@@ -278,7 +278,7 @@ class SettingsModel(Section):
                else self.project_instructions_max_bytes)
         return names, cap
 
-    def plain(self) -> dict[str, Any]:
+    def plain(self) -> dict[str, object]:
         """The keys that were set, as plain JSON data."""
         return self.model_dump(mode="json", exclude_unset=True)
 

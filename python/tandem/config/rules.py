@@ -20,6 +20,7 @@ import fnmatch
 import os
 import posixpath
 import shlex
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -140,7 +141,8 @@ def _same_root(scope: str | None, root: str | None) -> bool:
     return os.path.realpath(scope) == os.path.realpath(root)
 
 
-def rule_applies(rule: PermissionRule, tool: str, args: dict[str, Any], root: str | None) -> bool:
+def rule_applies(rule: PermissionRule, tool: str, args: Mapping[str, object],
+                 root: str | None) -> bool:
     """Whether RULE covers the call of TOOL with ARGS in the project ROOT."""
     if rule.tool != tool or not _same_root(rule.scope, root):
         return False
@@ -151,14 +153,14 @@ def rule_applies(rule: PermissionRule, tool: str, args: dict[str, Any], root: st
     return isinstance(path, str) and glob_matches(rule.pattern, path)
 
 
-def match(rules: list[PermissionRule], tool: str, args: dict[str, Any],
+def match(rules: list[PermissionRule], tool: str, args: Mapping[str, object],
           root: str | None) -> PermissionRule | None:
     """The rule that decides the call: the first deny that applies, else the first allow."""
     hits = [r for r in rules if rule_applies(r, tool, args, root)]
     return next((r for r in hits if r.decision == "deny"), hits[0] if hits else None)
 
 
-def proposal(tool: str, args: dict[str, Any]) -> str | None:
+def proposal(tool: str, args: Mapping[str, object]) -> str | None:
     """The pattern a question proposes for an "always" rule: the command's first two words
     (one when there is one), or the path; None when no rule can cover the call."""
     if tool not in RULE_TOOLS:

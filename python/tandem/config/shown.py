@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tandem.config.agent_files import listed_files
 from tandem.config.trust import combined_digest, digest
@@ -108,7 +108,7 @@ def read_shown(root: str | Path, rel: str, limit: int = SHOWN_BYTES) -> Shown:
     return Shown(rel, path, data, size, text)
 
 
-def covered_files(root: str | Path, user: dict[str, Any]) -> list[str]:
+def covered_files(root: str | Path, user: Mapping[str, object]) -> list[str]:
     """The files under ROOT a grant covers, relative to it.
 
     The settings file, then every agent file (those tandem knows for the
@@ -122,7 +122,8 @@ def covered_files(root: str | Path, user: dict[str, Any]) -> list[str]:
     return [PROJECT_SETTINGS, *(rel for rel in listed if rel != PROJECT_SETTINGS)]
 
 
-def project_digest(root: str | Path, settings_sha: str | None, user: dict[str, Any]) -> str | None:
+def project_digest(root: str | Path, settings_sha: str | None,
+                   user: Mapping[str, object]) -> str | None:
     """The digest ROOT would be trusted at now, the settings file's own already known.
 
     SETTINGS_SHA is the digest of the settings bytes the caller parsed (so

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from tandem.config.layers import read_layer, user_settings_path
 from tandem.config.model import MAX_FILE_BYTES, validate
@@ -21,22 +21,23 @@ from tandem.protocol.base import TandemError
 from tandem.store.fsutil import atomic_write, private_dir
 
 
-def _apply(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+def _apply(base: Mapping[str, object], changes: Mapping[str, object]) -> dict[str, object]:
     """BASE with CHANGES laid on: nested objects merge, ``None`` removes, the rest replaces."""
-    out = copy.deepcopy(base)
+    out = copy.deepcopy(dict(base))
     for key, value in changes.items():
+        below = out.get(key)
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _apply(out[key], value)
-            if not out[key]:
+        elif isinstance(value, dict) and isinstance(below, dict):
+            merged = out[key] = _apply(below, value)
+            if not merged:
                 out.pop(key)
         else:
             out[key] = copy.deepcopy(value)
     return out
 
 
-def changed_keys(changes: dict[str, Any], prefix: str = "") -> list[str]:
+def changed_keys(changes: Mapping[str, object], prefix: str = "") -> list[str]:
     """The dotted keys CHANGES sets or removes (for the message that says what was saved)."""
     out: list[str] = []
     for key, value in changes.items():
@@ -47,7 +48,7 @@ def changed_keys(changes: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
-def save_user_settings(changes: dict[str, Any], path: Path | None = None) -> Path:
+def save_user_settings(changes: Mapping[str, object], path: Path | None = None) -> Path:
     """Merge CHANGES into the user's settings file and write it; return its path.
 
     Refused with ``invalid-settings`` (and nothing written) when the file as

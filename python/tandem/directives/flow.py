@@ -17,7 +17,13 @@ from typing import Any
 
 from tandem.config.agent_files import Instruction, instructions_text, project_instructions
 from tandem.directives.actions import check
-from tandem.directives.models import DISCUSSION_ACTIONS, Attempt, DirectiveState, Discussion
+from tandem.directives.models import (
+    DISCUSSION_ACTIONS,
+    Attempt,
+    DirectiveState,
+    Discussion,
+    ExchangeFields,
+)
 from tandem.directives.prompts import build_prompt
 from tandem.directives.service import Workspace, WorkspaceService
 from tandem.mentions.sources import resolve_anchor, resolve_reference
@@ -119,7 +125,7 @@ def _choose_session(svc: WorkspaceService, ws: Workspace, requested: str | None)
 async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str, text: str = "",
               attempt: int | None = None, provider: str | None = None, model: str = "",
               session: str | None = None, permission_mode: str | None = None,
-              system: SystemDirective | None = None) -> dict[str, Any]:
+              system: SystemDirective | None = None) -> dict[str, object]:
     """Start ACTION on DIRECTIVE as a turn; return its identity (session, turn, attempt)."""
     sessions = svc.sessions
     state = svc.get(ws, directive)
@@ -161,7 +167,7 @@ async def act(svc: WorkspaceService, ws: Workspace, directive: str, action: str,
 async def record_terminal(svc: WorkspaceService, ws: Workspace, prep: Prepared,
                           ended: TurnEnded, provider: str, seq: int | None) -> None:
     """The terminal hook: record the attempt or discussion turn with its exact prompt."""
-    common: dict[str, Any] = {
+    common: ExchangeFields = {
         "action": prep.action, "request": prep.state.request, "text": prep.text,
         "prompt": prep.prompt, "directive": prep.system, "answer": ended.answer,
         "error": ended.error, "outcome": ended.outcome, "session": ended.session,

@@ -17,11 +17,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 from pydantic import ValidationError
@@ -35,7 +34,7 @@ from tandem.store import fsutil, layout
 from tandem.store.ids import uuid7
 from tandem.store.jsonl import now_iso
 
-Items = list[tuple[str, dict[str, Any]]]
+Items = list[tuple[str, Mapping[str, object]]]
 Compute = Callable[[list[Event]], Items]
 """Given the events in the log (read under the lock), the items to append."""
 
@@ -216,11 +215,11 @@ class WorkspaceLog:
                                     "and skipped.")
         return number
 
-    def append(self, kind: str, body: dict[str, Any]) -> Event:
+    def append(self, kind: str, body: Mapping[str, object]) -> Event:
         """Append one event of KIND with BODY under the lock; return it as written."""
         return self.append_many([(kind, body)])[0]
 
-    def append_many(self, items: list[tuple[str, dict[str, Any]]],
+    def append_many(self, items: Items,
                     compute: Compute | None = None) -> list[Event]:
         """Append ITEMS as one write under the lock.
 

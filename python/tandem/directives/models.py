@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict  # pydantic reads it: not typing's before 3.12
 
 from tandem.protocol.directives import (
     Action,
@@ -51,6 +52,22 @@ class Exchange(Record):
     provider: str = ""
     repaired: bool = False
     """Recorded at startup from the journal after a crash."""
+
+
+class ExchangeFields(TypedDict):
+    """The `Exchange` fields an attempt and a discussion turn are recorded with."""
+
+    action: str
+    request: str
+    text: str
+    prompt: str
+    directive: SystemDirective
+    answer: str
+    error: str | None
+    outcome: Literal["succeeded", "failed", "aborted"]
+    session: str
+    turn: int
+    provider: str
 
 
 class Attempt(Exchange):
@@ -131,12 +148,20 @@ def _no_discards() -> dict[str, list[int]]:
     return {"attempts": [], "discussion": []}
 
 
+class RequestEdit(TypedDict):
+    """One request of a directive's history: the log event that set it."""
+
+    seq: int
+    ts: str
+    request: str
+
+
 class DirectiveState(BaseModel):
     """A directive as folded from its events (and the journals' rewinds)."""
 
     id: str
     request: str
-    request_history: list[dict[str, Any]] = Field(default_factory=list)
+    request_history: list[RequestEdit] = Field(default_factory=list)
     anchor: Anchor
     references: list[Reference] = Field(default_factory=list)
     session: str | None = None

@@ -7,8 +7,6 @@ workspace id through the registry) and a directive by its short id
 
 from __future__ import annotations
 
-from typing import Any
-
 from tandem.directives.actions import available
 from tandem.directives.flow import act as act_flow
 from tandem.directives.flow import instructions_of, prepare
@@ -19,7 +17,7 @@ from tandem.protocol.base import TandemError
 from tandem.protocol.directives import Anchor, AnchorStatus, Reference, SystemDirective
 
 
-def record(ws: Workspace, state: DirectiveState, diffs: bool = False) -> dict[str, Any]:
+def record(ws: Workspace, state: DirectiveState, diffs: bool = False) -> dict[str, object]:
     """The directive record as the front end sees it (diffs only when asked)."""
     data = state.model_dump(mode="json")
     if not diffs:
@@ -29,7 +27,7 @@ def record(ws: Workspace, state: DirectiveState, diffs: bool = False) -> dict[st
     return data
 
 
-def summary(state: DirectiveState) -> dict[str, Any]:
+def summary(state: DirectiveState) -> dict[str, object]:
     """One row of the directive list."""
     return {"id": state.id, "state": state.state, "request": state.request,
             "request_changed": state.request_changed, "path": state.anchor.path,
@@ -42,13 +40,13 @@ def summary(state: DirectiveState) -> dict[str, Any]:
 
 
 def create(svc: WorkspaceService, root: str, path: str, start_line: int, end_line: int,
-           text: str, request: str, references: list[Reference]) -> dict[str, Any]:
+           text: str, request: str, references: list[Reference]) -> dict[str, object]:
     """Create a directive (registering ROOT's workspace on first use); its record."""
     ws = svc.open(root)
     return record(ws, svc.create(ws, path, start_line, end_line, text, request, references))
 
 
-def rows(svc: WorkspaceService, root: str, archived: bool) -> list[dict[str, Any]]:
+def rows(svc: WorkspaceService, root: str, archived: bool) -> list[dict[str, object]]:
     """ROOT's directive rows, oldest first ([] for a root with no workspace yet)."""
     if svc.registry.lookup(root) is None:
         return []
@@ -56,14 +54,14 @@ def rows(svc: WorkspaceService, root: str, archived: bool) -> list[dict[str, Any
     return [summary(s) for s in svc.states(ws).values() if archived or not s.archived]
 
 
-def get(svc: WorkspaceService, root: str, directive: str, diffs: bool) -> dict[str, Any]:
+def get(svc: WorkspaceService, root: str, directive: str, diffs: bool) -> dict[str, object]:
     """DIRECTIVE's record: id state request session attempts discussion anchor actions…"""
     ws = svc.open(root, create=False)
     return record(ws, svc.get(ws, directive), diffs)
 
 
 def preview(svc: WorkspaceService, root: str, directive: str, action: str, text: str,
-            attempt: int | None, system: SystemDirective | None) -> dict[str, Any]:
+            attempt: int | None, system: SystemDirective | None) -> dict[str, object]:
     """The exact prompt ACTION would send now (nothing is sent or written)."""
     ws = svc.open(root, create=False)
     prep = prepare(ws, svc.get(ws, directive), action, text, attempt, system,
@@ -75,7 +73,7 @@ def preview(svc: WorkspaceService, root: str, directive: str, action: str, text:
 
 async def act(svc: WorkspaceService, root: str, directive: str, action: str, text: str,
               attempt: int | None, provider: str | None, model: str, session: str | None,
-              permission_mode: str | None, system: SystemDirective | None) -> dict[str, Any]:
+              permission_mode: str | None, system: SystemDirective | None) -> dict[str, object]:
     """Start ACTION as a turn of the bound session; its identity (session, turn, attempt)."""
     ws = svc.open(root, create=False)
     return await act_flow(svc, ws, directive, action, text, attempt, provider, model,
@@ -83,14 +81,14 @@ async def act(svc: WorkspaceService, root: str, directive: str, action: str, tex
 
 
 def edit(svc: WorkspaceService, root: str, directive: str, request: str | None,
-         references: list[Reference] | None) -> dict[str, Any]:
+         references: list[Reference] | None) -> dict[str, object]:
     """Change the request (back to Ready) and/or the references; earlier activity is kept."""
     ws = svc.open(root, create=False)
     return record(ws, svc.edit(ws, directive, request, references))
 
 
 def move_anchor(svc: WorkspaceService, root: str, directive: str, path: str, start_line: int,
-                end_line: int, text: str, status: AnchorStatus) -> dict[str, Any]:
+                end_line: int, text: str, status: AnchorStatus) -> dict[str, object]:
     """Record the anchor's new place or status, as Emacs sees it."""
     ws = svc.open(root, create=False)
     try:
@@ -110,20 +108,20 @@ def _relative(ws: Workspace, path: str) -> str:
 
 
 def reattach(svc: WorkspaceService, root: str, directive: str, start_line: int | None,
-             end_line: int | None) -> dict[str, Any]:
+             end_line: int | None) -> dict[str, object]:
     """Reattach a detached or source-missing directive."""
     ws = svc.open(root, create=False)
     return record(ws, svc.reattach(ws, directive, start_line, end_line))
 
 
-def archive(svc: WorkspaceService, root: str, directive: str, archived: bool) -> dict[str, Any]:
+def archive(svc: WorkspaceService, root: str, directive: str, archived: bool) -> dict[str, object]:
     """Archive or unarchive; nothing is deleted."""
     ws = svc.open(root, create=False)
     return record(ws, svc.archive(ws, directive, archived))
 
 
 def rebind(svc: WorkspaceService, root: str, directive: str, session: str,
-           confirm: bool) -> dict[str, Any]:
+           confirm: bool) -> dict[str, object]:
     """Warn, then (with CONFIRM) rebind to SESSION; earlier attempt links are unchanged."""
     ws = svc.open(root, create=False)
     state = svc.get(ws, directive)
@@ -142,7 +140,7 @@ def rebind(svc: WorkspaceService, root: str, directive: str, session: str,
 
 
 def attempt_diff(svc: WorkspaceService, root: str, directive: str,
-                 attempt: int) -> dict[str, Any]:
+                 attempt: int) -> dict[str, object]:
     """The recorded diff, patch summary and completeness of ATTEMPT."""
     ws = svc.open(root, create=False)
     for a in svc.get(ws, directive).attempts:
@@ -152,7 +150,7 @@ def attempt_diff(svc: WorkspaceService, root: str, directive: str,
     raise TandemError("not-found", f"{directive} has no surviving attempt {attempt}")
 
 
-def workspace_info(svc: WorkspaceService, root: str) -> dict[str, Any]:
+def workspace_info(svc: WorkspaceService, root: str) -> dict[str, object]:
     """The workspace id, root and log file of ROOT (registered on first use)."""
     ws = svc.open(root)
     return {"id": ws.id, "root": str(ws.root), "log": str(ws.log.path),

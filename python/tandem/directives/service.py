@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tandem.checkpoints.service import CheckpointService
 from tandem.directives import journals
-from tandem.directives.log import Registry, WorkspaceLog, canonical_root
+from tandem.directives.journals import DirectiveTurn
+from tandem.directives.log import Items, Registry, WorkspaceLog, canonical_root
 from tandem.directives.models import (
     DISCUSSION_ACTIONS,
     MAX_REQUEST,
@@ -197,7 +197,7 @@ class WorkspaceService:
         refs = [self._ref(ws, r) for r in references or []]
         created: list[str] = []
 
-        def compute(events: list[Event]) -> list[tuple[str, dict[str, Any]]]:
+        def compute(events: list[Event]) -> Items:
             created.append(next_directive_id(events))
             return [("directive_created", {
                 "directive": created[0], "request": request,
@@ -216,7 +216,7 @@ class WorkspaceService:
              references: list[Reference] | None) -> DirectiveState:
         """Change the request (back to Ready, earlier activity kept) and/or references."""
         state = self.get(ws, directive)
-        items: list[tuple[str, dict[str, Any]]] = []
+        items: Items = []
         if request is not None:
             new = check_request(request)
             if new != state.request:
@@ -316,7 +316,7 @@ class WorkspaceService:
         kind = "attempt_recorded" if isinstance(rec, Attempt) else "discussion_recorded"
         key = "attempt" if isinstance(rec, Attempt) else "discussion"
 
-        def compute(events: list[Event]) -> list[tuple[str, dict[str, Any]]]:
+        def compute(events: list[Event]) -> Items:
             if (rec.session, rec.turn) in recorded_turns(events):
                 return []
             body = rec.model_dump()
@@ -374,20 +374,24 @@ def _seq_of(event: Event, key: str) -> int:
     return seq if isinstance(seq, int) else 0
 
 
-def repaired_record(state: DirectiveState, session: str, t: dict[str, Any]
+def repaired_record(state: DirectiveState, session: str, t: DirectiveTurn
                     ) -> Attempt | Discussion:
     """An attempt or discussion turn rebuilt from journal turn T of SESSION."""
     outcome = t.get("outcome") if t.get("outcome") in ("succeeded", "failed", "aborted") \
         else "aborted"
-    common: dict[str, Any] = {
-        "action": str(t.get("action") or "implement"), "request": state.request,
+    action = str(t.get("action") or "implement")
+    # Read from a journal: validated as the record is built.
+    common: dict[str, object] = {
+        "action": action, "request": state.request,
         "prompt": t.get("prompt", ""), "answer": t.get("answer", ""),
         "error": t.get("error"), "outcome": outcome, "session": session, "turn": t["turn"],
         "provider": t.get("provider") or "", "repaired": True}
     attempt = t.get("attempt") if isinstance(t.get("attempt"), int) else None
-    if common["action"] in DISCUSSION_ACTIONS:
-        return Discussion(seq=state.next_discussion, attempt=attempt, **common)
+    if action in DISCUSSION_ACTIONS:
+        return Discussion.model_validate({"seq": state.next_discussion, "attempt": attempt,
+                                          **common})
     patch = t.get("patch") if isinstance(t.get("patch"), dict) else None
-    return Attempt(seq=attempt or state.next_attempt, patch=patch,
-                   completeness=t.get("completeness"), checkpoint=t.get("checkpoint"), **common)
+    return Attempt.model_validate({"seq": attempt or state.next_attempt, "patch": patch,
+                                   "completeness": t.get("completeness"),
+                                   "checkpoint": t.get("checkpoint"), **common})
 

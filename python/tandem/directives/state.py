@@ -22,17 +22,47 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
-from tandem.directives.models import Attempt, DirectiveState, Discussion, Event
+from tandem.directives.models import (
+    Attempt,
+    DirectiveState,
+    Discussion,
+    Event,
+    RequestEdit,
+)
 from tandem.directives.results import result_of
-from tandem.protocol.directives import Anchor, Reference
+from tandem.protocol.directives import Anchor, DirectiveResult, Reference
 
 ID_RE = re.compile(r"^D([1-9][0-9]{0,8})$")
 
 Hidden = Mapping[str, set[int]]
+
+
+class _Fold(TypedDict, total=False):
+    """A `DirectiveState`'s fields while its events are folded, and the latest exchange."""
+
+    id: str
+    request: str
+    anchor: Anchor
+    references: list[Reference]
+    created: str
+    request_history: list[RequestEdit]
+    session: str | None
+    previous_sessions: list[str]
+    attempts: list[Attempt]
+    discussion: list[Discussion]
+    discarded: dict[str, list[int]]
+    archived: bool
+    state: str
+    request_changed: bool
+    next_attempt: int
+    next_discussion: int
+    last_activity: int
+    result: DirectiveResult | None
+    latest: Attempt | Discussion
 """Turns hidden by rewinds, by session id."""
 
 
@@ -56,19 +86,20 @@ def fold(events: Iterable[Event], hidden: Hidden | None = None) -> dict[str, Dir
     hidden = hidden or {}
     # Folded into plain dicts, each made a model once at the end: a pydantic
     # attribute assignment costs ~2 µs, and a 2,000-event log makes 10,000.
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, _Fold] = {}
     for e in events:
         d = e.directive
         body = e.body()
         try:
             if e.kind == "directive_created" and d:
+                request = str(body["request"])
                 out[d] = {
-                    "id": d, "request": str(body["request"]),
+                    "id": d, "request": request,
                     "anchor": Anchor.model_validate(body["anchor"]),
                     "references": [Reference.model_validate(r)
                                    for r in body.get("references") or []],
                     "created": e.ts,
-                    "request_history": [{"seq": e.seq, "ts": e.ts, "request": body["request"]}],
+                    "request_history": [{"seq": e.seq, "ts": e.ts, "request": request}],
                     "previous_sessions": [], "attempts": [], "discussion": [],
                     "discarded": {"attempts": [], "discussion": []}}
                 continue
@@ -82,22 +113,23 @@ def fold(events: Iterable[Event], hidden: Hidden | None = None) -> dict[str, Dir
         latest = state.pop("latest", None)
         if latest is not None:
             state["result"] = result_of(latest)
-    return {d: DirectiveState.model_construct(**{**DEFAULTS, **state}) for d, state in out.items()}
+    return {d: DirectiveState.model_construct(None, **{**DEFAULTS, **state})
+            for d, state in out.items()}
 
 
-DEFAULTS: dict[str, Any] = {"session": None, "archived": False, "state": "ready",
+DEFAULTS: _Fold = {"session": None, "archived": False, "state": "ready",
                             "request_changed": False, "next_attempt": 1, "next_discussion": 1,
                             "last_activity": 0, "result": None}
 """The fields of a `DirectiveState` no creation sets (`model_construct` sets no default)."""
 
 
-def _apply(state: dict[str, Any], e: Event, body: dict[str, Any], hidden: Hidden) -> None:
+def _apply(state: _Fold, e: Event, body: dict[str, Any], hidden: Hidden) -> None:
     try:
         if e.kind == "request_edited":
             state["request"] = str(body["request"])
             state["request_history"].append({"seq": e.seq, "ts": e.ts,
                                              "request": state["request"]})
-            state.update(state="ready", request_changed=True, last_activity=e.seq)
+            state.update({"state": "ready", "request_changed": True, "last_activity": e.seq})
         elif e.kind == "anchor_updated":
             state["anchor"] = Anchor.model_validate(body["anchor"])
         elif e.kind == "references_set":
@@ -105,8 +137,9 @@ def _apply(state: dict[str, Any], e: Event, body: dict[str, Any], hidden: Hidden
             state["references"] = [Reference.model_validate(r) for r in refs]
         elif e.kind == "bound":
             session = str(body["session"])
-            if state.get("session") and state["session"] != session:
-                state["previous_sessions"].append(state["session"])
+            bound = state.get("session")
+            if bound and bound != session:
+                state["previous_sessions"].append(bound)
             state["session"] = session
         elif e.kind == "archived":
             state["archived"] = bool(body.get("archived"))
@@ -118,8 +151,8 @@ def _apply(state: dict[str, Any], e: Event, body: dict[str, Any], hidden: Hidden
                 return
             state["attempts"] = [a for a in state["attempts"] if a.seq != attempt.seq] + [attempt]
             state["latest"] = attempt
-            state.update(state="implemented" if attempt.outcome == "succeeded" else "failed",
-                         request_changed=False, last_activity=e.seq)
+            state.update({"state": "implemented" if attempt.outcome == "succeeded" else "failed",
+                          "request_changed": False, "last_activity": e.seq})
         elif e.kind == "discussion_recorded":
             turn = Discussion.model_validate(body["discussion"])
             state["next_discussion"] = max(state.get("next_discussion", 1), turn.seq + 1)
@@ -129,7 +162,8 @@ def _apply(state: dict[str, Any], e: Event, body: dict[str, Any], hidden: Hidden
             state["discussion"] = [t for t in state["discussion"] if t.seq != turn.seq] + [turn]
             state["latest"] = turn
             if turn.outcome == "succeeded":  # a failed exchange decides nothing
-                state.update(state="discussed", request_changed=False, last_activity=e.seq)
+                state.update({"state": "discussed", "request_changed": False,
+                              "last_activity": e.seq})
     except (KeyError, ValidationError):
         return  # an unreadable event changes nothing; the log keeps it
 

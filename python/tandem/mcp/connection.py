@@ -170,7 +170,7 @@ class McpConnection:
 
     # -- calls ------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(self, tool: str, arguments: dict[str, object]) -> types.CallToolResult:
         """Run TOOL with ARGUMENTS; McpServerError when the server cannot answer."""
         session, task = self._session, self._task
         if session is None or task is None or not self.running:

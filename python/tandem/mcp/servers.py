@@ -49,7 +49,7 @@ def acp_server(name: str, config: ServerConfig) -> Any:
                           env=[EnvVariable(name=k, value=v) for k, v in config.env.items()])
 
 
-def as_json(config: ServerConfig) -> dict[str, Any]:
+def as_json(config: ServerConfig) -> dict[str, object]:
     """CONFIG as plain JSON data, header values masked (for listings)."""
     data: dict[str, Any] = json.loads(config.model_dump_json())
     if "headers" in data:

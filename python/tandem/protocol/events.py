@@ -78,7 +78,7 @@ class EntryEvent(Event):
 
     kind: ClassVar[str] = "entry"
 
-    entry: dict[str, Any]
+    entry: dict[str, object]
     """The entry as written: `:type`, `:seq`, `:ts`, maybe `:turn`, and its kind's fields
     (docs/architecture.md, Journal)."""
 
@@ -142,7 +142,7 @@ def kind_of(event: AnyEvent) -> str:
     return event.kind if isinstance(event, Event) else event["kind"]
 
 
-def payload(event: AnyEvent) -> dict[str, Any]:
+def payload(event: AnyEvent) -> dict[str, object]:
     """EVENT's fields as plain data (a copy), as the server sends them."""
     if isinstance(event, Event):
         return event.model_dump()

@@ -29,10 +29,10 @@ class SessionInfo(Reply):
     title: str
     writable: bool
     notices: list[str]
-    settings: dict[str, Any]
+    settings: dict[str, object]
     settings_warnings: list[str]
     """Settings that do not apply: untrusted project keys, invalid files."""
-    remote: dict[str, Any] | None = None
+    remote: dict[str, object] | None = None
     """Where the session executes when attached to an agent-server (its target: host,
     url, working dir), else nil: local."""
 
@@ -314,7 +314,7 @@ class StatusReply(Reply):
     auto: bool
     would_compact: bool
     compacting: bool
-    latest: dict[str, Any] | None
+    latest: dict[str, object] | None
     """The latest ``compaction`` entry (seq, first_kept_turn, token counts), if any."""
 
 

@@ -142,7 +142,7 @@ class _Call:
     name: str
     kind: ToolKind
     title: str
-    input: dict[str, Any] = field(default_factory=dict)
+    input: dict[str, object] = field(default_factory=dict)
     paths: set[str] = field(default_factory=set)
     reported: bool = False
     finished: bool = False

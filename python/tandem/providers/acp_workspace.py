@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from tandem.config.agent_files import CLAUDE_CODE, agent_kind, present, read_instruction
 from tandem.protocol.base import TandemError
@@ -43,7 +42,7 @@ def _instructions(root: Path) -> str:
 
 
 def session_meta(name: str, command: Sequence[str], extra_files: Sequence[str], root: Path,
-                 trusted: ProjectTrusted | None) -> dict[str, Any]:
+                 trusted: ProjectTrusted | None) -> dict[str, object]:
     """The ``_meta`` fields of NAME's ``session/new`` (or load, resume) in ROOT.
 
     Raises `_StartError` for an agent that would read untrusted configuration
@@ -65,7 +64,7 @@ def session_meta(name: str, command: Sequence[str], extra_files: Sequence[str], 
             f"({', '.join(found)}), which you have not trusted: `tandem trust {root}` allows it")
     if kind is not CLAUDE_CODE:
         return {}
-    meta: dict[str, Any] = {"claudeCode": {"options": {"settingSources": USER_SOURCES}}}
+    meta: dict[str, object] = {"claudeCode": {"options": {"settingSources": USER_SOURCES}}}
     instructions = _instructions(root)
     if instructions:
         meta["systemPrompt"] = {"append": instructions}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal, Required, TypedDict
 
 from httpx_sse import ServerSentEvent
 
@@ -41,7 +41,7 @@ def _safe(name: str) -> str:
     return _UNSAFE.sub("_", name)[:64] or "_"
 
 
-def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
     """Append MESSAGES to OUT as content blocks, merging neighbours of one role.
 
     A dict OUT held before this call is never changed (a merge into it
@@ -49,14 +49,15 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
     """
     mine = False  # whether out[-1] was made by this call
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+    def add(role: str, blocks: list[dict[str, object]]) -> None:
         nonlocal mine
         # The API wants user and assistant to alternate: merge neighbours.
-        if out and out[-1]["role"] == role:
+        content = out[-1]["content"] if out and out[-1]["role"] == role else None
+        if isinstance(content, list):  # every message made here holds a list
             if mine:
-                out[-1]["content"].extend(blocks)
+                content.extend(blocks)
             else:
-                out[-1] = {"role": role, "content": [*out[-1]["content"], *blocks]}
+                out[-1] = {"role": role, "content": [*content, *blocks]}
         else:
             out.append({"role": role, "content": blocks})
         mine = True
@@ -70,7 +71,7 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
             if user:
                 add("user", user)
         elif m.role == "assistant":
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
+            blocks: list[dict[str, object]] = [{"type": "text", "text": m.text}] if m.text else []
             blocks += [
                 {"type": "tool_use", "id": _safe(t.id), "name": _safe(t.name), "input": t.input}
                 for t in m.tool_calls
@@ -91,7 +92,7 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
             )
 
 
-def _image(image: ImageRef) -> dict[str, Any]:
+def _image(image: ImageRef) -> dict[str, object]:
     """An ``image`` content block with the bytes in base64, or a text marker without them."""
     if not image.data:
         return {"type": "text", "text": image_marker(image)}
@@ -108,17 +109,46 @@ def _room(blocks: dict[int, dict[str, Any]], idx: int) -> None:
 EPHEMERAL = {"type": "ephemeral"}
 
 
-def _with_cache_mark(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class _ToolDefinition(TypedDict):
+    """One entry of a request's ``tools``: the JSON schema of its arguments included."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, object]
+
+
+class _Thinking(TypedDict):
+    """Extended thinking, with its budget of tokens."""
+
+    type: Literal["enabled"]
+    budget_tokens: int
+
+
+class _Body(TypedDict, total=False):
+    """The body of one streaming Messages API request."""
+
+    model: Required[str]
+    max_tokens: Required[int]
+    messages: Required[list[dict[str, object]]]
+    stream: Required[bool]
+    system: str | list[dict[str, object]]
+    """The system prompt; as a text block when it carries the prompt-cache mark."""
+    tools: list[_ToolDefinition]
+    thinking: _Thinking
+
+
+def _with_cache_mark(messages: list[dict[str, object]]) -> list[dict[str, object]]:
     """MESSAGES with a prompt-cache breakpoint on the last block of the last message.
 
     Each step of the loop re-sends the whole context; with the breakpoint the
     API reads the unchanged prefix from its cache. The mark goes on a copy, so
     the loop's own messages never pile up breakpoints (the API allows four).
     """
-    if not messages or not isinstance(messages[-1].get("content"), list):
+    content = messages[-1].get("content") if messages else None
+    if not isinstance(content, list):
         return messages
     last = dict(messages[-1])
-    blocks = list(last["content"])
+    blocks = list(content)
     if not blocks or blocks[-1].get("type") in ("thinking", "redacted_thinking"):
         return messages
     blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
@@ -150,16 +180,16 @@ class AnthropicWire(Wire):
             "accept": "text/event-stream",
         }
 
-    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+    def extend_messages(self, out: list[dict[str, object]], messages: Iterable[Message]) -> None:
         """Context messages appended to OUT as content blocks; tool results go in user
         messages."""
         _extend(out, messages)
 
     def body(
-        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
-    ) -> dict[str, Any]:
+        self, request: TurnRequest, system: str, messages: list[dict[str, object]],
+        tools: list[Tool]) -> _Body:
         """Model, system, messages, tools, ``stream: true`` (and thinking if configured)."""
-        body: dict[str, Any] = {
+        body: _Body = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             "messages": _with_cache_mark(messages) if self.prompt_cache else messages,
@@ -233,7 +263,7 @@ class AnthropicWire(Wire):
                 )
         if not finished:
             raise ProviderError("stream broken: it ended before message_stop")
-        content: list[dict[str, Any]] = []
+        content: list[dict[str, object]] = []
         for idx in sorted(blocks):
             block = blocks[idx]
             for key in _STREAMED:
@@ -276,7 +306,7 @@ class AnthropicWire(Wire):
         elif kind == "signature_delta":
             partial.setdefault((idx, "signature"), []).append(str(delta.get("signature", "")))
 
-    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, object]]:
         """One user message with a ``tool_result`` block per call."""
         return [
             {

@@ -40,7 +40,7 @@ class ToolCallRef(BaseModel):
 
     id: str
     name: str
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, object] = Field(default_factory=dict)
 
 
 class ImageRef(BaseModel):

@@ -19,7 +19,7 @@ import email.utils
 import ssl
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ class StepResult:
     tool_calls: list[ToolCallRef] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
-    assistant: dict[str, Any] = field(default_factory=dict)
+    assistant: dict[str, object] = field(default_factory=dict)
     """The response as a wire-format assistant message, to send back next step."""
 
     @property
@@ -111,7 +111,7 @@ class Wire(ABC):
         """Request headers (authentication included)."""
 
     @abstractmethod
-    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+    def extend_messages(self, out: list[dict[str, object]], messages: Iterable[Message]) -> None:
         """Append the provider-neutral MESSAGES to OUT in wire format.
 
         A left fold: each message's dicts depend only on it and on OUT's last
@@ -119,17 +119,17 @@ class Wire(ABC):
         (`WireContext` keeps a converted context between turns).
         """
 
-    def initial_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+    def initial_messages(self, messages: Iterable[Message]) -> list[dict[str, object]]:
         """The provider-neutral context in wire format (the full conversion)."""
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         self.extend_messages(out, messages)
         return out
 
     @abstractmethod
     def body(
-        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
-    ) -> dict[str, Any]:
-        """The JSON body of one streaming request."""
+        self, request: TurnRequest, system: str, messages: list[dict[str, object]],
+        tools: list[Tool]) -> Mapping[str, object]:
+        """The JSON body of one streaming request (each format's own `TypedDict`)."""
 
     @abstractmethod
     async def parse(self, events: AsyncIterator[ServerSentEvent], sink: TurnSink,
@@ -141,7 +141,7 @@ class Wire(ABC):
         """
 
     @abstractmethod
-    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, object]]:
         """Wire messages carrying the tool results back to the model."""
 
     @abstractmethod
@@ -421,7 +421,7 @@ class NativeProvider:
         self,
         request: TurnRequest,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, object]],
         tools: list[Tool],
         watch: _Watch,
     ) -> StepResult:
@@ -448,7 +448,7 @@ class NativeProvider:
         self,
         request: TurnRequest,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, object]],
         tools: list[Tool],
         watch: _Watch,
     ) -> StepResult:

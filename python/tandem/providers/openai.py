@@ -9,8 +9,8 @@ a local llama.cpp or vLLM server, OpenRouter. Reasoning arrives as
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal, Required, TypedDict
 from urllib.parse import urlsplit
 
 from httpx_sse import ServerSentEvent
@@ -29,7 +29,7 @@ from tandem.tools.base import Tool
 from tandem.tools.executor import ToolOutcome
 
 
-def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+def _extend(out: list[dict[str, object]], messages: Iterable[Message]) -> None:
     """Append MESSAGES in wire form to OUT: one dict per message (an empty assistant none)."""
     for m in messages:
         if m.role == "user":
@@ -38,7 +38,7 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
             else:
                 out.append({"role": "user", "content": m.text})
         elif m.role == "assistant":
-            msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            msg: dict[str, object] = {"role": "assistant", "content": m.text or None}
             if m.tool_calls:
                 msg["tool_calls"] = [
                     {
@@ -55,15 +55,50 @@ def _extend(out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
             out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
 
 
-def _parts(m: Message) -> list[dict[str, Any]]:
+def _parts(m: Message) -> list[dict[str, object]]:
     """User message M as content parts: its text, then an ``image_url`` part with a base64
     data URL per image (a text part for an image without bytes)."""
-    parts: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
+    parts: list[dict[str, object]] = [{"type": "text", "text": m.text}] if m.text else []
     for image in m.images:
         parts.append({"type": "image_url",
                       "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
                      if image.data else {"type": "text", "text": image_marker(image)})
     return parts
+
+
+class _Function(TypedDict):
+    """A tool as the model sees it: name, description, the JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, object]
+
+
+class _ToolDefinition(TypedDict):
+    """One entry of a request's ``tools``."""
+
+    type: Literal["function"]
+    function: _Function
+
+
+class _Body(TypedDict, total=False):
+    """The body of one streaming chat completion request (its limit under one name)."""
+
+    model: Required[str]
+    messages: Required[list[dict[str, object]]]
+    stream: Required[bool]
+    stream_options: Required[dict[str, bool]]
+    max_completion_tokens: int
+    max_tokens: int
+    tools: list[_ToolDefinition]
+
+
+class _Call(TypedDict):
+    """One tool call as its fragments stream in: id, name, the bounded arguments."""
+
+    id: str
+    name: str
+    arguments: StreamedInput
 
 
 class OpenAIWire(Wire):
@@ -81,16 +116,17 @@ class OpenAIWire(Wire):
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    def extend_messages(self, out: list[dict[str, Any]], messages: Iterable[Message]) -> None:
+    def extend_messages(self, out: list[dict[str, object]], messages: Iterable[Message]) -> None:
         """Context messages appended to OUT; tool results become ``role: tool`` messages."""
         _extend(out, messages)
 
     def body(
-        self, request: TurnRequest, system: str, messages: list[dict[str, Any]], tools: list[Tool]
-    ) -> dict[str, Any]:
+        self, request: TurnRequest, system: str, messages: list[dict[str, object]],
+        tools: list[Tool]) -> _Body:
         """Model, messages (system first), tools, ``stream: true`` with usage."""
-        msgs = ([{"role": "system", "content": system}] if system else []) + messages
-        body: dict[str, Any] = {
+        msgs: list[dict[str, object]] = [{"role": "system", "content": system}] if system else []
+        msgs += messages
+        body: _Body = {
             "model": request.model,
             "messages": msgs,
             "stream": True,
@@ -99,8 +135,10 @@ class OpenAIWire(Wire):
         # OpenAI's own API renamed the limit for newer models; compatible servers
         # (llama.cpp, vLLM, OpenRouter) still read max_tokens.
         host = urlsplit(self.credentials.base_url).hostname or ""
-        limit_key = "max_completion_tokens" if host.endswith("openai.com") else "max_tokens"
-        body[limit_key] = request.max_tokens
+        if host.endswith("openai.com"):
+            body["max_completion_tokens"] = request.max_tokens
+        else:
+            body["max_tokens"] = request.max_tokens
         if tools:
             body["tools"] = [
                 {
@@ -119,7 +157,7 @@ class OpenAIWire(Wire):
                     input_limit: int = MAX_TOOL_INPUT) -> StepResult:
         """Handle ``chat.completion.chunk`` events up to ``[DONE]``."""
         step = StepResult()
-        calls: dict[int, dict[str, Any]] = {}
+        calls: dict[int, _Call] = {}
         budget = InputBudget(input_limit)
         done = False
         async for sse in events:
@@ -156,7 +194,7 @@ class OpenAIWire(Wire):
             step.tool_calls.append(
                 ToolCallRef(id=call["id"] or f"call_{n}", name=call["name"], input=args)
             )
-        assistant: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+        assistant: dict[str, object] = {"role": "assistant", "content": step.text or None}
         if step.tool_calls:
             assistant["tool_calls"] = [
                 {
@@ -171,7 +209,7 @@ class OpenAIWire(Wire):
 
     @staticmethod
     def _choice(
-        choice: dict[str, Any], calls: dict[int, dict[str, Any]], sink: TurnSink,
+        choice: dict[str, Any], calls: dict[int, _Call], sink: TurnSink,
         step: StepResult, budget: InputBudget,
     ) -> None:
         delta = choice.get("delta") or {}
@@ -200,7 +238,7 @@ class OpenAIWire(Wire):
         if choice.get("finish_reason"):
             step.stop_reason = choice["finish_reason"]
 
-    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
+    def tool_results(self, outcomes: list[ToolOutcome]) -> list[dict[str, object]]:
         """One ``role: tool`` message per call."""
         return [{"role": "tool", "tool_call_id": o.call_id, "content": o.output} for o in outcomes]
 

@@ -17,8 +17,9 @@ passed explicitly (Emacs auth-source) through ``credentials``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from tandem.config.model import SettingsModel, validate
 from tandem.protocol.base import TandemError
@@ -27,6 +28,10 @@ from tandem.providers.base import Provider, ToolSource
 from tandem.providers.credentials import bound_credentials
 from tandem.providers.native import LoopLimits, NativeProvider
 from tandem.tools.permissions import SessionGrants
+
+if TYPE_CHECKING:
+    from tandem.editor import EditorBridge
+    from tandem.providers.acp_workspace import ProjectTrusted
 
 ACP = "acp"
 """The pseudo-family of ACP agents (``acp:AGENT``): a program, not a wire format."""
@@ -44,6 +49,29 @@ class ProviderSpec:
     def name(self) -> str:
         """The canonical ``family:target`` form."""
         return f"{self.family}:{self.target}"
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What a session gives the provider built for it, beyond settings and credentials.
+
+    Built by the caller (the turn service, per session); each provider takes
+    only what it uses: an ACP agent the editor, its last choices, the MCP
+    servers and the trust question, a native loop the MCP tools.
+    """
+
+    editor: EditorBridge | None = None
+    """The buffers open in Emacs, which an agent process reads through tandem."""
+    choices: Mapping[str, str] = field(default_factory=dict)
+    """The mode and model last chosen for this agent (option kind → value)."""
+    mcp_servers: Callable[[], list[Any]] | None = None
+    """The session's MCP servers in ACP's shape, asked at each ACP session."""
+    project_trusted: ProjectTrusted | None = None
+    """Whether a root's project settings are trusted, asked at each ACP session."""
+    tool_source: ToolSource | None = None
+    """More tools per turn for a native loop (the session's MCP tools)."""
+    editor_tools: Callable[[Path], list[Any]] | None = None
+    """The editor tools' MCP server entries for an agent process in a root (ACP's shape)."""
 
 
 def parse_provider(name: str) -> ProviderSpec:
@@ -106,8 +134,7 @@ def build_provider(
     grants: SessionGrants | None = None,
     origin: Callable[[str], str] | None = None,
     conversation_id: str | None = None,
-    tool_source: ToolSource | None = None,
-    **acp_kwargs: Any,
+    agent: AgentContext | None = None,
 ) -> Provider:
     """Build the provider NAME.
 
@@ -116,12 +143,12 @@ def build_provider(
     Emacs; they win over the settings and ENV (default ``os.environ``), and a
     key bound to a host is sent nowhere else (see `bound_credentials`; ORIGIN
     names the file a setting came from, for its error). For
-    ``acp:AGENT`` the agent must be in settings ``acp_agents``; ACP_KWARGS go to
-    `tandem.providers.acp.AcpProvider` (``editor``, ``choices``, ``mcp_servers`` …);
+    ``acp:AGENT`` the agent must be in settings ``acp_agents``.
     CONVERSATION_ID is the root chat's conversation an agent continues (native
-    providers keep none); TOOL_SOURCE gives a native provider more tools per turn (MCP);
-    a native provider takes ``editor`` from ACP_KWARGS too (its editor tools ask it).
+    providers keep none); AGENT is what the session gives the provider (see
+    `AgentContext`; none by default).
     """
+    context = agent or AgentContext()
     spec = parse_provider(name)
     typed = typed_settings(settings)
     if spec.family == ACP:
@@ -129,14 +156,17 @@ def build_provider(
         if spec.target not in agents:
             known = ", ".join(sorted(agents)) or "none configured"
             raise TandemError("not-found", f"no ACP agent {spec.target!r} ({known})")
-        agent = agents[spec.target]
+        entry = agents[spec.target]
         from tandem.providers.acp import AcpProvider  # lazy: pulls in the acp package
 
         return cast(
             Provider,
-            AcpProvider(spec.target, list(agent.command), dict(agent.env),
-                        project_config_files=list(agent.project_config_files),
-                        root_session_id=conversation_id, **acp_kwargs),
+            AcpProvider(spec.target, list(entry.command), dict(entry.env),
+                        project_config_files=list(entry.project_config_files),
+                        root_session_id=conversation_id, editor=context.editor,
+                        choices=dict(context.choices), mcp_servers=context.mcp_servers,
+                        project_trusted=context.project_trusted,
+                        editor_tools=context.editor_tools),
         )
     row = families.get(spec.family)
     section = section_of(typed, row.name)
@@ -147,4 +177,4 @@ def build_provider(
     # The row's factory imports only its own wire format (start-up).
     wire = row.wire(creds, section)
     return NativeProvider(spec.name, wire, limits=limits, grants=grants, default_model=spec.target,
-                          tool_source=tool_source, editor=acp_kwargs.get("editor"))
+                          tool_source=context.tool_source, editor=context.editor)

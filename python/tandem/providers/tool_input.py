@@ -48,7 +48,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _invalid(raw: str, reason: str) -> dict[str, Any]:
+def _invalid(raw: str, reason: str) -> dict[str, object]:
     return {"_raw": raw[:RAW_KEPT], INVALID_INPUT: reason}
 
 
@@ -106,7 +106,7 @@ class StreamedInput:
         self.budget.left += self.size - n
         self.parts = []
 
-    def value(self) -> dict[str, Any]:
+    def value(self) -> dict[str, object]:
         """The input object, or the marker of an over-long or unusable input."""
         if self.dropped:
             return {INVALID_INPUT: (
@@ -122,7 +122,7 @@ def kept_name(name: str, piece: str) -> str:
     return name + piece[: max(0, NAME_KEPT - len(name))] if len(name) < NAME_KEPT else name
 
 
-def parse_tool_input(raw: str) -> dict[str, Any]:
+def parse_tool_input(raw: str) -> dict[str, object]:
     """The tool input object in RAW (JSON text); an invalid-input marker when unusable."""
     if not raw.strip():
         return {}
@@ -139,7 +139,7 @@ def parse_tool_input(raw: str) -> dict[str, Any]:
     return value
 
 
-def checked_tool_input(value: Any) -> dict[str, Any]:
+def checked_tool_input(value: Any) -> dict[str, object]:
     """VALUE (an input object a stream already parsed) if finite; else the marker."""
     if not isinstance(value, dict):
         return _invalid(repr(value), "it is not a JSON object; send an object of named arguments")

@@ -21,14 +21,13 @@ it produced (Anthropic merges neighbours of one role into it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic_core import to_json
 
 from tandem.providers.base import Message, ToolCallRef
 
-Extend = Callable[[list[dict[str, Any]], Iterable[Message]], None]
+Extend = Callable[[list[dict[str, object]], Iterable[Message]], None]
 """Append the wire form of some messages to a list of wire dicts (a `Wire`'s
 ``extend_messages``): it may replace the list's last dict by a merged copy,
 never change a dict it did not make in that call."""
@@ -97,12 +96,12 @@ class WireContext:
     def _start(self) -> None:
         self._src: list[Message] = []
         self._pairing = ToolPairing()
-        self._wire: list[dict[str, Any]] = []
-        self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+        self._wire: list[dict[str, object]] = []
+        self._encoded: dict[int, tuple[dict[str, object], bytes]] = {}
         """The JSON of each kept dict, by its id (the dict is held: the id stays its own)."""
         self.conversions += 1
 
-    def wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def wire_messages(self, messages: Sequence[Message]) -> list[dict[str, object]]:
         """MESSAGES paired and in wire format: a fresh list (the caller may append to it)."""
         src = self._src
         n = len(src)
@@ -130,13 +129,13 @@ class WireContext:
         return out
 
 
-    def fragment(self, d: dict[str, Any]) -> bytes | None:
+    def fragment(self, d: dict[str, object]) -> bytes | None:
         """The JSON of D when it is one of the kept dicts (encoded once), else None."""
         found = self._encoded.get(id(d))
         return found[1] if found is not None and found[0] is d else None
 
 
-def encode_body(body: dict[str, Any], fragment: Callable[[dict[str, Any]], bytes | None]
+def encode_body(body: Mapping[str, object], fragment: Callable[[dict[str, object]], bytes | None]
                 ) -> bytes:
     """BODY as JSON, its ``messages`` last, each message's JSON from FRAGMENT when it
     has it (the kept context: ~0.5 MB not encoded again each step), else encoded here.
@@ -145,7 +144,7 @@ def encode_body(body: dict[str, Any], fragment: Callable[[dict[str, Any]], bytes
     """
     rest = dict(body)
     messages = rest.pop("messages", None)
-    if messages is None:
+    if not isinstance(messages, list):  # None: a body without messages
         return to_json(body)
     parts = [fragment(m) or to_json(m) for m in messages]
     head = to_json(rest)[:-1]

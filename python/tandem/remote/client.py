@@ -16,10 +16,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 import httpx
 from pydantic import SecretStr
@@ -58,6 +58,10 @@ def normalize_base_url(url: str) -> str:
     if parsed.query or parsed.fragment:
         raise TandemError("invalid", f"the agent-server URL may not have a query: {url!r}")
     return str(parsed.copy_with(path=parsed.path.rstrip("/") or "")).rstrip("/")
+
+
+Query: TypeAlias = Mapping[str, str | int | list[str]]
+"""The query parameters of a request (a list: the key repeated)."""
 
 
 class _CountingReader:
@@ -246,7 +250,7 @@ class AgentServerClient:
             raise
         return size
 
-    async def _stream_to(self, context: str, path: str, params: dict[str, Any], out: IO[bytes],
+    async def _stream_to(self, context: str, path: str, params: Query, out: IO[bytes],
                          max_bytes: int, what: str) -> int:
         """Stream the body of ``GET PATH`` into OUT, refusing one over MAX_BYTES."""
         size = 0
@@ -276,7 +280,7 @@ class AgentServerClient:
         context = f"Creating a conversation in {working_dir} failed"
         if not is_absolute(working_dir):
             raise TandemError("invalid", f"{context}: resolve the working dir first")
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "agent_settings": {"llm": llm.wire()},
             "workspace": {"working_dir": working_dir},
         }
@@ -304,7 +308,7 @@ class AgentServerClient:
         key = self._http.headers.get(KEY_HEADER)
         return {KEY_HEADER: key} if key else {}
 
-    async def start_conversation(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def start_conversation(self, body: Mapping[str, object]) -> dict[str, Any]:
         """``POST /api/conversations`` with BODY as built by the engine; the server's reply."""
         context = "Starting a remote conversation failed"
         response = await self._request(context, "POST", "/api/conversations", json=body)
@@ -361,7 +365,7 @@ class AgentServerClient:
     async def search_events(self, conversation_id: str, page_id: str | None = None,
                             limit: int = 100) -> dict[str, Any]:
         """One page of ``GET …/events/search`` (``items``, ``next_page_id``)."""
-        params: dict[str, Any] = {"limit": limit}
+        params: dict[str, str | int] = {"limit": limit}
         if page_id:
             params["page_id"] = page_id
         response = await self._request(
@@ -382,8 +386,8 @@ class AgentServerClient:
         context = f"Archive of {working_dir} failed"
         if not is_absolute(working_dir):
             raise TandemError("invalid", f"{context}: the path must be absolute")
-        params = {"path": working_dir, "format": "tar.gz", "use_default_excludes": "false",
-                  "exclude": list(excludes)}
+        params: Query = {"path": working_dir, "format": "tar.gz",
+                         "use_default_excludes": "false", "exclude": list(excludes)}
         try:
             with fsutil.create_private(dest) as out:
                 return await self._stream_to(context, "/api/file/archive", params, out,

@@ -50,7 +50,7 @@ from tandem.remote.agent_llm import AgentChoice
 from tandem.remote.client import AgentServerClient
 from tandem.remote.errors import RemoteError
 from tandem.remote.events_map import Action, EventMap, minus, usage_of
-from tandem.remote.stream import SessionStream
+from tandem.remote.stream import SessionStream, StreamOptions
 from tandem.tools.permissions import SessionGrants, decide
 from tandem.tools.protected import question, remote_reason
 
@@ -100,7 +100,7 @@ class RemoteProvider:
     def __init__(self, name: str, target: RemoteTarget, agent: AgentChoice,
                  session_key: SecretStr | None = None, *,
                  grants: SessionGrants | None = None, conversation_id: str | None = None,
-                 stream_options: dict[str, Any] | None = None) -> None:
+                 stream_options: StreamOptions | None = None) -> None:
         self.name = name
         self.target = target
         self.agent = agent
@@ -111,7 +111,7 @@ class RemoteProvider:
         self._last: Conversation | None = None
         self._rejected = False
         """The last confirmation was answered with a rejection (the server then idles)."""
-        self.stream_options = dict(stream_options or {})
+        self.stream_options: StreamOptions = stream_options.copy() if stream_options else {}
         """Passed to `SessionStream` (attempts, backoff: tests make them short)."""
 
     def __repr__(self) -> str:
@@ -145,7 +145,7 @@ class RemoteProvider:
         return AgentServerClient(self.target.url, self._session_key)
 
     async def _start(self, client: AgentServerClient) -> str:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             **self.agent.body(),
             "workspace": {"working_dir": self.target.resolved_working_dir},
             "confirmation_policy": {"kind": "AlwaysConfirm"},

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ ENDED = ("finished", "error", "stuck")
 _READ_TOOLS = {"task_tracker", "think", "finish"}
 
 
-def tool_kind(tool: str, action: dict[str, Any]) -> ToolKind:
+def tool_kind(tool: str, action: Mapping[str, object]) -> ToolKind:
     """tandem's capability class of the server tool TOOL doing ACTION."""
     if tool in ("terminal", "bash", "execute_bash"):
         return "execute"
@@ -59,13 +60,13 @@ def _clip(text: str) -> str:
     return text[:OUTPUT_LIMIT] + f"\n[… {len(text) - OUTPUT_LIMIT} characters omitted]"
 
 
-def tool_input(action: dict[str, Any]) -> dict[str, Any]:
+def tool_input(action: Mapping[str, object]) -> dict[str, object]:
     """The tool row's input: the action's fields without the class tag, empty or false values."""
     return {k: v for k, v in action.items()
             if k != "kind" and v is not False and v not in (None, "", [], {})}
 
 
-def edit_diff(action: dict[str, Any]) -> str | None:
+def edit_diff(action: Mapping[str, object]) -> str | None:
     """A unified diff of what a ``file_editor`` ACTION asks for (None: not an edit with text).
 
     ``str_replace`` replaces OLD_STR by NEW_STR; ``create`` writes FILE_TEXT;
@@ -88,7 +89,7 @@ def edit_diff(action: dict[str, Any]) -> str | None:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _title(tool: str, action: dict[str, Any], summary: Any) -> str:
+def _title(tool: str, action: Mapping[str, object], summary: object) -> str:
     if tool in ("terminal", "bash", "execute_bash") and action.get("command"):
         return f"Run: {str(action['command'])[:80]}"
     if action.get("path"):
@@ -129,7 +130,7 @@ class Action:
     tool: str
     kind: ToolKind
     title: str
-    input: dict[str, Any]
+    input: dict[str, object]
     done: bool = False
 
 
@@ -204,7 +205,7 @@ class EventMap:
         """Whether the conversation reached a status that ends the turn."""
         return self.status in ENDED
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: object) -> None:
         """Report one server EVENT to the sink and note what the turn needs.
 
         The server's bytes are untrusted: an event that is not an object is
@@ -221,14 +222,14 @@ class EventMap:
         if handler is not None:
             handler(self, event)
 
-    def on_delta(self, frame: dict[str, Any]) -> None:
+    def on_delta(self, frame: Mapping[str, object]) -> None:
         """Report one streamed ``delta`` FRAME (text or reasoning) to the sink."""
         item = str(frame.get("item_id") or "")
         content = frame.get("content")
         if not item or not isinstance(content, str) or not content:
             return
-        attempt = frame.get("attempt")
-        attempt = attempt if isinstance(attempt, int) else 1
+        given = frame.get("attempt")
+        attempt = given if isinstance(given, int) else 1
         slot = self.streamed.setdefault(item, Streamed(attempt))
         if attempt > slot.attempt:
             # A retry re-streams the item from its start. What the sink has cannot
@@ -244,10 +245,10 @@ class EventMap:
             slot.text_parts.append(content)
             self.sink.text(content)
 
-    def _unstreamed(self, event: dict[str, Any]) -> Streamed:
+    def _unstreamed(self, event: Mapping[str, object]) -> Streamed:
         return self.streamed.pop(str(event.get("id") or ""), None) or Streamed()
 
-    def _message(self, event: dict[str, Any]) -> None:
+    def _message(self, event: Mapping[str, object]) -> None:
         message = _dict(event.get("llm_message"))
         if event.get("source") == "user" and message.get("role") == "user":
             self.user_texts.append(text_of(message.get("content")))
@@ -264,7 +265,7 @@ class EventMap:
             self.sink.text(text)
         self.sink.end_message()
 
-    def _action(self, event: dict[str, Any]) -> None:
+    def _action(self, event: Mapping[str, object]) -> None:
         sent = self._unstreamed(event)
         thought = _rest(text_of(event.get("thought")), sent.text)
         if thought or sent.text:  # the text the model wrote with its call: a message first
@@ -284,7 +285,7 @@ class EventMap:
         self.actions[call_id] = call
         self.sink.tool_call(call_id, tool, kind, call.title, call.input)
 
-    def _observation(self, event: dict[str, Any]) -> None:
+    def _observation(self, event: Mapping[str, object]) -> None:
         call = self.actions.get(str(event.get("tool_call_id")))
         observation = _dict(event.get("observation"))
         output = text_of(observation.get("content"))
@@ -296,14 +297,14 @@ class EventMap:
         status = "failed" if observation.get("is_error") else "completed"
         self.sink.tool_result(call.call_id, status, _clip(output))
 
-    def _rejected(self, event: dict[str, Any]) -> None:
+    def _rejected(self, event: Mapping[str, object]) -> None:
         call = self.actions.get(str(event.get("tool_call_id")))
         if call is not None and not call.done:
             call.done = True
             reason = str(event.get("rejection_reason") or "rejected")
             self.sink.tool_result(call.call_id, "refused", reason)
 
-    def _agent_error(self, event: dict[str, Any]) -> None:
+    def _agent_error(self, event: Mapping[str, object]) -> None:
         message = str(event.get("error") or "the agent reported an error")
         call = self.actions.get(str(event.get("tool_call_id")))
         if call is not None and not call.done:
@@ -312,12 +313,12 @@ class EventMap:
         elif self.error is None:
             self.error = message
 
-    def _conversation_error(self, event: dict[str, Any]) -> None:
+    def _conversation_error(self, event: Mapping[str, object]) -> None:
         detail = event.get("detail") or event.get("code") or "conversation error"
         if self.error is None:
             self.error = str(detail)
 
-    def _state(self, event: dict[str, Any]) -> None:
+    def _state(self, event: Mapping[str, object]) -> None:
         key, value = event.get("key"), event.get("value")
         if key == "execution_status" and isinstance(value, str):
             self.status = value
@@ -347,6 +348,6 @@ _HANDLERS = {
 }
 
 
-def describe(event: dict[str, Any]) -> str:
+def describe(event: Mapping[str, object]) -> str:
     """A short description of EVENT for logs (never its content: it may quote secrets)."""
     return json.dumps({"kind": event.get("kind"), "id": event.get("id")})

@@ -12,7 +12,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pydantic import SecretStr
 
@@ -28,6 +28,15 @@ from tandem.remote.targets import load_target, remove_target, save_target
 
 Key = SecretStr | str | None
 """A session API key as it comes: wrapped, plain, or absent."""
+
+
+class Probe(TypedDict):
+    """One host as probed: its home, or the error that kept us from it."""
+
+    name: str
+    url: str
+    home: str | None
+    error: str | None
 
 
 class RemoteService:
@@ -115,10 +124,10 @@ class RemoteService:
             resolved = await WorkingDirResolver(c, self.cache).resolve(working_dir)
             return await c.create_conversation(resolved, llm, initial_message)
 
-    async def probe(self, hosts: list[tuple[str, str, Key]]) -> list[dict[str, Any]]:
+    async def probe(self, hosts: list[tuple[str, str, Key]]) -> list[Probe]:
         """For each (name, url, key): its home, or the error that kept us from it."""
 
-        async def one(name: str, url: str, key: Key) -> dict[str, Any]:
+        async def one(name: str, url: str, key: Key) -> Probe:
             try:
                 base = normalize_base_url(url)
                 return {

@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -43,6 +43,15 @@ def socket_url(base_url: str, conversation_id: str, after_seq: int | None) -> st
     ws = "wss" + base_url[5:] if base_url.startswith("https") else "ws" + base_url[4:]
     url = f"{ws}/sockets/session/{conversation_id}"
     return url if after_seq is None else f"{url}?after_seq={after_seq}"
+
+
+class StreamOptions(TypedDict, total=False):
+    """How a `SessionStream` reconnects (tests make the waits short)."""
+
+    attempts: int
+    backoff: float
+    max_backoff: float
+    open_timeout: float
 
 
 class SessionStream:

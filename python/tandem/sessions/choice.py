@@ -7,8 +7,8 @@ project's (filtered by trust), and the front end's layer on top
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
 
 from tandem.config.front_end import FrontEndSettings
 from tandem.config.layers import Resolved, resolve
@@ -29,12 +29,12 @@ def resolve_for(root: Path, front_end: FrontEndSettings | None = None,
 
 
 def settings_for(root: Path, front_end: FrontEndSettings | None = None,
-                 home: Path | None = None) -> dict[str, Any]:
+                 home: Path | None = None) -> dict[str, object]:
     """The effective settings of ROOT as plain data (see `resolve_for`)."""
     return resolve_for(root, front_end, home).plain()
 
 
-def choose_provider(settings: dict[str, Any], requested: str | None) -> str:
+def choose_provider(settings: Mapping[str, object], requested: str | None) -> str:
     """The provider name a request uses: REQUESTED, else the settings' default."""
     name = requested or settings.get("default_provider")
     if not name:
@@ -45,11 +45,11 @@ def choose_provider(settings: dict[str, Any], requested: str | None) -> str:
     return str(name)
 
 
-def choose_permission_mode(settings: dict[str, Any], requested: str | None,
+def choose_permission_mode(settings: Mapping[str, object], requested: str | None,
                            front_end: FrontEndSettings | None = None) -> PermissionMode:
     """The permission mode: the request's, else the front end's, else settings, else ask."""
     mode = requested or (front_end.permission_mode if front_end else None) or settings.get(
         "permission_mode") or "ask"
     if mode not in PERMISSION_MODES:
         raise TandemError("invalid", f"permission mode {mode!r}: use ask, auto-edit or read-only")
-    return cast(PermissionMode, mode)
+    return mode

@@ -59,7 +59,8 @@ def _report(active: Active, as_json: bool) -> int:
     for notice in info["notices"]:
         print(f"tandem: {notice}", file=sys.stderr)
     if as_json:
-        print(json.dumps({k: info[k] for k in JSON_KEYS}))
+        plain: dict[str, object] = dict(info)
+        print(json.dumps({k: plain[k] for k in JSON_KEYS}))
         return 0
     print(f"Session {info['id']}" + (f" — {info['title']}" if info["title"] else ""))
     print(f"  journal:          {info['path']}")

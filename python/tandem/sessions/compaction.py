@@ -418,7 +418,7 @@ class CollectSink:
             self._current.clear()
 
     def tool_call(
-        self, call_id: str, name: str, kind: ToolKind, title: str, input: dict[str, Any],
+        self, call_id: str, name: str, kind: ToolKind, title: str, input: Mapping[str, object],
         decided_by: str | None = None,
     ) -> None:
         """Count tool calls (a read-only request may still read)."""
@@ -427,7 +427,7 @@ class CollectSink:
     def tool_result(self, call_id: str, status: str, output: str) -> None:
         """Tool results are not part of the summary."""
 
-    def plan(self, entries: list[dict[str, Any]]) -> None:
+    def plan(self, entries: Sequence[Mapping[str, object]]) -> None:
         """Plans are not part of the summary."""
 
     async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:

@@ -21,7 +21,6 @@ directive turn), ``read-only`` is never raised: the source is only read.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tandem.protocol.base import TandemError
 from tandem.sessions.manager import Active
@@ -54,7 +53,7 @@ def _ranges(turns: Sequence[int]) -> str:
 
 
 def fork_entries(entries: Sequence[JournalEntry], turn: int, session: str = "") -> list[
-        dict[str, Any]]:
+        dict[str, object]]:
     """The entries a fork of ENTRIES (SESSION's) up to TURN starts with (without seq and ts).
 
     Raises `TandemError` when TURN cannot be forked from (see the module doc).
@@ -73,7 +72,7 @@ def fork_entries(entries: Sequence[JournalEntry], turn: int, session: str = "") 
         raise TandemError("busy", f"Turn {turn} of session {session} has not ended; fork when "
                           "it has")
     kept = {t for t in visible if t <= turn} - directive_turns(entries) - (seen - ended)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     later = False  # a turn after TURN started: a compaction from here on may summarise it
     for e in entries:
         kind = e.get("type")

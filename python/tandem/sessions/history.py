@@ -19,14 +19,13 @@ from its start (a rewritten header, a cut-back tail).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from tandem.store.entry_view import JournalEntry
 
 ROW_FIELDS = ("seq", "type", "turn", "ts", "text")
 """The positional fields of a row, in order; REST follows them."""
 
-Row = tuple[int, str, "int | None", "str | None", "str | None", "dict[str, Any] | None"]
+Row = tuple[int, str, "int | None", "str | None", "str | None", "dict[str, object] | None"]
 
 
 class HistoryRows:
@@ -89,10 +88,20 @@ def _span(rows: Sequence[Row], before: int | None, limit: int) -> list[int] | ra
 
 
 def _row(entry: JournalEntry) -> Row:
-    rest: dict[str, Any] = dict(entry)
-    seq = rest.pop("seq")
-    kind = rest.pop("type")
-    turn = rest.pop("turn", None) if type(rest.get("turn")) in (int, type(None)) else None
-    ts = rest.pop("ts") if isinstance(rest.get("ts"), str) else None
-    text = rest.pop("text") if isinstance(rest.get("text"), str) else None
+    rest: dict[str, object] = dict(entry)
+    seq, kind = entry["seq"], entry["type"]
+    del rest["seq"], rest["type"]
+    turn, ts, text = rest.get("turn"), rest.get("ts"), rest.get("text")
+    if turn is None or type(turn) is int:
+        rest.pop("turn", None)
+    else:
+        turn = None
+    if isinstance(ts, str):
+        del rest["ts"]
+    else:
+        ts = None
+    if isinstance(text, str):
+        del rest["text"]
+    else:
+        text = None
     return (seq, kind, turn, ts, text, rest or None)

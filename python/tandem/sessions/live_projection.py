@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from tandem.gcpause import cyclic_gc_paused
 from tandem.providers.base import Message
@@ -220,6 +219,6 @@ def _turn(e: JournalEntry) -> int:
     return turn if isinstance(turn, int) else -1
 
 
-def _call_size(name: str, input: dict[str, Any]) -> int:  # noqa: A002
+def _call_size(name: str, input: Mapping[str, object]) -> int:  # noqa: A002
     # The same count as `estimate_tokens`, so `tokens` equals it exactly.
     return len(name) + len(json.dumps(input, ensure_ascii=False).encode())

@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from tandem.protocol.base import TandemError
 from tandem.sessions import breadcrumbs
@@ -77,6 +77,20 @@ class ResumeCancelled(TandemError):
         super().__init__("cancelled", CANCELLED)
 
 
+class Identity(TypedDict):
+    """An active session's identity, as every entry path replies it."""
+
+    id: str
+    path: str
+    cwd: str
+    active_cwd: str
+    relocated: bool
+    previous_files: list[str]
+    title: str
+    writable: bool
+    notices: list[str]
+
+
 @dataclass
 class Active:
     """The active session: its journal and the directory tandem works in."""
@@ -86,7 +100,7 @@ class Active:
     relocated: bool = False
     notices: list[str] = field(default_factory=list)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Identity:
         """The reply of every entry path (the CLI ``--json`` object plus extras)."""
         h = self.journal.header
         return {
@@ -120,7 +134,7 @@ class SessionManager:
         self.current: Active | None = None
         self.journals: dict[str, Journal] = {}
         """Every journal this manager holds open, by session id."""
-        self.caches: dict[str, Any] = {}
+        self.caches: dict[str, object] = {}
         """cwd-scoped caches of other layers; cleared whenever the project changes."""
         self.on_open: tuple[Callable[[Journal], None], ...] = tuple(on_open)
         """Called with each journal this manager opens, before it is used (crash recovery)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -44,7 +43,7 @@ def info(sessions: SessionService, target_of: Callable[[str], BaseModel | None],
                        remote=target.model_dump() if target is not None else None)
 
 
-def lookup(sessions: SessionService, query: str, cwd: str) -> dict[str, Any]:
+def lookup(sessions: SessionService, query: str, cwd: str) -> dict[str, object]:
     """Id, journal, recorded cwd, whether it still exists, and the relocation question."""
     path = sessions.manager.find(query, absolute_dir(cwd))
     header, _ = read_header(path)
@@ -76,7 +75,7 @@ def resume(sessions: SessionService, query: str, cwd: str, relocate: bool | None
 
 
 def entries_page(sessions: SessionService, session: str, after: int | None,
-                 before: int | None, limit: int) -> dict[str, Any]:
+                 before: int | None, limit: int) -> dict[str, object]:
     """A page of SESSION's entries as written, with the journal's last seq (gap detection)."""
     journal = sessions.journal(session)
     page = journal.page(after=after, before=before, limit=limit)
@@ -88,7 +87,7 @@ def entries_page(sessions: SessionService, session: str, after: int | None,
 
 
 def history_page(sessions: SessionService, session: str, before: int | None, limit: int,
-                 factory: Callable[[], HistoryRows] = HistoryRows) -> dict[str, Any]:
+                 factory: Callable[[], HistoryRows] = HistoryRows) -> dict[str, object]:
     """SESSION's entries before BEFORE in the compact form (`tandem.sessions.history`).
 
     When FACTORY's rows are kept printed, the entries are their kept text
@@ -108,7 +107,7 @@ def history_page(sessions: SessionService, session: str, before: int | None, lim
     return {"session": journal.id, "entries": entries, "last_seq": journal.last_seq}
 
 
-def relocate(sessions: SessionService, target: str, cwd: str) -> dict[str, Any]:
+def relocate(sessions: SessionService, target: str, cwd: str) -> dict[str, object]:
     """Move a session not open here into CWD; its new identity facts."""
     path = sessions.manager.relocate(target, absolute_dir(cwd))
     header, _ = read_header(path)

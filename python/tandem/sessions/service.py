@@ -9,9 +9,8 @@ rewind all ask here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from tandem.config.front_end import FrontEnd
 from tandem.config.layers import Resolved
@@ -85,15 +84,16 @@ class SessionService:
         """ROOT's settings under this backend's trust store and the front end's layer."""
         return resolve_for(root, self.front_end.config, self.home)
 
-    def settings(self, root: Path) -> dict[str, Any]:
+    def settings(self, root: Path) -> dict[str, object]:
         """ROOT's effective settings as plain data."""
         return self.resolved(root).plain()
 
-    def provider_for(self, settings: dict[str, Any], requested: str | None) -> str:
+    def provider_for(self, settings: Mapping[str, object], requested: str | None) -> str:
         """The provider a request uses (see `choose_provider`)."""
         return choose_provider(settings, requested)
 
-    def permission_mode(self, settings: dict[str, Any], requested: str | None) -> PermissionMode:
+    def permission_mode(self, settings: Mapping[str, object],
+                        requested: str | None) -> PermissionMode:
         """The permission mode a request runs under (see `choose_permission_mode`)."""
         return choose_permission_mode(settings, requested, self.front_end.config)
 

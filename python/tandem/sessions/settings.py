@@ -42,8 +42,8 @@ class Settings:
         self.user_path = user_path or user_settings_path()
         self.home = home or tandem_home()
         self.root: str | None = None
-        self.user: dict[str, Any] = {}
-        self.project: dict[str, Any] = {}
+        self.user: dict[str, object] = {}
+        self.project: dict[str, object] = {}
         self._dirty: set[Scope] = set()
         self.reload_for_cwd(root)
 
@@ -53,11 +53,11 @@ class Settings:
         return project_settings_path(self.root) if self.root else None
 
     @property
-    def effective(self) -> dict[str, Any]:
+    def effective(self) -> dict[str, object]:
         """User settings merged with the project settings that apply (project wins)."""
         return merge(self.user, self._project_view()[0])
 
-    def _project_view(self) -> tuple[dict[str, Any], list[str]]:
+    def _project_view(self) -> tuple[dict[str, object], list[str]]:
         if not self.root or not self.project:
             return self.project, []
         try:  # trusted only while the memory copy is the very file the user trusted

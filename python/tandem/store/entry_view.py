@@ -86,7 +86,7 @@ class ToolCallEntry(_Base):
     name: str
     kind: NotRequired[Literal["read", "edit", "execute", "other"]]
     title: NotRequired[str]
-    input: NotRequired[dict[str, Any]]
+    input: NotRequired[dict[str, object]]
 
 
 class ToolResultEntry(_Base):
@@ -129,7 +129,7 @@ class TurnEndEntry(_Base):
     turn: int
     outcome: Literal["succeeded", "failed", "aborted"]
     error: NotRequired[str | None]
-    usage: NotRequired[dict[str, Any] | None]
+    usage: NotRequired[dict[str, object] | None]
     patch: NotRequired[Any]
     completeness: NotRequired[Any]
 
@@ -263,7 +263,7 @@ class PlanEntry(_Base):
 
     type: Literal["plan"]
     turn: int
-    entries: NotRequired[list[dict[str, Any]]]
+    entries: NotRequired[list[dict[str, object]]]
 
 
 class ProviderChangeEntry(_Base):

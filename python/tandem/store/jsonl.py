@@ -28,7 +28,7 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def dumps_line(data: dict[str, Any]) -> bytes:
+def dumps_line(data: dict[str, object]) -> bytes:
     """DATA as one JSON line (UTF-8 bytes, newline-terminated).
 
     Raises ValueError for a non-finite number (NaN, ±Infinity): JSON has

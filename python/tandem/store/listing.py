@@ -47,7 +47,7 @@ class SessionSummary:
     damaged: str | None = None
     """Why the journal cannot be opened (None for a sound one)."""
 
-    def model_dump(self) -> dict[str, Any]:
+    def model_dump(self) -> dict[str, object]:
         """The summary as a JSON-ready dict (same name as pydantic's, on purpose)."""
         return asdict(self)
 

@@ -109,7 +109,7 @@ class ToolCall(Entry):
     name: str
     kind: Literal["read", "edit", "execute", "other"] = "other"
     title: str = ""
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, object] = Field(default_factory=dict)
 
 
 class ToolResult(Entry):
@@ -150,7 +150,7 @@ class TurnEnd(Entry):
     turn: int
     outcome: Literal["succeeded", "failed", "aborted"]
     error: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: dict[str, object] | None = None
     patch: Any = None
     completeness: Any = None
 
@@ -273,7 +273,7 @@ class Plan(Entry):
 
     type: Literal["plan"] = "plan"
     turn: int
-    entries: list[dict[str, Any]] = Field(default_factory=list)
+    entries: list[dict[str, object]] = Field(default_factory=list)
     """Each as the agent sent it: ``content``, ``priority``, ``status`` (pending, in_progress,
     completed)."""
 
@@ -370,7 +370,7 @@ def parse_entry(data: dict[str, Any]) -> Entry:
         raise EntryError(f"invalid {kind} entry: {exc}") from exc
 
 
-def entry_to_dict(entry: Entry) -> dict[str, Any]:
+def entry_to_dict(entry: Entry) -> dict[str, object]:
     """The JSON object written for ENTRY (extra keys included, untouched).
 
     ``turn`` is left out when the entry belongs to no turn, so an entry of an

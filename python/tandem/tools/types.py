@@ -41,7 +41,7 @@ class PermissionRequest(BaseModel):
     tool: str
     kind: ToolKind
     title: str
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, object] = Field(default_factory=dict)
     once_only: bool = False
     """Only "allow once" and "reject" are offered (a protected write): an answer of
     "allow for this session" counts as once and is never remembered."""

@@ -26,7 +26,12 @@ from tandem.mcp.instruments import EditorChannels
 from tandem.mcp.service import McpService
 from tandem.protocol.checkpoints import Checkpoint, PatchSummary
 from tandem.providers.base import Provider, TurnResult
-from tandem.providers.registry import build_provider, keeps_conversation, parse_provider
+from tandem.providers.registry import (
+    AgentContext,
+    build_provider,
+    keeps_conversation,
+    parse_provider,
+)
 from tandem.sessions.gate import SessionGate
 from tandem.sessions.service import SessionService
 from tandem.store import layout
@@ -207,19 +212,19 @@ class TurnService:
             def settings_now() -> Any:  # MCP servers as the settings say at each turn
                 return self.sessions.resolved(self.sessions.root_of(journal)).settings
 
-            agent: dict[str, Any] = {
-                "editor": self.editor,
-                "choices": acp_choices(self.sessions.entries(journal),
-                                       parse_provider(spec.provider).target),
-                "mcp_servers": self.mcp.acp_source(spec.session, settings_now),
-                "editor_tools": lambda root: self.editor_channels.entries(spec.session, root),
+            agent = AgentContext(
+                editor=self.editor,
+                choices=acp_choices(self.sessions.entries(journal),
+                                    parse_provider(spec.provider).target),
+                mcp_servers=self.mcp.acp_source(spec.session, settings_now),
+                editor_tools=lambda root: self.editor_channels.entries(spec.session, root),
                 # Asked at each ACP session: a grant given or revoked meanwhile counts.
-                "project_trusted": lambda root: self.sessions.resolved(root).trusted,
-                "tool_source": self.mcp.tool_source(settings_now)}
+                project_trusted=lambda root: self.sessions.resolved(root).trusted,
+                tool_source=self.mcp.tool_source(settings_now))
             self._providers[key] = build_provider(
                 spec.provider, resolved.settings, credentials=self.config.credentials,
                 grants=self._grants, origin=resolved.origin, conversation_id=conversation,
-                **agent)
+                agent=agent)
         return self._providers[key]
 
     def _remote_provider(self, spec: TurnSpec, journal: Journal,

@@ -105,3 +105,32 @@ def test_acp_provider_is_built_from_settings() -> None:
     )
     assert p.name == "claude"
     assert p.command == ["claude-code-acp"] and p.env == {"A": "1"}  # type: ignore[attr-defined]
+
+
+def test_the_agent_context_reaches_the_provider_that_uses_it() -> None:
+    from pathlib import Path
+
+    from tandem.providers.acp import AcpProvider
+    from tandem.providers.registry import AgentContext
+
+    def servers() -> list[object]:
+        return []
+
+    def trusted(_root: Path) -> bool:
+        return True
+
+    async def more_tools(_request: object) -> list[object]:
+        return []
+
+    context = AgentContext(mcp_servers=servers, project_trusted=trusted,
+                           tool_source=more_tools)  # type: ignore[arg-type]
+    acp = build_provider("acp:claude", {"acp_agents": {"claude": {"command": ["x"]}}},
+                         agent=context)
+    assert isinstance(acp, AcpProvider)
+    assert acp.mcp_servers is servers and acp.project_trusted is trusted
+    native = build_provider("openai:gpt-x", credentials={"openai": {"api_key": "k"}},
+                            env={}, agent=context)
+    assert isinstance(native, NativeProvider) and native.tool_source is more_tools
+    # Without a context: nothing of a session's.
+    bare = build_provider("openai:gpt-x", credentials={"openai": {"api_key": "k"}}, env={})
+    assert isinstance(bare, NativeProvider) and bare.tool_source is None
