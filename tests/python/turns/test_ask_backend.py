@@ -1,0 +1,238 @@
+"""``tandem ask`` through a running ``tandem serve`` of the same state root.
+
+The turn runs in the backend (its private socket, `tandem.ask_client`), and
+the terminal shows what the in-process run shows: the same stdout, stderr and
+exit status. What connects to the socket is untrusted until its token: a wrong
+token, a malformed request or an oversized line is refused before any session
+is made. With no backend (none running, a dead one's socket left behind, a
+folder that is not private) the turn runs in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.openai_server import FakeOpenAI
+from fakes.script import Reply, ToolCallSpec
+
+from tandem.ask_client import socket_paths
+
+from .conftest import interrupt_once_asked
+
+TOKEN = "ask-backend-test"
+
+
+def _env(fake: FakeOpenAI) -> dict[str, str]:
+    return dict(os.environ, OPENAI_BASE_URL=fake.base_url + "/v1", OPENAI_API_KEY="sk-cli")
+
+
+def _ask(env: dict[str, str], project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project),
+         "--provider", "openai:m", *args],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60)
+
+
+def _journals() -> list[Path]:
+    return sorted(Path(os.environ["TANDEM_HOME"]).glob("sessions/*/*.jsonl"))
+
+
+def _backend_log() -> str:
+    log = Path(os.environ["TANDEM_HOME"]) / "logs" / "backend.log"
+    return log.read_text() if log.exists() else ""
+
+
+class Backend:
+    """A ``tandem serve`` started with ENV, its ``tandem ask`` socket up."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tandem.cli", "serve"], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"token": TOKEN}) + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip().isdigit()
+        self.path, self.token_path = socket_paths(Path(os.environ["TANDEM_HOME"]))
+        deadline = time.monotonic() + 60
+        while not self.token_path.exists():
+            assert time.monotonic() < deadline and self.proc.poll() is None, _backend_log()
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Close its stdin, as Emacs going away does, and wait for it."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    script = [Reply(text="Writing.", tool_calls=[ToolCallSpec(
+        name="write_file", input={"path": "b.txt", "content": "x"})]), Reply(text="Ok, not.")]
+    with FakeOpenAI(script * 2) as server:
+        yield server
+
+
+def _same(a: subprocess.CompletedProcess[str], b: subprocess.CompletedProcess[str]) -> None:
+    # The session ids differ; everything else is byte for byte the same.
+    def norm(text: str) -> str:
+        return "\n".join(line if not line.startswith("{") else
+                         json.dumps(dict(json.loads(line), session="S"))
+                         for line in text.split("\n"))
+    assert (a.returncode, norm(a.stdout), a.stderr) == (b.returncode, norm(b.stdout), b.stderr)
+
+
+def test_the_turn_runs_in_the_backend_and_prints_the_same(project: Path,
+                                                         fake: FakeOpenAI) -> None:
+    env = _env(fake)
+    local = _ask(dict(env, TANDEM_ASK_LOCAL="1"), project, "--permission-mode", "ask",
+                 "--json", "write b")
+    backend = Backend(env)
+    try:
+        served = _ask(env, project, "--permission-mode", "ask", "--json", "write b")
+        pid = backend.proc.pid
+    finally:
+        backend.stop()
+    assert local.returncode == 3, local.stderr
+    assert "no terminal to ask; rejected write_file" in local.stderr
+    _same(local, served)
+    # The backend ran it: its log has the model request, and each run made a session.
+    assert f" {pid} httpx INFO HTTP Request: POST" in _backend_log()
+    assert len(_journals()) == 2
+    # It removed its socket and token on the way out.
+    assert not backend.path.exists() and not backend.token_path.exists()
+
+
+def test_an_unknown_session_fails_the_same_and_leaves_nothing(project: Path,
+                                                             fake: FakeOpenAI) -> None:
+    env = _env(fake)
+    local = _ask(dict(env, TANDEM_ASK_LOCAL="1"), project, "--session", "nosuch", "hi")
+    backend = Backend(env)
+    try:
+        served = _ask(env, project, "--session", "nosuch", "hi")
+    finally:
+        backend.stop()
+    assert local.returncode == 1 and "Not a session id" in local.stderr
+    _same(local, served)
+    assert not _journals()
+
+
+def _talk(path: Path, data: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(path))
+        try:
+            sock.sendall(data)
+        except OSError:
+            pass  # closed on us while sending: what an oversized line gets
+        got = b""
+        try:
+            while chunk := sock.recv(65536):
+                got += chunk
+        except ConnectionResetError:
+            pass  # closed with our bytes unread
+        return got
+
+
+def test_a_peer_without_the_token_is_refused_before_any_session(project: Path,
+                                                               fake: FakeOpenAI) -> None:
+    backend = Backend(_env(fake))
+    ask = {"prompt": "hi", "cwd": str(project), "session": None, "provider": "openai:m",
+           "permission_mode": None, "json": False, "tty": False}
+    token = backend.token_path.read_text().strip()
+    try:
+        wrong = _talk(backend.path, json.dumps({"protocol": 1, "token": "guess",
+                                                "ask": ask}).encode() + b"\n")
+        extra = _talk(backend.path, json.dumps({"protocol": 1, "token": token,
+                                                "ask": dict(ask, more=1)}).encode() + b"\n")
+        typed = _talk(backend.path, json.dumps({"protocol": 1, "token": token,
+                                                "ask": dict(ask, cwd=7)}).encode() + b"\n")
+        huge = _talk(backend.path, b"x" * (3 << 20))
+        modes = (os.stat(backend.path.parent).st_mode & 0o777,
+                 os.stat(backend.token_path).st_mode & 0o777)
+    finally:
+        backend.stop()
+    assert json.loads(wrong) == {"refused": "wrong token"}
+    assert json.loads(extra) == {"refused": "malformed request"}
+    assert json.loads(typed) == {"refused": "malformed request (cwd)"}
+    assert huge == b""
+    assert modes == (0o700, 0o600)
+    assert not _journals() and not fake.api_requests("/v1/chat/completions")
+
+
+def test_with_no_live_backend_the_turn_runs_here(project: Path, fake: FakeOpenAI) -> None:
+    env = _env(fake)
+    backend = Backend(env)
+    token = backend.token_path.read_text()
+    backend.stop()
+    # A dead backend's socket and token left behind: nobody answers, so in-process.
+    backend.path.parent.mkdir(mode=0o700, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
+        stale.bind(str(backend.path))
+    backend.token_path.write_text(token)
+    os.chmod(backend.token_path, 0o600)
+    done = _ask(env, project, "--permission-mode", "auto-edit", "--json", "write b")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["files_changed"] == ["b.txt"]
+    # A socket folder others may enter is never used.
+    live = Backend(env)
+    try:
+        os.chmod(live.path.parent, 0o755)
+        done = _ask(env, project, "--permission-mode", "auto-edit", "--json", "again")
+        requests_there = _backend_log().count(f" {live.proc.pid} httpx INFO")
+    finally:
+        os.chmod(live.path.parent, 0o700)
+        live.stop()
+    assert done.returncode == 0, done.stderr
+    assert requests_there == 0
+
+
+def test_an_interrupt_cancels_the_turn_in_the_backend(project: Path) -> None:
+    with FakeOpenAI([Reply(text="slow", stall=True)]) as fake:
+        env = _env(fake)
+        backend = Backend(env)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project),
+                 "--provider", "openai:m", "wait forever"], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            interrupt_once_asked(fake, proc)
+            out, err = proc.communicate(timeout=60)
+            deadline = time.time() + 30
+            ends: list[dict[str, object]] = []
+            while not ends and time.time() < deadline:
+                ends = [json.loads(line) for j in _journals()
+                        for line in j.read_text().splitlines() if '"turn_end"' in line]
+                time.sleep(0.1)
+        finally:
+            backend.stop()
+    assert proc.returncode == 130, (out, err)
+    assert ends and ends[-1]["outcome"] == "aborted"
+
+
+def test_through_the_backend_the_process_imports_no_turn_code(project: Path) -> None:
+    with FakeOpenAI([Reply(text="ok")]) as fake:
+        env = _env(fake)
+        backend = Backend(env)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-X", "importtime", "-m", "tandem.cli", "ask", "--cwd",
+                 str(project), "--provider", "openai:m", "hi"], stdin=subprocess.DEVNULL,
+                capture_output=True, text=True, env=env, timeout=60)
+        finally:
+            backend.stop()
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    heavy = sorted(m for m in imported if m.split(".")[0] in ("pydantic", "httpx", "anyio")
+                   or m in ("tandem.ask", "tandem.app", "tandem.turns"))
+    assert heavy == []
