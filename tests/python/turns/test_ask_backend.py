@@ -23,11 +23,7 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
-from tandem.ask_client import socket_paths
-
-from .conftest import interrupt_once_asked
-
-TOKEN = "ask-backend-test"
+from .conftest import Backend, backend_log, interrupt_once_asked
 
 
 def _env(fake: FakeOpenAI) -> dict[str, str]:
@@ -43,35 +39,6 @@ def _ask(env: dict[str, str], project: Path, *args: str) -> subprocess.Completed
 
 def _journals() -> list[Path]:
     return sorted(Path(os.environ["TANDEM_HOME"]).glob("sessions/*/*.jsonl"))
-
-
-def _backend_log() -> str:
-    log = Path(os.environ["TANDEM_HOME"]) / "logs" / "backend.log"
-    return log.read_text() if log.exists() else ""
-
-
-class Backend:
-    """A ``tandem serve`` started with ENV, its ``tandem ask`` socket up."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tandem.cli", "serve"], env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"token": TOKEN}) + "\n")
-        self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip().isdigit()
-        self.path, self.token_path = socket_paths(Path(os.environ["TANDEM_HOME"]))
-        deadline = time.monotonic() + 60
-        while not self.token_path.exists():
-            assert time.monotonic() < deadline and self.proc.poll() is None, _backend_log()
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        """Close its stdin, as Emacs going away does, and wait for it."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(30)
 
 
 @pytest.fixture
@@ -106,7 +73,7 @@ def test_the_turn_runs_in_the_backend_and_prints_the_same(project: Path,
     assert "no terminal to ask; rejected write_file" in local.stderr
     _same(local, served)
     # The backend ran it: its log has the model request, and each run made a session.
-    assert f" {pid} httpx INFO HTTP Request: POST" in _backend_log()
+    assert f" {pid} httpx INFO HTTP Request: POST" in backend_log()
     assert len(_journals()) == 2
     # It removed its socket and token on the way out.
     assert not backend.path.exists() and not backend.token_path.exists()
@@ -188,7 +155,7 @@ def test_with_no_live_backend_the_turn_runs_here(project: Path, fake: FakeOpenAI
     try:
         os.chmod(live.path.parent, 0o755)
         done = _ask(env, project, "--permission-mode", "auto-edit", "--json", "again")
-        requests_there = _backend_log().count(f" {live.proc.pid} httpx INFO")
+        requests_there = backend_log().count(f" {live.proc.pid} httpx INFO")
     finally:
         os.chmod(live.path.parent, 0o700)
         live.stop()
