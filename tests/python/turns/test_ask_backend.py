@@ -203,3 +203,21 @@ def test_through_the_backend_the_process_imports_no_turn_code(project: Path) -> 
     heavy = sorted(m for m in imported if m.split(".")[0] in ("pydantic", "httpx", "anyio")
                    or m in ("tandem.ask", "tandem.app", "tandem.turns"))
     assert heavy == []
+
+
+def test_a_turn_that_cannot_start_leaves_no_session_in_the_backend(project: Path) -> None:
+    # No provider anywhere: the run fails before its turn, in the backend as here.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL")}
+    cmd = [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project), "hi"]
+    local = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                           env=dict(env, TANDEM_ASK_LOCAL="1"))
+    backend = Backend(env)
+    try:
+        served = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        left = _journals()
+    finally:
+        backend.stop()
+    assert local.returncode == 1 and "provider" in local.stderr.lower()
+    _same(local, served)
+    assert left == [], "an empty session was left behind"
