@@ -22,7 +22,9 @@ import logging
 import os
 import secrets
 import socket
+import stat
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,6 +141,7 @@ class AskSocket:
         if await _answers(self.path):
             log.info("another backend serves %s", self.path)
             return False
+        await _sweep(folder, self.path)
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # a dead backend's
         old = os.umask(0o177)
@@ -243,6 +246,38 @@ class AskSocket:
             await writer.drain()
         finally:
             listening.cancel()
+
+
+STALE_AFTER = 60.0
+"""Seconds after which a socket nobody answers is a dead backend's (a live one binds and
+listens in one step, then writes its token)."""
+
+SWEEP_MAX = 200
+"""Sockets of other state roots looked at per start: a crowded folder costs little."""
+
+
+async def _sweep(folder: Path, mine: Path) -> None:
+    """Remove the sockets (and tokens) of dead backends of other state roots in FOLDER.
+
+    A backend Emacs stopped was killed (``delete-process``) and could not
+    remove its own; each state root has one name, so without this only test
+    runs, with a state root each, would pile them up.
+    """
+    now = time.time()
+    for sock in sorted(folder.glob("ask-*.sock"))[:SWEEP_MAX]:
+        if sock == mine:
+            continue
+        try:
+            st = os.lstat(sock)
+        except OSError:
+            continue
+        if not stat.S_ISSOCK(st.st_mode) or now - st.st_mtime < STALE_AFTER:
+            continue
+        if not await _answers(sock):
+            with contextlib.suppress(OSError):
+                sock.unlink()
+            with contextlib.suppress(OSError):
+                sock.with_suffix(".token").unlink()
 
 
 async def _answers(path: Path) -> bool:

@@ -23,6 +23,8 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
+from tandem.ask_client import socket_paths
+
 from .conftest import Backend, backend_log, interrupt_once_asked
 
 
@@ -221,3 +223,24 @@ def test_a_turn_that_cannot_start_leaves_no_session_in_the_backend(project: Path
     assert local.returncode == 1 and "provider" in local.stderr.lower()
     _same(local, served)
     assert left == [], "an empty session was left behind"
+
+
+def test_a_start_removes_dead_backends_sockets_of_other_state_roots(fake: FakeOpenAI,
+                                                                   tmp_path: Path) -> None:
+    # Emacs kills its backend (`delete-process`): its socket stays. The next start
+    # removes those nobody answers, once they are a minute old.
+    folder = socket_paths(tmp_path)[0].parent
+    folder.mkdir(mode=0o700, exist_ok=True)
+    dead: dict[str, Path] = {}
+    for name, age in (("ask-0000000000000old.sock", 3600), ("ask-0000000000000new.sock", 0)):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.bind(str(folder / name))
+        (folder / name).with_suffix(".token").write_text("t\n")
+        then = time.time() - age
+        os.utime(folder / name, (then, then))
+        dead[name] = folder / name
+    backend = Backend(_env(fake))
+    backend.stop()
+    assert not dead["ask-0000000000000old.sock"].exists()
+    assert not dead["ask-0000000000000old.sock"].with_suffix(".token").exists()
+    assert dead["ask-0000000000000new.sock"].exists()  # perhaps a backend just starting
