@@ -152,8 +152,12 @@ async def run_turn(app: App, req: AskRequest, lines: Lines, asker: Asker,
         journal = sessions.manager.resume_id(req.session, req.cwd, confirm=None).journal
     else:
         journal = sessions.manager.new(req.cwd).journal
+    if not own and current is not None and sessions.manager.current is not current:
+        # Emacs's current session, and the settings read for its directory, are not
+        # ours to move (no await since the switch: nothing ran in between).
+        sessions.manager.settings.reload_for_cwd(current.active_cwd)
     if not own:
-        sessions.manager.current = current  # Emacs's current session is not ours to move
+        sessions.manager.current = current
     with watch(journal.id) as sink:
         try:
             resolved = sessions.resolved(sessions.root_of(journal))

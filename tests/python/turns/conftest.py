@@ -52,7 +52,8 @@ class Backend:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps({"token": TOKEN}) + "\n")
         self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip().isdigit()
+        self.port = int(self.proc.stdout.readline())
+        """Its EPC port (the one Emacs connects to)."""
         self.path, self.token_path = socket_paths(Path(os.environ["TANDEM_HOME"]))
         deadline = time.monotonic() + 60
         while not self.token_path.exists():

@@ -23,9 +23,10 @@ import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
 
+from server.epc_peer import Peer
 from tandem.ask_client import socket_paths
 
-from .conftest import Backend, backend_log, interrupt_once_asked
+from .conftest import TOKEN, Backend, backend_log, interrupt_once_asked
 
 
 def _env(fake: FakeOpenAI) -> dict[str, str]:
@@ -244,3 +245,29 @@ def test_a_start_removes_dead_backends_sockets_of_other_state_roots(fake: FakeOp
     assert not dead["ask-0000000000000old.sock"].exists()
     assert not dead["ask-0000000000000old.sock"].with_suffix(".token").exists()
     assert dead["ask-0000000000000new.sock"].exists()  # perhaps a backend just starting
+
+
+def test_emacss_current_session_stays_where_it_was(project: Path, fake: FakeOpenAI,
+                                                  tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _env(fake)
+    backend = Backend(env)
+    emacs = Peer(backend.port)
+    try:
+        emacs.call("hello", {"token": TOKEN})
+        assert emacs.recv()[0] == "return"
+        emacs.call("sessions/new", {"cwd": str(elsewhere)})
+        kind, _uid, mine = emacs.recv()
+        assert kind == "return", mine
+        done = _ask(env, project, "--permission-mode", "auto-edit", "--json", "write b")
+        uid = emacs.call("sessions/current")
+        while (msg := emacs.recv())[:2] != ["return", uid]:
+            pass  # the turn's events, pushed to Emacs as to any client
+        current = msg[2]
+    finally:
+        emacs.sock.close()
+        backend.stop()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["session"] != mine["id"]
+    assert current["id"] == mine["id"] and current["cwd"] == str(elsewhere)
