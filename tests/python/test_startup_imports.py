@@ -28,7 +28,7 @@ NOT_FOR_A_PLAIN_ASK = (
     "tandem.review", "tandem.overview", "tandem.server", "tandem.adapters",
     "tandem.sessions.commands",
     "tandem.protocol.remote", "tandem.protocol.directives", "tandem.protocol.sessions",
-    "tandem.protocol.review", "tandem.config.grants", "tandem.doctor",
+    "tandem.protocol.review", "tandem.protocol.turns", "tandem.config.grants", "tandem.doctor",
     "acp", "mcp", "websockets", "wcmatch", "re2", "epc", "sexpdata",
 )
 """Module name prefixes (a trailing dot: the package's modules, not the package itself)."""
