@@ -10,6 +10,11 @@
   run; ``PYTHONDONTWRITEBYTECODE`` dropped), as an installed package has it.
 * ``ask_cpu_instant_fake``: the same runs in CPU time (user + system of the
   process and the git processes it waited for), beside the anchor's.
+  These two are the cold case: no backend of that state root is running.
+* ``ask_wall_backend_running`` / ``ask_cpu_backend_running``: the same
+  ``tandem ask`` while a ``tandem serve`` of the same state root runs (as
+  when Emacs has started one): the turn goes through its private socket
+  (`tandem.ask_client`); same anchor and target, alternating in the same run.
 * ``serve_port_line``: from spawning ``tandem serve`` (the token written on
   its stdin, as Emacs does) to reading its port line; same anchor, no
   target (reported).
@@ -76,15 +81,22 @@ def _hello_reply(port: int) -> object:
     return sexp.loads(data[6:6 + int(data[:6], 16)].decode())
 
 
-def _serve_ms(env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(port line, first hello reply) of one ``tandem serve``, in ms from its spawn."""
-    t = time.perf_counter()
+def _spawn_serve(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """``tandem serve``, its token written on its stdin as Emacs does."""
     proc = subprocess.Popen([sys.executable, "-m", "tandem.cli", "serve"], env=env, cwd=cwd,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
     proc.stdin.write(json.dumps({"token": "bench-startup"}) + "\n")
     proc.stdin.flush()
+    return proc
+
+
+def _serve_ms(env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(port line, first hello reply) of one ``tandem serve``, in ms from its spawn."""
+    t = time.perf_counter()
+    proc = _spawn_serve(env, cwd)
+    assert proc.stdin is not None and proc.stdout is not None
     line = proc.stdout.readline()
     port_ms = (time.perf_counter() - t) * 1000
     reply = _hello_reply(int(line))  # the port, or the bench is wrong
@@ -93,6 +105,20 @@ def _serve_ms(env: dict[str, str], cwd: Path) -> tuple[float, float]:
     proc.stdin.close()  # Emacs went away: the server stops
     proc.wait(30)
     return port_ms, hello_ms
+
+
+def _running_backend(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """A ``tandem serve`` whose ``tandem ask`` socket is up (its token file written)."""
+    proc = _spawn_serve(env, cwd)
+    assert proc.stdin is not None and proc.stdout is not None
+    _hello_reply(int(proc.stdout.readline()))
+    folder = Path(env["XDG_RUNTIME_DIR"]) / "tandem"
+    deadline = time.monotonic() + 60
+    while not list(folder.glob("ask-*.token")):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError("the backend opened no tandem ask socket")
+        time.sleep(0.02)
+    return proc
 
 
 def main() -> None:
@@ -113,25 +139,42 @@ def main() -> None:
         # without it tandem's modules were compiled from source at every start).
         env.update(TANDEM_HOME=str(base / "home"), XDG_CONFIG_HOME=str(base / "config"),
                    OPENAI_BASE_URL=fake.base_url + "/v1", PYTHONPATH=str(ROOT / "python"),
-                   PYTHONPYCACHEPREFIX=str(base / "pycache"))
+                   PYTHONPYCACHEPREFIX=str(base / "pycache"),
+                   XDG_RUNTIME_DIR=str(base / "run"))
+        (base / "run").mkdir(mode=0o700)
         ask = [sys.executable, "-m", "tandem.cli", "ask", "hello", "--provider",
                "openai:bench", "--cwd", str(project)]
         anchor_cmd = [sys.executable, "-c", "import httpx, pydantic"]
         _wall_ms(ask, env, ROOT)  # the store, its first checkpoint and the byte code exist now
         _wall_ms(anchor_cmd, env, ROOT)
         _serve_ms(env, ROOT)
-        asks, anchors, ports, hellos = [], [], [], []
+        asks, anchors, ports, hellos, warm = [], [], [], [], []
         for _ in range(args.runs):
             anchors.append(_wall_ms(anchor_cmd, env, ROOT, "anchor"))
             asks.append(_wall_ms(ask, env, ROOT, "ask"))
             port_ms, hello_ms = _serve_ms(env, ROOT)
             ports.append(port_ms)
             hellos.append(hello_ms)
+        backend = _running_backend(env, ROOT)
+        try:
+            _wall_ms(ask, env, ROOT)  # the backend's first turn builds its turn service
+            for _ in range(args.runs):
+                anchors.append(_wall_ms(anchor_cmd, env, ROOT, "anchor"))
+                warm.append(_wall_ms(ask, env, ROOT, "warm"))
+        finally:
+            assert backend.stdin is not None
+            backend.stdin.close()
+            backend.wait(30)
         anchor = statistics.median(anchors)
         emit("ask_wall_instant_fake", statistics.median(asks),
              'python -c "import httpx, pydantic"', anchor, round(1.5 * anchor, 1), digits=1)
         # The same in CPU time: on a loaded machine the wall is mostly waiting.
         emit("ask_cpu_instant_fake", statistics.median(CPU["ask"]),
+             'python -c "import httpx, pydantic" (CPU)', statistics.median(CPU["anchor"]),
+             None, digits=1)
+        emit("ask_wall_backend_running", statistics.median(warm),
+             'python -c "import httpx, pydantic"', anchor, round(1.5 * anchor, 1), digits=1)
+        emit("ask_cpu_backend_running", statistics.median(CPU["warm"]),
              'python -c "import httpx, pydantic" (CPU)', statistics.median(CPU["anchor"]),
              None, digits=1)
         emit("serve_port_line", statistics.median(ports),

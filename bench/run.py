@@ -47,9 +47,15 @@ def run(script: Path, only: set[str]) -> int:
     return proc.returncode
 
 
+def wanted(args: list[str]) -> set[str]:
+    """The script stems ARGS name (``startup`` or ``bench_startup``, comma lists too)."""
+    names = {name for arg in args for name in arg.split(",") if name}
+    return {name if name.startswith("bench_") else "bench_" + name for name in names}
+
+
 def main() -> int:
     """Run the benchmarks named on the command line (stems), or all of them."""
-    only = set(sys.argv[1:])
+    only = wanted(sys.argv[1:])
     scripts = sorted(BENCH.glob("bench_*.py")) + sorted(BENCH.glob("bench_*.el"))
     failures = sum(1 for s in scripts if run(s, only))
     return 1 if failures else 0

@@ -17,7 +17,6 @@ from pathlib import Path
 # Light (the standard library and the state folder's helpers): every real
 # process needs them before its command runs.
 from tandem import __version__, reaper, secrets
-from tandem.lazy_command import lazy
 from tandem.store.home import prepare_home, secure_home
 
 # Domains that add sub-commands: each module has ``register(subparsers)`` and
@@ -29,6 +28,19 @@ def _serve(args: argparse.Namespace) -> int:
     from tandem.server.main import main as serve_main
 
     return serve_main(port=args.port, watch_stdin=not args.no_stdin_watch)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    # A running backend of this state root takes the turn (a small process, start-up);
+    # only without one is the turn's code imported here.
+    from tandem.ask_client import through_backend
+
+    status = through_backend(args)
+    if status is not None:
+        return status
+    from tandem.ask import run_ask
+
+    return run_ask(args)
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -63,7 +75,7 @@ def build_parser(domains: bool = True) -> argparse.ArgumentParser:
                      "or acp:AGENT")
     ask.add_argument("--permission-mode", choices=["ask", "auto-edit", "read-only"])
     ask.add_argument("--json", action="store_true", help="end with one JSON line")
-    ask.set_defaults(func=lazy("tandem.ask", "run_ask"))
+    ask.set_defaults(func=_ask)
     for name in DOMAIN_CLIS if domains else ():
         try:
             module = importlib.import_module(name)

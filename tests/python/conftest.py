@@ -36,6 +36,9 @@ def _isolated_state(
         (user / name).mkdir()
         monkeypatch.setenv(var, str(user / name))
     monkeypatch.setenv("TANDEM_HOME", str(tmp_path_factory.mktemp("tandem-home")))
+    # The private folder of backend sockets (`tandem ask` finds a running backend there).
+    (user / "run").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(user / "run"))
 
 
 @pytest.fixture

@@ -85,6 +85,8 @@ _ONE_FAMILY = ("start-up of `tandem ask`: a turn imports the wire format of its 
 FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.cli", "tandem.server.main"): _SUBCOMMAND,
     ("tandem.cli", "tandem.doctor"): _SUBCOMMAND,
+    ("tandem.cli", "tandem.ask_client"): _SUBCOMMAND,
+    ("tandem.cli", "tandem.ask"): _SUBCOMMAND + " (and only when no running backend takes it)",
     ("tandem.cli", "tandem.store.oserrors"): (
         "`tandem serve`'s port line: it pulls pydantic (protocol errors), needed only when a "
         "command fails"),
@@ -94,6 +96,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("tandem.doctor", "tandem.config.layers"): _DOCTOR,
     ("tandem.server.main", "tandem.app"): _PORT_LINE,
     ("tandem.server.main", "tandem.server.connection"): _PORT_LINE,
+    ("tandem.server.main", "tandem.server.ask_socket"): _PORT_LINE,
     ("tandem.server.main", "tandem.server.editor"): _PORT_LINE,
     ("tandem.server.main", "tandem.server.pusher"): _PORT_LINE,
     ("tandem.server.main", "tandem.server.table"): _PORT_LINE,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import anyio.to_thread
 
@@ -27,7 +28,17 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 
-async def hello(app: App, p: HelloParams) -> HelloReply:
+class Served(Protocol):
+    """What ``hello`` reads of the services: `tandem serve` answers it before the App
+    exists (start-up), with only the state root."""
+
+    @property
+    def home(self) -> Path:
+        """The state root (``TANDEM_HOME``)."""
+        ...
+
+
+async def hello(app: Served, p: HelloParams) -> HelloReply:
     """Authenticate (the connection checked the token) and describe the backend."""
     return HelloReply(
         version=__version__,

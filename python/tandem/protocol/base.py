@@ -43,6 +43,12 @@ class Printed(str):
     __slots__ = ()
 
 
+QUEUE_TEXT_MAX = 1_000_000
+"""Characters of one queued message: as a sent one (``turns/send``). Here, not in
+`tandem.protocol.turns`, so that the queue's fold, which every turn loads, does not
+build that module's models (start-up of ``tandem ask``)."""
+
+
 class Params(BaseModel):
     """Base of every params model: unknown keys are an error, not ignored.
 

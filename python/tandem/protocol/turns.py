@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from tandem.protocol.base import Params, Reply
+from tandem.protocol.base import QUEUE_TEXT_MAX, Params, Reply
 
 SessionId = Field(min_length=1, max_length=100)
 
@@ -176,10 +176,6 @@ class SetProviderParams(Params):
 
     session: str = SessionId
     provider: str = Field(min_length=1, max_length=300)
-
-
-QUEUE_TEXT_MAX = 1_000_000
-"""Characters of one queued message: as a sent one (``turns/send``)."""
 
 
 class QueueParams(Params):

@@ -14,7 +14,7 @@ import hmac
 import itertools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -72,16 +72,26 @@ class Connection:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        methods: dict[str, MethodSpec],
-        app: App,
+        methods: Mapping[str, MethodSpec | None],
+        app: object,
         token: str,
         on_auth: Callable[[Connection], None] | None = None,
         limits: Limits | None = None,
+        services: asyncio.Future[tuple[App, dict[str, MethodSpec]]] | None = None,
     ) -> None:
+        """A connection answering METHODS with APP.
+
+        APP is the `App` (or, until SERVICES bring it, what ``hello`` reads of
+        it). With SERVICES (start-up), METHODS names every method but holds only
+        those ready now (``hello``, ``ping``, ``page``, ``doctor``); any other
+        call waits for SERVICES, the App and the whole table, and is then
+        answered from them.
+        """
         self.reader = reader
         self.writer = writer
         self.methods = methods
         self.app = app
+        self._services = services
         self.token = token
         self.on_auth = on_auth
         self.limits = limits or Limits()
@@ -180,6 +190,7 @@ class Connection:
             await self._reply_error(uid, "auth", "Not authenticated: first call must be hello")
             return False
         if kind == "methods":
+            await self._arrive()
             await self._send([_sym("return"), uid, self._method_list()])
             return True
         if kind in ("return", "return-error", "epc-error"):
@@ -194,7 +205,14 @@ class Connection:
         return True
 
     def _method_list(self) -> list[Any]:
-        return [[_sym(name), "", spec.doc] for name, spec in sorted(self.methods.items())]
+        return [[_sym(name), "", spec.doc if spec else ""]
+                for name, spec in sorted(self.methods.items())]
+
+    async def _arrive(self) -> None:
+        """Wait for the services and the whole table, when they are not here yet."""
+        if self._services is not None:
+            self.app, self.methods = await asyncio.shield(self._services)
+            self._services = None
 
     def _token_ok(self, args: Any) -> bool:
         if not (isinstance(args, list) and len(args) == 1 and isinstance(args[0], dict)):
@@ -250,6 +268,9 @@ class Connection:
 
     async def _invoke(self, name: str, args: Any) -> Any:
         spec = self.methods.get(name)
+        if spec is None and self._services is not None:
+            await self._arrive()
+            spec = self.methods.get(name)
         if spec is None:
             raise TandemError("no-such-method", f"No such method: {name}")
         # No arguments, or one empty plist (printed as nil or ()), mean {}.

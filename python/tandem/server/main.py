@@ -10,6 +10,7 @@ parent, went away) or on SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib.util
 import logging
@@ -29,6 +30,7 @@ from tandem.store import fsutil
 if TYPE_CHECKING:
     from tandem.app import App
     from tandem.protocol.base import MethodSpec
+    from tandem.server.ask_socket import AskSocket
     from tandem.server.connection import Connection
     from tandem.server.pusher import EventPusher
 
@@ -90,10 +92,12 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
 async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True) -> None:
     """Run the server until stdin closes or a signal arrives.
 
-    The port is bound and printed first; then the services are built and the
-    method table imported (most of the start-up). A client that connects in
-    between is accepted and waits for them: its first message is read only
-    once everything a request needs is ready (start-up).
+    The port is bound and printed first; then what ``hello`` needs is imported
+    and a client's hello answered; the services are built and the rest of the
+    method table imported after it (most of the start-up). A client that
+    connects in between is accepted and waits for what its call needs: any
+    call but ``hello``, ``ping``, ``page`` and ``doctor`` is read only once
+    everything a request needs is ready, interrupted rewinds settled (start-up).
     """
     check_installed()
     stop = asyncio.Event()
@@ -102,7 +106,10 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
         loop.add_signal_handler(sig, stop.set)
     connections: set[Connection] = set()
     limits = Limits.from_env()
-    ready: asyncio.Future[_Parts] = loop.create_future()
+    ready: asyncio.Future[_Greeter] = loop.create_future()
+    services: asyncio.Future[tuple[App, dict[str, MethodSpec]]] = loop.create_future()
+    greeted = asyncio.Event()
+    """Set by the first hello: the services are built after its reply."""
     waiting = WaitingSlots(limits.max_unauthenticated)
     """Connections that have not said hello, those accepted before the parts were ready too."""
 
@@ -115,7 +122,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
                         " (%d so far)", len(waiting), waiting.dropped)
         try:
             try:
-                parts = await asyncio.shield(ready)
+                greeter = await asyncio.shield(ready)
             except asyncio.CancelledError:
                 transport.abort()
                 raise
@@ -124,10 +131,15 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
 
             def on_auth(conn: Connection) -> None:
                 waiting.release(transport)
-                parts.pusher.attach(conn)
+                greeter.pusher.attach(conn)
+                greeted.set()
 
-            conn = parts.connection(reader, writer, parts.methods, parts.app, token,
-                                    on_auth, limits)
+            if services.done() and not services.cancelled():
+                app, methods = services.result()
+                conn = greeter.connection(reader, writer, methods, app, token, on_auth, limits)
+            else:
+                conn = greeter.connection(reader, writer, greeter.methods, greeter.early,
+                                          token, on_auth, limits, services)
             connections.add(conn)
             try:
                 await conn.serve()
@@ -146,46 +158,95 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
     if watch_stdin:
         threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
     async with server:
+        app: App | None = None
         try:
-            parts = await _build(home)
+            greeter = _greeter(home)
+            ready.set_result(greeter)
+            # The first hello is answered before the services' imports take the CPU;
+            # with no client yet, they start after a short wait all the same.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(greeted.wait(), GREETING_GRACE)
+            for _ in range(3):  # the hello's reply task runs and writes
+                await asyncio.sleep(0)
+            app, methods, asks = await _build(home, greeter.pusher)
         except BaseException:
-            ready.cancel()  # the clients waiting are closed; the error ends the process
+            # the clients waiting are closed; the error ends the process
+            ready.cancel()
+            services.cancel()
             raise
-        ready.set_result(parts)
-        log.info("serving on 127.0.0.1:%d with %d methods", bound, len(parts.methods))
+        services.set_result((app, methods))
+        log.info("serving on 127.0.0.1:%d with %d methods", bound, len(methods))
         await stop.wait()
         log.info("stopping")
+        if asks is not None:
+            await asks.close()
         for conn in list(connections):
             await conn.close()
         try:
-            await parts.app.aclose()
+            await app.aclose()
         except Exception:
             log.exception("closing the services failed")
 
 
-@dataclass(frozen=True)
-class _Parts:
-    """What a connection needs: the services, the method table, the event pusher."""
+GREETING_GRACE = 0.5
+"""Seconds the services wait for a first hello before they are built without one."""
 
-    app: App
-    methods: dict[str, MethodSpec]
+
+@dataclass(frozen=True)
+class _Early:
+    """What ``hello`` reads of the services before the App exists (`adapters.core.Served`)."""
+
+    home: Path
+
+
+@dataclass(frozen=True)
+class _Greeter:
+    """What a connection needs to answer ``hello`` before the services exist."""
+
+    methods: dict[str, MethodSpec | None]
+    """Every method's name; the spec of those ready now, None for the others."""
+    early: _Early
     pusher: EventPusher
     connection: type[Connection]
-    """The `Connection` class (imported with the rest, after the port line)."""
+    """The `Connection` class (imported after the port line)."""
 
 
-async def _build(home: Path) -> _Parts:
-    """Import and build the services and the method table; settle interrupted rewinds."""
-    from tandem.app import App
+def _greeter(home: Path) -> _Greeter:
+    """Import what ``hello`` needs: the connection, the core methods, the pusher."""
     from tandem.server.connection import Connection
-    from tandem.server.editor import EmacsEditor
     from tandem.server.pusher import EventPusher
+    from tandem.server.table import EARLY_APIS, METHOD_NAMES, build_table
+
+    methods: dict[str, MethodSpec | None] = dict.fromkeys(METHOD_NAMES)
+    methods.update(build_table(EARLY_APIS))
+    return _Greeter(methods, _Early(home), EventPusher(), Connection)
+
+
+def _import_services() -> None:
+    from tandem.app import App  # noqa: F401
+    from tandem.server.ask_socket import AskSocket  # noqa: F401
+    from tandem.server.editor import EmacsEditor  # noqa: F401
+    from tandem.server.table import build_table
+
+    build_table()
+
+
+async def _build(home: Path,
+                 pusher: EventPusher) -> tuple[App, dict[str, MethodSpec], AskSocket | None]:
+    """Import and build the services and the method table; settle interrupted rewinds;
+    listen for ``tandem ask`` (unless another backend of HOME does)."""
+    # Imported in a thread: a hello or ping on another connection is answered meanwhile.
+    await asyncio.to_thread(_import_services)
+    from tandem.app import App
+    from tandem.server.ask_socket import AskSocket, Tee
+    from tandem.server.editor import EmacsEditor
     from tandem.server.table import build_table
     from tandem.turns.engine import run_blocking
 
-    pusher = EventPusher()
     # ACP agents read and write files through the buffers of the connected Emacs.
-    app = App(home=home, events=pusher, editor=EmacsEditor(lambda: pusher.connections))
+    # The events also go to a `tandem ask` watching its turn's session.
+    tee = Tee(pusher)
+    app = App(home=home, events=tee, editor=EmacsEditor(lambda: pusher.connections))
     methods = build_table()
     # Before any client can start a turn: settle rewinds a crash interrupted.
     try:
@@ -196,7 +257,14 @@ async def _build(home: Path) -> _Parts:
     # of the cyclic collector's scans, which large replies set off often.
     gc.collect()
     gc.freeze()
-    return _Parts(app, methods, pusher, Connection)
+    asks: AskSocket | None = AskSocket(app, tee)
+    try:
+        if asks is not None and not await asks.start():
+            asks = None
+    except OSError:
+        log.exception("no socket for tandem ask")  # it runs its turns in-process then
+        asks = None
+    return app, methods, asks
 
 
 def main(port: int = 0, watch_stdin: bool = True) -> int:

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tandem.events import EventSink
-from tandem.protocol.base import TandemError
+from tandem.protocol.base import QUEUE_TEXT_MAX, TandemError
 from tandem.protocol.events import EntryEvent
-from tandem.protocol.turns import QUEUE_TEXT_MAX
 from tandem.store.entry_view import JournalEntry
 from tandem.store.journal import Journal
 from tandem.store.models import entry_to_dict

@@ -71,3 +71,10 @@ def test_a_python_without_the_dependencies_fails_before_the_port_line(tmp_path: 
                           timeout=60)
     assert done.returncode != 0 and done.stdout == ""
     assert "No module named 'pydantic'" in done.stderr
+
+
+def test_hello_names_every_method_of_the_table() -> None:
+    # `hello` answers from this list before the adapters are imported (start-up).
+    from tandem.server.table import METHOD_NAMES, build_table
+    assert sorted(METHOD_NAMES) == sorted(build_table()), (
+        "update tandem.server.table.METHOD_NAMES to the table's names")

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
+
+from .conftest import interrupt_once_asked
 
 
 def _ask(fake: FakeOpenAI, project: Path, *args: str, **popen: object) -> subprocess.Popen[str]:
@@ -23,14 +22,6 @@ def _ask(fake: FakeOpenAI, project: Path, *args: str, **popen: object) -> subpro
          "--provider", "openai:m", *args],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
         env=env, **popen)  # type: ignore[call-overload]
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("old\n")
-    return root
 
 
 def test_success_streams_and_ends_with_one_json_line(project: Path) -> None:
@@ -116,11 +107,7 @@ def test_bad_provider_name_exits_1(project: Path) -> None:
 def test_interrupt_exits_130_and_the_turn_is_closed(project: Path, tmp_path: Path) -> None:
     with FakeOpenAI([Reply(text="slow", stall=True)]) as fake:
         proc = _ask(fake, project, "--json", "wait forever")
-        deadline = time.time() + 30
-        while not fake.api_requests("/v1/chat/completions") and time.time() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
+        interrupt_once_asked(fake, proc)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     journals = list(Path(os.environ["TANDEM_HOME"]).glob("sessions/*/*.jsonl"))

@@ -7,6 +7,7 @@ from the pty's master side and types the answer there.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, ToolCallSpec
+
+from .conftest import Backend
 
 QUESTION = b"Allow write_file"
 
@@ -73,12 +76,19 @@ class Terminal:
         os.write(self.master, line.encode() + b"\r")
 
 
-def _run(project: Path, script: list[Reply], answers: list[str]) -> tuple[int, str, str, str]:
-    """Run ``tandem ask`` on a pty answering ANSWERS; return code, out, err, requests."""
+def _run(project: Path, script: list[Reply], answers: list[str],
+         through: str = "here") -> tuple[int, str, str, str]:
+    """Run ``tandem ask`` on a pty answering ANSWERS; return code, out, err, requests.
+
+    THROUGH ``backend``: a ``tandem serve`` of the same state root runs the turn,
+    and the question comes back to this terminal over its socket.
+    """
     master, slave = os.openpty()
-    with FakeOpenAI(script) as fake:
+    with FakeOpenAI(script) as fake, contextlib.ExitStack() as stack:
         env = dict(os.environ, OPENAI_BASE_URL=fake.base_url + "/v1", OPENAI_API_KEY="sk-pty")
         env.pop("TANDEM_FORCE_TTY", None)
+        if through == "backend":
+            stack.callback(Backend(env).stop)
         proc = subprocess.Popen(
             [sys.executable, "-m", "tandem.cli", "ask", "--cwd", str(project), "--provider",
              "openai:m", "--permission-mode", "ask", "write the files"],
@@ -109,34 +119,42 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_yes_allows_this_call_only(project: Path) -> None:
+@pytest.fixture(params=["here", "backend"])
+def through(request: pytest.FixtureRequest) -> str:
+    """Where the turn runs: in the ``tandem ask`` process, or in a running backend."""
+    return str(request.param)
+
+
+def test_yes_allows_this_call_only(project: Path, through: str) -> None:
     script = [_write("one.txt", "1"), _write("two.txt", "2"), Reply(text="Done.")]
-    code, out, err, asked = _run(project, script, ["y", "n"])
+    code, out, err, asked = _run(project, script, ["y", "n"], through)
     assert code == 3, err  # succeeded, with a refused call
     assert "no terminal" not in err
     assert (project / "one.txt").read_text() == "1"
     assert not (project / "two.txt").exists()  # asked again, and refused
 
 
-def test_always_allows_the_rest_of_the_session(project: Path) -> None:
+def test_always_allows_the_rest_of_the_session(project: Path, through: str) -> None:
     script = [_write("one.txt", "1"), _write("two.txt", "2"), Reply(text="Done.")]
-    code, out, err, asked = _run(project, script, ["a"])
+    code, out, err, asked = _run(project, script, ["a"], through)
     assert code == 0, err
     assert (project / "one.txt").read_text() == "1"
     assert (project / "two.txt").read_text() == "2"  # not asked a second time
     assert QUESTION.decode() not in asked
 
 
-def test_no_rejects(project: Path) -> None:
-    code, out, err, asked = _run(project, [_write("one.txt", "1"), Reply(text="Ok.")], ["n"])
+def test_no_rejects(project: Path, through: str) -> None:
+    code, out, err, asked = _run(project, [_write("one.txt", "1"), Reply(text="Ok.")], ["n"],
+                                 through)
     assert code == 3, err  # succeeded, with a refused call
     assert "no terminal" not in err
     assert not (project / "one.txt").exists()
     assert "Ok." in out
 
 
-def test_empty_answer_takes_the_default_no(project: Path) -> None:
-    code, out, err, asked = _run(project, [_write("one.txt", "1"), Reply(text="Ok.")], [""])
+def test_empty_answer_takes_the_default_no(project: Path, through: str) -> None:
+    code, out, err, asked = _run(project, [_write("one.txt", "1"), Reply(text="Ok.")], [""],
+                                 through)
     assert code == 3, err  # succeeded, with a refused call
     assert "no terminal" not in err
     assert not (project / "one.txt").exists()
