@@ -129,7 +129,7 @@ class ParallelService:
                     f"{shown}); commit them first, or carry them over as the parallel "
                     "session's first checkpoint", {"dirty": dirty})
             branch = trees.BRANCH_PREFIX + name
-            trees.add_worktree(user, dest, branch, commit)
+            trees.add_worktree(user, dest, branch, commit, self.checkpoints.for_root)
         else:
             trees.make_copy(main, snap.tree, dest)
         try:
