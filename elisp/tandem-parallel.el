@@ -420,8 +420,9 @@ compare buffer."
 \\[tandem-compare-test-output] shows its test's output, \\[tandem-compare-run-test] runs the \
 test again, \\[tandem-compare-refresh] refreshes."
   (setq tabulated-list-format
-        [("Result" 12 t) ("Provider" 18 t) ("Mode" 9 t) ("State" 10 t)
-         ("Files" 5 t :right-align t) ("+/−" 10 nil :right-align t) ("Test" 12 t)
+        ;; 76 columns before the answer: a row reads in an 80-column terminal.
+        [("Result" 10 t) ("Provider" 16 t) ("Mode" 9 t) ("State" 9 t)
+         ("Files" 5 t :right-align t) ("+/−" 9 nil :right-align t) ("Test" 10 t)
          ("Answer" 0 nil)]
         tabulated-list-padding 1)
   (add-hook 'kill-buffer-hook #'tandem-compare--stop nil t)

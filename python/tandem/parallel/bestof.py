@@ -4,7 +4,8 @@ A group is ``$TANDEM_HOME/parallel/groups/<group>.json``: the request, and
 per result its session, provider, model, mode, turn, how the turn ended, its
 answer's first characters and its test's outcome. `run_test` runs the
 user's test command in a tree: tandem's scrubbed environment (no secret), no
-input, its own process group (killed whole at the timeout), the whole output
+input, its own process group (killed whole at the timeout, and registered
+with the reaper so that it dies with the backend), the whole output
 in ``$TANDEM_HOME/parallel/tests/<session>.log`` and its tail in the reply.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tandem import secrets
+from tandem import reaper, secrets
 from tandem.protocol.base import TandemError
 from tandem.protocol.parallel import BestOf, ParallelTestResult
 from tandem.store.fsutil import atomic_write
@@ -66,12 +67,15 @@ async def run_test(home: Path, session: str, tree: Path, command: list[str],
     start = time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *command, cwd=tree, env=secrets.child_env(), stdin=asyncio.subprocess.DEVNULL,
+            *command, cwd=tree, env={**secrets.child_env(), **reaper.tracker().owner_env()},
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True)
     except OSError as e:
         return ParallelTestResult(session=session, command=command, exit_status=127,
                                   output=f"cannot run {command[0]}: {e.strerror}")
+    # Its group dies with the backend, as a tool shell's does.
+    reaper.tracker().register(proc.pid)
     kept = bytearray()
     total = 0
 
@@ -98,6 +102,7 @@ async def run_test(home: Path, session: str, tree: Path, command: list[str],
         if proc.returncode is None:  # cancelled: leave nothing running
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+        reaper.tracker().release(proc.pid)
     text = kept.decode("utf-8", "replace")
     if total > len(kept):
         text += f"\n[{total - len(kept)} more bytes of output not kept]\n"
