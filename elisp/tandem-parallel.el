@@ -428,6 +428,9 @@ test again, \\[tandem-compare-refresh] refreshes."
   (add-hook 'kill-buffer-hook #'tandem-compare--stop nil t)
   (tabulated-list-init-header))
 
+;; `tandem-best-of' and `tandem-compare' make compare buffers: M-x does not offer it.
+(function-put 'tandem-compare-mode 'completion-predicate #'ignore)
+
 (defun tandem-compare--test-cell (test)
   "The Test column for TEST (a `parallel/test' result plist, or nil)."
   (cond ((null test) "—")
