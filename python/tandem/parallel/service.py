@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tandem.checkpoints.checkpointer import Checkpointer
@@ -119,23 +120,41 @@ class ParallelService:
             raise TandemError("invalid", f"{dest} is inside the project: choose a folder "
                               "outside it")
         main = self.checkpoints.for_root(root)
-        snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
         git_dir = trees.git_dir_of(root)
         branch = commit = None
         dirty: list[str] = []
+        now: trees.Listing = {}
         if git_dir is not None:
             user = Git.of_user_repository(git_dir)
             commit = trees.head_commit(user)
-            dirty, now = trees.uncommitted(main, snap.tree, user, commit)
-            if dirty and not carry:
-                shown = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
-                raise TandemError(
-                    "conflict", f"The project has uncommitted changes ({len(dirty)} files: "
-                    f"{shown}); commit them first, or carry them over as the parallel "
-                    "session's first checkpoint", {"dirty": dirty})
-            branch = trees.BRANCH_PREFIX + name
-            trees.add_worktree(user, dest, branch, commit, self.checkpoints.for_root)
+
+            def main_tree() -> tuple[list[str], trees.Listing]:
+                snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
+                return trees.uncommitted(main, snap.tree, user, commit)
+
+            # The main tree's checkpoint runs beside the worktree's making (the other
+            # core); its verdict comes before any file is written.
+            with ThreadPoolExecutor(1) as pool:
+                checked = pool.submit(main_tree)
+
+                def ready() -> None:
+                    found, _ = checked.result()
+                    if found and not carry:
+                        shown = ", ".join(found[:5]) + (" …" if len(found) > 5 else "")
+                        raise TandemError(
+                            "conflict", f"The project has uncommitted changes ({len(found)} "
+                            f"files: {shown}); commit them first, or carry them over as the "
+                            "parallel session's first checkpoint", {"dirty": found})
+
+                branch = trees.BRANCH_PREFIX + name
+                try:
+                    trees.add_worktree(user, dest, branch, commit, self.checkpoints.for_root,
+                                       ready)
+                finally:
+                    checked.exception()  # never leave it running behind a refusal
+                dirty, now = checked.result()
         else:
+            snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
             trees.make_copy(main, snap.tree, dest)
         try:
             active = self.sessions.manager.new(str(dest), f"parallel {name}")

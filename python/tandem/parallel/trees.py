@@ -149,16 +149,19 @@ def carry(main: Checkpointer, now: Listing, paths: list[str], dest: Path) -> Non
 
 
 def add_worktree(user: Git, dest: Path, branch: str, commit: str,
-                 store: Callable[[Path], Checkpointer] | None = None) -> None:
+                 store: Callable[[Path], Checkpointer] | None = None,
+                 ready: Callable[[], None] | None = None) -> None:
     """``git worktree add`` DEST on a new BRANCH at COMMIT, its files checked out safely.
 
     With STORE (giving the new tree's own checkpoint store, which sets every path
     ``-filter -text -ident``, has no filter driver configured and runs no
     hook), the commit's objects are copied into it and checked out from it
-    (`seed_checkout`): no program of the user's repository can run, and the
-    worktree's index and the store's first index come out of the same
-    checkout. Without it, or for a SHA-256 repository, the files are
-    written from their blobs one by one.
+    (`copy_objects`, `seed_checkout`): no program of the user's repository
+    can run, and the worktree's index and the store's first index come out
+    of the same checkout. Without it, or for a SHA-256 repository, the files
+    are written from their blobs one by one. READY, when given, is called
+    before any file is written; what it raises undoes the worktree and branch
+    (the caller's checks that ran meanwhile, in another thread).
     """
     if not branch.startswith(BRANCH_PREFIX):
         raise TandemError("invalid", f"tandem makes only {BRANCH_PREFIX}* branches: {branch}")
@@ -175,8 +178,14 @@ def add_worktree(user: Git, dest: Path, branch: str, commit: str,
             raise TandemError("checkpoint-failed", f"git made no worktree at {dest}")
         sha1 = (user.out(["rev-parse", "--show-object-format"]) or "sha1") == "sha1"
         if store is not None and sha1:
-            seed_checkout(user, store(dest), commit, admin / "index")
+            tree = store(dest)
+            root_tree, big = copy_objects(user, tree, commit)
+            if ready is not None:
+                ready()
+            seed_checkout(tree, root_tree, big, admin / "index")
         else:
+            if ready is not None:
+                ready()
             write_files(user, listing(user, commit), dest)
             user.run(["read-tree", commit], index=admin / "index")
     except BaseException:
@@ -184,28 +193,37 @@ def add_worktree(user: Git, dest: Path, branch: str, commit: str,
         raise
 
 
-def seed_checkout(user: Git, tree: Checkpointer, commit: str, index: Path) -> None:
-    """Check COMMIT out into TREE's root through TREE's own store, and seed its index.
+def copy_objects(user: Git, tree: Checkpointer, commit: str) -> tuple[str, list[str]]:
+    """Copy COMMIT's tree, every object of it, into TREE's store; its id and the big files.
 
-    The commit's objects go from the user's repository to the store in one
-    pack (``pack-objects`` there, ``index-pack`` here: no delta search, the
-    user's packed deltas reused); then the store's git, whose attributes win
-    over every ``.gitattributes`` of the tree, writes the files and INDEX
-    (``read-tree --reset -u``: git's own checkout, bytes as stored). The
-    same index, with its stat data, becomes the store's private index, so
-    the base checkpoint hashes nothing it just wrote; files over the size
-    cap leave it again and become gaps as in any first capture.
+    One pack (``pack-objects`` in the user's repository, ``index-pack`` in the
+    store: no delta search, the user's packed deltas reused). The big files
+    are those over TREE's size cap (checked out as stored, so a blob's size
+    is the file's): they stay out of the checkpoints, as gaps.
     """
     root_tree = user.out(["rev-parse", f"{commit}^{{tree}}"])
     pack = user.run(["pack-objects", "--revs", "--stdout", "--window=0", "--depth=0", "-q"],
                     input=root_tree.encode() + b"\n").stdout
     tree.git.run(["index-pack", "--stdin"], input=pack)
+    big = [p for p, size in _sizes(tree.git, root_tree) if size > tree.size_cap]
+    return root_tree, big
+
+
+def seed_checkout(tree: Checkpointer, root_tree: str, big: list[str], index: Path) -> None:
+    """Check ROOT_TREE (in TREE's store) out into TREE's root, and seed the store's index.
+
+    The store's git, whose attributes win over every ``.gitattributes`` of the
+    tree, writes the files and INDEX (``read-tree --reset -u``: git's own
+    checkout, bytes as stored). The same index, with its stat data, becomes
+    the store's private index, so the base checkpoint hashes nothing it just
+    wrote; BIG (over the size cap) leave it again and become gaps as in any
+    first capture.
+    """
     tree.git.run(["read-tree", "--reset", "-u", root_tree], work_tree=tree.root, index=index)
     seeded = tree.layout.index_for("")
     if not seeded.exists():
         shutil.copyfile(index, seeded)
         os.chmod(seeded, 0o600)
-        big = [p for p, size in _sizes(tree.git, root_tree) if size > tree.size_cap]
         if big:
             tree.git.run(["update-index", "-z", "--force-remove", "--stdin"],
                          work_tree=tree.root, index=seeded,
