@@ -88,7 +88,9 @@ def main() -> None:
         print(json.dumps({"bench": f"parallel_create_{args.files}_files", "value": round(value, 1),
                           "unit": "ms", "anchor": "git worktree add (with checkout)",
                           "anchor_value": round(anchor_ms, 1), "target": None,
-                          "rounds": len(ours), "load": round(load, 1)}), flush=True)
+                          "rounds": len(ours), "load": round(load, 1),
+                          "values": [round(v) for v in ours],
+                          "anchor_values": [round(v) for v in anchor]}), flush=True)
         print(json.dumps({"bench": f"parallel_create_{args.files}_files_ratio",
                           "value": round(value / anchor_ms, 2), "unit": "x",
                           "anchor": "git worktree add (with checkout)", "anchor_value": 1.0,
