@@ -311,3 +311,22 @@ async def test_no_filter_hook_or_conversion_of_the_repository_runs(
     assert _git(wh, *env_git, "write-tree").strip() == _git(root, "rev-parse",
                                                              "HEAD^{tree}").strip()
     assert app.parallel.patch(h).patch.files == []
+
+
+async def test_a_committed_file_over_the_size_cap_is_a_gap_of_the_base(
+        app: App, repo: Path) -> None:
+    """The seeded index drops what a first capture would leave out: the file is in the
+    worktree, not in the base checkpoint, and named as its gap."""
+    (repo / "big.dat").write_bytes(b"b" * 5000)
+    _git(repo, "add", "big.dat")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "big")
+    app.checkpoints.size_cap = 1000
+    s = await _make(app, repo, "S")
+    record = app.parallel.record(s)
+    wt = Path(record.worktree)
+    assert (wt / "big.dat").read_bytes() == b"b" * 5000
+    store = app.checkpoints.for_root(wt)
+    base = store.get(record.base_checkpoint)
+    assert "big.dat" not in store.paths(base) and "a.txt" in store.paths(base)
+    assert [g.path for g in base.gaps] == ["big.dat"]
+    assert "old.log" not in store.paths(base)  # committed but ignored: left out as ever
