@@ -33,6 +33,8 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'seq)
+(require 'tabulated-list)
 (require 'diff-mode)
 (require 'tandem-client)
 (require 'tandem-core)
@@ -40,6 +42,7 @@
 (require 'tandem-read)
 (require 'tandem-review)
 (require 'tandem-sessions)
+(require 'tandem-setup)
 (require 'tandem-view)
 
 (declare-function smerge-mode "smerge-mode" (&optional arg))
@@ -284,6 +287,288 @@ again, unless FORCE.  Return the record, or nil when nothing was removed."
                        (tandem-request "parallel/remove" (list :session session :force t)))))))
         (when done (message "tandem: removed %s" what))
         done))))
+
+;;;; Best-of-N and the compare view
+
+(defcustom tandem-test-commands nil
+  "Test commands by project: an alist of (PROJECT-DIRECTORY . SHELL-COMMAND).
+After each turn of a best-of-N (`tandem-best-of') the command of its
+project runs in each result's own tree (through `shell-file-name'), with
+tandem's environment without secrets and `tandem-test-timeout'.  It lives
+in your own settings: a project's files never choose a program to run."
+  :type '(alist :key-type directory :value-type string)
+  :group 'tandem-parallel)
+
+(defcustom tandem-test-command nil
+  "The test command of this project when `tandem-test-commands' names none.
+A shell command, run in each best-of-N result's tree after its turn.
+This variable is risky as a file or directory local: Emacs asks you before
+a project's .dir-locals.el may set it, as for any variable that can run a
+program."
+  :type '(choice (const :tag "None" nil) string)
+  :risky t
+  :group 'tandem-parallel)
+;;;###autoload(put 'tandem-test-command 'risky-local-variable t)
+
+(defcustom tandem-test-timeout 600
+  "Seconds a best-of-N result's test command may run before it is killed."
+  :type 'number
+  :group 'tandem-parallel)
+
+(defcustom tandem-best-of-default-count 3
+  "How many results `tandem-best-of' offers to make."
+  :type 'natnum
+  :group 'tandem-parallel)
+
+(defvar tandem-compare-refresh-seconds 2
+  "How often a compare view refreshes while a result's turn or test runs.")
+
+(defun tandem-parallel-test-command (project)
+  "Return the shell command to test PROJECT with, or nil.
+An entry of `tandem-test-commands' for PROJECT wins; else the value of
+`tandem-test-command' (yours, or a directory local you accepted)."
+  (or (cdr (cl-find-if (lambda (entry)
+                         (and (file-directory-p (car entry))
+                              (file-equal-p (car entry) project)))
+                       tandem-test-commands))
+      tandem-test-command))
+
+(defconst tandem-best-of--modes '("auto-edit" "ask" "read-only")
+  "The permission modes a best-of-N result may name.")
+
+(defun tandem-best-of--parse (answer)
+  "Parse ANSWER, \"PROVIDER [MODE]\", into a `parallel/best-of' run plist.
+PROVIDER \"default\" leaves the choice to the backend's settings; MODE
+defaults to auto-edit (the result works in its own tree)."
+  (let* ((words (split-string (string-trim answer)))
+         (provider (car words))
+         (mode (or (cadr words) "auto-edit")))
+    (unless (member mode tandem-best-of--modes)
+      (user-error "Not a permission mode: %s (one of %s)" mode
+                  (string-join tandem-best-of--modes ", ")))
+    (list :provider (and provider (not (equal provider "default")) provider)
+          :permission-mode mode)))
+
+(defun tandem-best-of--current ()
+  "Return the provider of this project's session now, or \"default\"."
+  (or (car (tandem-setup--provider-choices)) "default"))
+
+(defun tandem-best-of--read-runs (n)
+  "Read N results' \"PROVIDER [MODE]\", each offering the configured providers."
+  (let* ((current (tandem-best-of--current))
+         (choices (delete-dups (append (list current) (tandem-setup--provider-choices)
+                                       (list "default")))))
+    (cl-loop for i from 1 to n
+             collect (tandem-best-of--parse
+                      (tandem-read-choice
+                       (format "Result %d of %d: provider [mode]" i n)
+                       (mapcar (lambda (c) (cons c (if (equal c current) "current" "")))
+                               choices)
+                       :default (concat current " auto-edit") :what "provider")))))
+
+;;;###autoload
+(defun tandem-best-of (n text &optional runs)
+  "Send TEXT to N new parallel sessions at once and show the compare view.
+RUNS is a list of N plists (:provider P :permission-mode M); interactively
+each is read as \"PROVIDER [MODE]\" (the current provider, auto-edit, by
+default); with a prefix argument the current provider serves all N.
+When the project has a test command (`tandem-test-commands',
+`tandem-test-command'), it runs in each tree after its turn.  Return the
+compare buffer."
+  (interactive
+   (let* ((n (read-number "How many results: " tandem-best-of-default-count))
+          (runs (if current-prefix-arg
+                    (make-list n (tandem-best-of--parse (tandem-best-of--current)))
+                  (tandem-best-of--read-runs n))))
+     (list n (tandem-read-text "Request for every result" :what "request") runs)))
+  (unless (and (integerp n) (<= 1 n 8)) (user-error "Between 1 and 8 results"))
+  (let* ((project (tandem-sessions--launch-dir))
+         (runs (or runs (make-list n (tandem-best-of--parse (tandem-best-of--current)))))
+         (command (tandem-parallel-test-command project))
+         (group (tandem-request
+                 "parallel/best-of"
+                 (append (list :project project :text text :runs (vconcat runs)
+                               :parent-session (tandem-project-session project)
+                               :directory (tandem-parallel--folder project))
+                         (and command
+                              (list :test-command (vector shell-file-name
+                                                          shell-command-switch command)
+                                    :test-timeout tandem-test-timeout)))
+                 (* 120 n))))
+    (message "tandem: %d results started%s" (length (plist-get group :runs))
+             (if command (format "; then %s in each tree" command) ""))
+    (tandem-compare (plist-get group :group))))
+
+(defvar tandem-compare-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'tandem-compare-show)
+    (define-key map "l" #'tandem-compare-land)
+    (define-key map "t" #'tandem-compare-test-output)
+    (define-key map "T" #'tandem-compare-run-test)
+    (define-key map "g" #'tandem-compare-refresh)
+    map)
+  "Keys of `tandem-compare-mode'.")
+
+(defvar-local tandem-compare--group nil "The best-of-N group this compare view shows.")
+(defvar-local tandem-compare--reply nil "The latest `parallel/compare' reply shown.")
+(defvar-local tandem-compare--timer nil "The refresh timer while results run.")
+
+(define-derived-mode tandem-compare-mode tabulated-list-mode "tandem-compare"
+  "The results of one best-of-N request, side by side.
+\\<tandem-compare-mode-map>\\[tandem-compare-show] shows a result's answer, test and patch, \
+\\[tandem-compare-land] lands it,
+\\[tandem-compare-test-output] shows its test's output, \\[tandem-compare-run-test] runs the \
+test again, \\[tandem-compare-refresh] refreshes."
+  (setq tabulated-list-format
+        ;; 76 columns before the answer: a row reads in an 80-column terminal.
+        [("Result" 10 t) ("Provider" 16 t) ("Mode" 9 t) ("State" 9 t)
+         ("Files" 5 t :right-align t) ("+/−" 9 nil :right-align t) ("Test" 10 t)
+         ("Answer" 0 nil)]
+        tabulated-list-padding 1)
+  (add-hook 'kill-buffer-hook #'tandem-compare--stop nil t)
+  (tabulated-list-init-header))
+
+;; `tandem-best-of' and `tandem-compare' make compare buffers: M-x does not offer it.
+(function-put 'tandem-compare-mode 'completion-predicate #'ignore)
+
+(defun tandem-compare--test-cell (test)
+  "The Test column for TEST (a `parallel/test' result plist, or nil)."
+  (cond ((null test) "—")
+        ((equal (plist-get test :state) "running") "running…")
+        ((eq (plist-get test :timed-out) t) "timed out")
+        ((eql (plist-get test :exit-status) 0) "passed")
+        (t (format "failed (%s)" (plist-get test :exit-status)))))
+
+(defun tandem-compare--first-line (text)
+  "The first non-empty line of TEXT, or \"\"."
+  (or (cl-find-if (lambda (l) (not (string-blank-p l))) (split-string (or text "") "\n"))
+      ""))
+
+(defun tandem-compare--entry (run)
+  "The `tabulated-list-entries' row of RUN (one result of `parallel/compare')."
+  (let ((state (plist-get run :state)))
+    (list (plist-get run :session)
+          (vector (plist-get run :name)
+                  (let ((p (plist-get run :provider))) (if (member p '(nil "")) "default" p))
+                  (or (plist-get run :permission-mode) "")
+                  (if (equal state "ended") (or (plist-get run :outcome) "ended") state)
+                  (number-to-string (or (plist-get run :files) 0))
+                  (format "+%d −%d" (or (plist-get run :additions) 0)
+                          (or (plist-get run :deletions) 0))
+                  (tandem-compare--test-cell (plist-get run :test))
+                  (tandem-compare--first-line (plist-get run :answer))))))
+
+(defun tandem-compare--running-p (reply)
+  "Return non-nil when a result of REPLY is still in its turn or its test."
+  (cl-some (lambda (run) (member (plist-get run :state) '("running" "testing")))
+           (plist-get reply :runs)))
+
+(defun tandem-compare--stop ()
+  "Cancel this compare view's refresh timer."
+  (when (timerp tandem-compare--timer) (cancel-timer tandem-compare--timer))
+  (setq tandem-compare--timer nil))
+
+(defun tandem-compare--render (reply)
+  "Show REPLY (a `parallel/compare' reply) in this buffer; point stays on its row."
+  (setq tandem-compare--reply reply
+        tabulated-list-entries (mapcar #'tandem-compare--entry (plist-get reply :runs)))
+  (tabulated-list-print t)
+  (tandem-compare--stop)
+  (when (tandem-compare--running-p reply)
+    (let ((buffer (current-buffer)))
+      (setq tandem-compare--timer
+            (run-with-timer tandem-compare-refresh-seconds nil
+                            (lambda ()
+                              (when (buffer-live-p buffer)
+                                (with-current-buffer buffer
+                                  (setq tandem-compare--timer nil)
+                                  (ignore-errors (tandem-compare-refresh))))))))))
+
+;;;###autoload
+(defun tandem-compare (group)
+  "Show best-of-N GROUP's results side by side; return the buffer."
+  (let* ((reply (tandem-request "parallel/compare" (list :group group) 60))
+         (buffer (get-buffer-create (format "*tandem-compare: %s*" group))))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'tandem-compare-mode) (tandem-compare-mode))
+      (setq tandem-compare--group group)
+      (tandem-compare--render reply))
+    (pop-to-buffer buffer)
+    (message "tandem: %s — RET shows a result, l lands it, t its test output, g refreshes"
+             (truncate-string-to-width (replace-regexp-in-string "\n" " " (plist-get reply :text))
+                                       50 nil nil "…"))
+    buffer))
+
+(defun tandem-compare-refresh ()
+  "Fetch the results again."
+  (interactive nil tandem-compare-mode)
+  (tandem-compare--render (tandem-request "parallel/compare"
+                                          (list :group tandem-compare--group) 60)))
+
+(defun tandem-compare--run ()
+  "The result at point (a plist of the latest reply), or a user error."
+  (let ((session (tabulated-list-get-id)))
+    (or (cl-find session (plist-get tandem-compare--reply :runs)
+                 :key (lambda (r) (plist-get r :session)) :test #'equal)
+        (user-error "No result on this line"))))
+
+(defun tandem-compare-show ()
+  "Show the result at point: its answer's first lines, its test, its patch.
+The patch is in `diff-mode'."
+  (interactive nil tandem-compare-mode)
+  (let* ((run (tandem-compare--run))
+         (reply (tandem-request "parallel/patch" (list :session (plist-get run :session)) 120))
+         (buffer (get-buffer-create (format "*tandem-result: %s*" (plist-get run :name))))
+         (answer (seq-take (split-string (or (plist-get run :answer) "") "\n") 8))
+         (test (plist-get run :test)))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "# %s: %s (%s), %s\n" (plist-get run :name)
+                        (aref (cadr (tandem-compare--entry run)) 1)
+                        (plist-get run :permission-mode)
+                        (aref (cadr (tandem-compare--entry run)) 3)))
+        (dolist (line answer) (insert "# > " line "\n"))
+        (insert (format "# test: %s%s\n" (tandem-compare--test-cell test)
+                        (if test (format " in %ss, output in %s" (plist-get test :seconds)
+                                         (plist-get test :log))
+                          "")))
+        (insert (or (plist-get (plist-get reply :patch) :diff) "")))
+      (diff-mode)
+      (setq default-directory (file-name-as-directory (plist-get reply :root)))
+      (setq buffer-read-only t)
+      (goto-char (point-min)))
+    (display-buffer buffer)
+    buffer))
+
+(defun tandem-compare-land ()
+  "Land the result at point: its parallel session's landing review.
+That is `tandem-land' of its session."
+  (interactive nil tandem-compare-mode)
+  (tandem-land (plist-get (tandem-compare--run) :session)))
+
+(defun tandem-compare-test-output ()
+  "Show the whole output of the test of the result at point."
+  (interactive nil tandem-compare-mode)
+  (let ((log (plist-get (plist-get (tandem-compare--run) :test) :log)))
+    (unless (and log (not (string-empty-p log)) (file-readable-p log))
+      (user-error "No test output for this result"))
+    (view-file-other-window log)))
+
+(defun tandem-compare-run-test ()
+  "Run the project's test command again in the tree of the result at point."
+  (interactive nil tandem-compare-mode)
+  (let* ((run (tandem-compare--run))
+         (command (or (tandem-parallel-test-command (plist-get tandem-compare--reply :project))
+                      (user-error "No test command for this project (see `tandem-test-commands')")))
+         (result (tandem-request "parallel/test"
+                                 (list :session (plist-get run :session)
+                                       :command (vector shell-file-name shell-command-switch
+                                                        command)
+                                       :timeout tandem-test-timeout)
+                                 (+ 30 tandem-test-timeout))))
+    (message "tandem: %s: %s" (plist-get run :name) (tandem-compare--test-cell result))
+    result))
 
 (provide 'tandem-parallel)
 ;;; tandem-parallel.el ends here

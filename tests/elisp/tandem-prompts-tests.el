@@ -208,8 +208,8 @@
           (should (equal tandem-directive--scope-attempt 1)))))))
 
 (defconst tandem-prompts-test--user-commands
-  '(tandem tandem-acp-set-mode tandem-acp-set-model tandem-answer tandem-cancel-turn
-    tandem-compact tandem-compact-cancel tandem-compact-status tandem-continue
+  '(tandem tandem-acp-set-mode tandem-acp-set-model tandem-answer tandem-best-of
+    tandem-cancel-turn tandem-compact tandem-compact-cancel tandem-compact-status tandem-continue
     tandem-directive tandem-directive-archive tandem-directive-edit tandem-directive-menu
     tandem-directive-reattach tandem-directive-rebind tandem-directive-rewind-before
     tandem-directive-show-result

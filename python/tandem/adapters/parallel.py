@@ -12,15 +12,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tandem.history.chat import send as send_chat
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.parallel import (
+    BestOf,
+    BestOfParams,
+    BestOfRun,
     Created,
     CreateParams,
+    GroupParams,
     Landed,
     LandParams,
     ListParams,
     ParallelPatch,
     ParallelRecord,
+    ParallelTestParams,
+    ParallelTestResult,
     Records,
     RemoveParams,
     SessionParams,
@@ -63,6 +70,41 @@ async def remove(app: App, p: RemoveParams) -> ParallelRecord:
     return await run_blocking(app.parallel.remove, p.session, p.force)  # type: ignore[no-any-return]
 
 
+async def run_test(app: App, p: ParallelTestParams) -> ParallelTestResult:
+    """Handler of ``parallel/test``."""
+    return await app.parallel.test(p.session, p.command, p.timeout)
+
+
+async def best_of(app: App, p: BestOfParams) -> BestOf:
+    """Handler of ``parallel/best-of``: N parallel sessions made, TEXT sent to each.
+
+    The sessions are made one after the other (each a ``git worktree add`` on
+    the same repository); each one's turn starts as soon as it exists, so the
+    turns run at once. One that cannot be made or sent ends the request with
+    its error, the runs started so far kept in the group.
+    """
+    group = app.parallel.start_group(p.project, p.text, p.test_command, p.test_timeout)
+    prefix = p.name or group.group
+    for i, spec in enumerate(p.runs, start=1):
+        name = f"{prefix}-{i}"
+        made: Created = await run_blocking(lambda n=name: app.parallel.create(
+            p.project, n, p.parent_session, False, p.directory))
+        record = made.record
+        accepted = await send_chat(app.turns, app.compactions, record.session, p.text,
+                                   spec.provider, spec.model, spec.permission_mode)
+        app.parallel.add_run(group, BestOfRun(
+            session=record.session, name=name, worktree=record.worktree, path=made.path,
+            provider=spec.provider or "",
+            model=spec.model or "", permission_mode=spec.permission_mode,
+            turn=accepted.turn))
+    return group
+
+
+async def compare(app: App, p: GroupParams) -> BestOf:
+    """Handler of ``parallel/compare``."""
+    return await run_blocking(app.parallel.compare, p.group)  # type: ignore[no-any-return]
+
+
 METHODS: list[MethodSpec] = [
     MethodSpec("parallel/create", CreateParams, create,
                "Start a parallel session in its own git worktree (or a copy).", Created),
@@ -77,4 +119,12 @@ METHODS: list[MethodSpec] = [
     MethodSpec("parallel/remove", RemoveParams, remove,
                "Remove a parallel session's worktree and tandem/ branch (or copy).",
                ParallelRecord),
+    MethodSpec("parallel/test", ParallelTestParams, run_test,
+               "Run the user's test command in a parallel session's tree (timeout, "
+               "bounded output).", ParallelTestResult),
+    MethodSpec("parallel/best-of", BestOfParams, best_of,
+               "Send one request to N new parallel sessions at once (a best-of-N group).",
+               BestOf),
+    MethodSpec("parallel/compare", GroupParams, compare,
+               "A best-of-N group's results: patch stats, answers, test outcomes.", BestOf),
 ]

@@ -10,24 +10,29 @@ the tree and the ``tandem/NAME`` branch; the journal and the record stay.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.checkpoints.git import Git
 from tandem.checkpoints.service import CheckpointService
-from tandem.parallel import landing, records, trees
+from tandem.parallel import bestof, landing, records, trees
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import Patch
 from tandem.protocol.parallel import (
     LAND_PROVIDER,
+    BestOf,
+    BestOfRun,
     Created,
     Landed,
     LandedPart,
     ParallelPatch,
     ParallelRecord,
     ParallelSummary,
+    ParallelTestResult,
 )
 from tandem.providers.base import Conversation, TurnRequest, TurnResult, TurnSink
 from tandem.remote.target_file import has_target
@@ -86,6 +91,7 @@ class ParallelService:
         self.engine = engine
         self.checkpoints = checkpoints
         self.gate = gate
+        self._followers: set[asyncio.Task[None]] = set()
 
     # -- create --------------------------------------------------------------
 
@@ -114,23 +120,41 @@ class ParallelService:
             raise TandemError("invalid", f"{dest} is inside the project: choose a folder "
                               "outside it")
         main = self.checkpoints.for_root(root)
-        snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
         git_dir = trees.git_dir_of(root)
         branch = commit = None
         dirty: list[str] = []
+        now: trees.Listing = {}
         if git_dir is not None:
             user = Git.of_user_repository(git_dir)
             commit = trees.head_commit(user)
-            dirty, now = trees.uncommitted(main, snap.tree, user, commit)
-            if dirty and not carry:
-                shown = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
-                raise TandemError(
-                    "conflict", f"The project has uncommitted changes ({len(dirty)} files: "
-                    f"{shown}); commit them first, or carry them over as the parallel "
-                    "session's first checkpoint", {"dirty": dirty})
-            branch = trees.BRANCH_PREFIX + name
-            trees.add_worktree(user, dest, branch, commit)
+
+            def main_tree() -> tuple[list[str], trees.Listing]:
+                snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
+                return trees.uncommitted(main, snap.tree, user, commit)
+
+            # The main tree's checkpoint runs beside the worktree's making (the other
+            # core); its verdict comes before any file is written.
+            with ThreadPoolExecutor(1) as pool:
+                checked = pool.submit(main_tree)
+
+                def ready() -> None:
+                    found, _ = checked.result()
+                    if found and not carry:
+                        shown = ", ".join(found[:5]) + (" …" if len(found) > 5 else "")
+                        raise TandemError(
+                            "conflict", f"The project has uncommitted changes ({len(found)} "
+                            f"files: {shown}); commit them first, or carry them over as the "
+                            "parallel session's first checkpoint", {"dirty": found})
+
+                branch = trees.BRANCH_PREFIX + name
+                try:
+                    trees.add_worktree(user, dest, branch, commit, self.checkpoints.for_root,
+                                       ready)
+                finally:
+                    checked.exception()  # never leave it running behind a refusal
+                dirty, now = checked.result()
         else:
+            snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
             trees.make_copy(main, snap.tree, dest)
         try:
             active = self.sessions.manager.new(str(dest), f"parallel {name}")
@@ -289,6 +313,83 @@ class ParallelService:
         return Landed(session=main, turn=turn, outcome=ended.outcome, error=ended.error,
                       project=record.project, written=out.written, deleted=out.deleted,
                       conflicts=out.conflicts, kept=out.kept)
+
+    # -- best-of-N and tests ----------------------------------------------------
+
+    async def test(self, session: str, command: list[str], timeout: float
+                   ) -> ParallelTestResult:
+        """Run the user's test COMMAND in SESSION's tree (at most TIMEOUT seconds)."""
+        record = self.record(session)
+        self._tree(record)  # refuses a removed one
+        return await bestof.run_test(self.home, session, Path(record.worktree), command,
+                                     timeout)
+
+    def start_group(self, project: str, text: str, test_command: list[str] | None,
+                    test_timeout: float) -> BestOf:
+        """A new best-of-N group of PROJECT (its runs are added by `add_run`)."""
+        now = dt.datetime.now(dt.UTC)
+        group = BestOf(group=now.strftime("best-%Y%m%d-%H%M%S-%f"), project=project, text=text,
+                       created=now.isoformat(timespec="milliseconds"),
+                       test_command=test_command, test_timeout=test_timeout)
+        bestof.write_group(self.home, group)
+        return group
+
+    def add_run(self, group: BestOf, run: BestOfRun) -> None:
+        """Keep RUN (its turn accepted) in GROUP and follow it: at its end, its test.
+
+        The group file is read again first: a follower may have written it since."""
+        group.runs.append(run)
+        kept = bestof.read_group(self.home, group.group)
+        kept.runs.append(run)
+        bestof.write_group(self.home, kept)
+        task = asyncio.get_running_loop().create_task(self._follow(group.group, run.session,
+                                                                   run.turn))
+        self._followers.add(task)
+        task.add_done_callback(self._followers.discard)
+
+    def _update(self, group: str, session: str, **changes: object) -> None:
+        # Read, change, write with no await between: followers share the loop.
+        kept = bestof.read_group(self.home, group)
+        for run in kept.runs:
+            if run.session == session:
+                for k, v in changes.items():
+                    setattr(run, k, v)
+        bestof.write_group(self.home, kept)
+
+    async def _follow(self, group: str, session: str, turn: int) -> None:
+        ended = await self.engine.wait(session, turn)
+        kept = bestof.read_group(self.home, group)
+        testing = bool(kept.test_command) and ended.outcome != "aborted"
+        self._update(group, session, state="testing" if testing else "ended",
+                     outcome=ended.outcome, error=ended.error,
+                     answer=ended.answer[:bestof.ANSWER_CHARS])
+        if testing and kept.test_command:
+            self._update(group, session, test=ParallelTestResult(
+                session=session, command=kept.test_command, state="running"))
+            try:
+                result = await self.test(session, kept.test_command, kept.test_timeout)
+            except TandemError as e:
+                result = ParallelTestResult(session=session, command=kept.test_command,
+                                            exit_status=None, output=e.message)
+            self._update(group, session, state="ended", test=result)
+
+    async def settled(self) -> None:
+        """Wait until every followed run (its turn, then its test) has ended."""
+        while self._followers:
+            await asyncio.gather(*list(self._followers), return_exceptions=True)
+
+    def compare(self, group: str) -> BestOf:
+        """GROUP with each result's change counted from its tree now (blocking)."""
+        kept = bestof.read_group(self.home, group)
+        for run in kept.runs:
+            try:
+                patch = self.patch(run.session).patch
+            except TandemError:
+                continue
+            run.files = len(patch.files)
+            run.additions = sum(f.additions or 0 for f in patch.files)
+            run.deletions = sum(f.deletions or 0 for f in patch.files)
+        return kept
 
     # -- removing ------------------------------------------------------------
 

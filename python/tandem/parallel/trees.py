@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from tandem.checkpoints.checkpointer import Checkpointer
@@ -113,9 +114,11 @@ def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
     is over the size cap) is compared as it is on disk. Returns the paths,
     sorted, and the capture's listing (what to carry).
     """
+    algorithm = user.out(["rev-parse", "--show-object-format"]) or "sha1"
+    if algorithm == "sha1" and user.out(["rev-parse", f"{commit}^{{tree}}"]) == main_tree:
+        return [], {}  # the same tree id: the same files, byte for byte; nothing to carry
     now = listing(main.git, main_tree)
     then = listing(user, commit)
-    algorithm = user.out(["rev-parse", "--show-object-format"]) or "sha1"
     changed = []
     for p in sorted(set(now) | set(then)):
         if algorithm == "sha1" and now.get(p) == then.get(p):
@@ -145,8 +148,21 @@ def carry(main: Checkpointer, now: Listing, paths: list[str], dest: Path) -> Non
             shutil.copy2(source, target, follow_symlinks=False)
 
 
-def add_worktree(user: Git, dest: Path, branch: str, commit: str) -> None:
-    """``git worktree add`` DEST on a new BRANCH at COMMIT, its files written from blobs."""
+def add_worktree(user: Git, dest: Path, branch: str, commit: str,
+                 store: Callable[[Path], Checkpointer] | None = None,
+                 ready: Callable[[], None] | None = None) -> None:
+    """``git worktree add`` DEST on a new BRANCH at COMMIT, its files checked out safely.
+
+    With STORE (giving the new tree's own checkpoint store, which sets every path
+    ``-filter -text -ident``, has no filter driver configured and runs no
+    hook), the commit's objects are copied into it and checked out from it
+    (`copy_objects`, `seed_checkout`): no program of the user's repository
+    can run, and the worktree's index and the store's first index come out
+    of the same checkout. Without it, or for a SHA-256 repository, the files
+    are written from their blobs one by one. READY, when given, is called
+    before any file is written; what it raises undoes the worktree and branch
+    (the caller's checks that ran meanwhile, in another thread).
+    """
     if not branch.startswith(BRANCH_PREFIX):
         raise TandemError("invalid", f"tandem makes only {BRANCH_PREFIX}* branches: {branch}")
     known = user.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], check=False)
@@ -155,16 +171,75 @@ def add_worktree(user: Git, dest: Path, branch: str, commit: str) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     user.run(["worktree", "add", "--no-checkout", "-b", branch, str(dest), commit])
     try:
-        write_files(user, listing(user, commit), dest)
         # The worktree's own index (never the main one) holds the commit, as a checkout
-        # would leave it; git refreshes its stat data on the user's next status.
+        # would leave it.
         admin = git_dir_of(dest)
         if admin is None:
             raise TandemError("checkpoint-failed", f"git made no worktree at {dest}")
-        user.run(["read-tree", commit], index=admin / "index")
+        sha1 = (user.out(["rev-parse", "--show-object-format"]) or "sha1") == "sha1"
+        if store is not None and sha1:
+            tree = store(dest)
+            root_tree, big = copy_objects(user, tree, commit)
+            if ready is not None:
+                ready()
+            seed_checkout(tree, root_tree, big, admin / "index")
+        else:
+            if ready is not None:
+                ready()
+            write_files(user, listing(user, commit), dest)
+            user.run(["read-tree", commit], index=admin / "index")
     except BaseException:
         remove_worktree(user, dest, branch)
         raise
+
+
+def copy_objects(user: Git, tree: Checkpointer, commit: str) -> tuple[str, list[str]]:
+    """Copy COMMIT's tree, every object of it, into TREE's store; its id and the big files.
+
+    One pack (``pack-objects`` in the user's repository, ``index-pack`` in the
+    store: no delta search, the user's packed deltas reused). The big files
+    are those over TREE's size cap (checked out as stored, so a blob's size
+    is the file's): they stay out of the checkpoints, as gaps.
+    """
+    root_tree = user.out(["rev-parse", f"{commit}^{{tree}}"])
+    pack = user.run(["pack-objects", "--revs", "--stdout", "--window=0", "--depth=0", "-q"],
+                    input=root_tree.encode() + b"\n").stdout
+    tree.git.run(["index-pack", "--stdin"], input=pack)
+    big = [p for p, size in _sizes(tree.git, root_tree) if size > tree.size_cap]
+    return root_tree, big
+
+
+def seed_checkout(tree: Checkpointer, root_tree: str, big: list[str], index: Path) -> None:
+    """Check ROOT_TREE (in TREE's store) out into TREE's root, and seed the store's index.
+
+    The store's git, whose attributes win over every ``.gitattributes`` of the
+    tree, writes the files and INDEX (``read-tree --reset -u``: git's own
+    checkout, bytes as stored). The same index, with its stat data, becomes
+    the store's private index, so the base checkpoint hashes nothing it just
+    wrote; BIG (over the size cap) leave it again and become gaps as in any
+    first capture.
+    """
+    tree.git.run(["read-tree", "--reset", "-u", root_tree], work_tree=tree.root, index=index)
+    seeded = tree.layout.index_for("")
+    if not seeded.exists():
+        shutil.copyfile(index, seeded)
+        os.chmod(seeded, 0o600)
+        if big:
+            tree.git.run(["update-index", "-z", "--force-remove", "--stdin"],
+                         work_tree=tree.root, index=seeded,
+                         input=b"".join(os.fsencode(p) + b"\0" for p in big))
+
+
+def _sizes(git: Git, tree: str) -> list[tuple[str, int]]:
+    """(path, size) of every blob of TREE (checked out as stored: the size on disk)."""
+    out = git.run(["ls-tree", "-r", "-l", "-z", "--full-tree", tree]).stdout
+    found = []
+    for rec in out.split(b"\0"):
+        meta, _, name = rec.partition(b"\t")
+        fields = meta.split()
+        if len(fields) == 4 and fields[1] == b"blob":
+            found.append((os.fsdecode(name), int(fields[3])))
+    return found
 
 
 def remove_worktree(user: Git, dest: Path, branch: str) -> None:

@@ -174,3 +174,102 @@ class ParallelSummary(Reply):
     files: int = 0
     additions: int = 0
     deletions: int = 0
+
+
+PermissionModeName = Literal["ask", "auto-edit", "read-only"]
+
+
+class ParallelTestParams(Params):
+    """``parallel/test``: run the user's test COMMAND in a parallel session's tree.
+
+    The command comes from the user's own settings in Emacs (never from the
+    project's files); it runs with tandem's scrubbed environment (no secret),
+    no input, in its own process group, killed at TIMEOUT seconds.
+    """
+
+    session: str = Field(min_length=1)
+    command: list[str] = Field(min_length=1, max_length=256)
+    """The program and its arguments (Emacs sends ``sh -c COMMAND``)."""
+    timeout: float = Field(default=600, gt=0, le=24 * 3600)
+
+
+class ParallelTestResult(Reply):
+    """How a test command ended in a parallel session's tree."""
+
+    session: str
+    command: list[str]
+    state: Literal["running", "ended"] = "ended"
+    exit_status: int | None = None
+    """The exit status; None when it was killed at the timeout (or is running)."""
+    timed_out: bool = False
+    seconds: float = 0.0
+    output: str = ""
+    """The output's last `TEST_OUTPUT_CHARS` characters (stdout and stderr together)."""
+    truncated: bool = False
+    log: str = ""
+    """The whole output, in a file under ``$TANDEM_HOME/parallel/tests/``."""
+
+
+class RunSpec(Params):
+    """One result of a best-of-N: the provider (with its model), the model, the mode."""
+
+    provider: str | None = None
+    """``openai:MODEL``, ``anthropic:MODEL``, ``acp:AGENT``; default from settings."""
+    model: str | None = None
+    permission_mode: PermissionModeName = "auto-edit"
+
+
+class BestOfParams(Params):
+    """``parallel/best-of``: send TEXT to N new parallel sessions at once, one per RUNS item."""
+
+    project: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=1_000_000)
+    runs: list[RunSpec] = Field(min_length=1, max_length=8)
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,54}$")
+    """The sessions are NAME-1 … NAME-N (default ``best-`` and the time)."""
+    parent_session: str | None = None
+    directory: str | None = None
+    test_command: list[str] | None = Field(default=None, min_length=1, max_length=256)
+    """Run in each tree after its turn ends (`ParallelTestParams`); none: no test."""
+    test_timeout: float = Field(default=600, gt=0, le=24 * 3600)
+
+
+class BestOfRun(Reply):
+    """One result of a best-of-N, as the compare view shows it."""
+
+    session: str
+    name: str
+    worktree: str
+    path: str
+    """The session's journal."""
+    provider: str = ""
+    model: str = ""
+    permission_mode: str = ""
+    turn: int = 0
+    state: Literal["running", "ended", "testing"] = "running"
+    outcome: str | None = None
+    error: str | None = None
+    answer: str = ""
+    """The turn's answer (its first `ANSWER_CHARS` characters)."""
+    files: int = 0
+    additions: int = 0
+    deletions: int = 0
+    test: ParallelTestResult | None = None
+
+
+class BestOf(Reply):
+    """A best-of-N group: the request and each result."""
+
+    group: str
+    project: str
+    text: str
+    created: str
+    test_command: list[str] | None = None
+    test_timeout: float = 600
+    runs: list[BestOfRun] = Field(default_factory=list)
+
+
+class GroupParams(Params):
+    """``parallel/compare``: a best-of-N group by its id."""
+
+    group: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")

@@ -92,3 +92,68 @@ def test_a_parallel_session_landed_and_removed(user: tuple[Pane, Path]) -> None:
                               check=True, capture_output=True, text=True).stdout
     assert branches == ""
     quit_emacs(pane)
+
+
+GOOD = 'print("hello, good")\n'
+BAD = 'print("hello, bad")\n'
+
+
+@pytest.fixture
+def two_models() -> Iterator[str]:
+    """A server whose two models answer the same request differently; yields its URL."""
+    def step(model: str, content: str, text: str) -> dict[str, object]:
+        return {"match": {"model_contains": model, "last_user_contains": "greet better"},
+                "reply": {"text": text, "tool_calls": [{
+                    "name": "write_file", "input": {"path": "main.py", "content": content}}]}}
+    script = Script.load({
+        "default": {"text": "Done with main.py.", "chunk_size": 8},
+        "steps": [step("model-one", GOOD, "Made it good."),
+                  step("model-two", BAD, "Made it bad.")]})
+    with FakeOpenAI(script) as fake:
+        yield fake.base_url + "/v1"
+
+
+def test_best_of_two_compared_and_one_landed(tmp_path: Path, two_models: str) -> None:
+    """M-x tandem-best-of with 2 results: the compare view, each test's outcome, `l' lands.
+
+    The test command is the user's own setting (init.el), keyed by the project."""
+    write_settings(tmp_path, two_models, "auto-edit")
+    with new_user(tmp_path, "bestof") as (pane, tmp):
+        project = tmp / "project"
+        for args in (["init", "-q"], ["add", "main.py"],
+                     ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
+            subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+        init = tmp / "home" / ".emacs.d" / "init.el"
+        init.write_text(init.read_text() + (
+            f"(setq tandem-test-commands '((\"{project}\" . "
+            "\"grep -q good main.py && echo ok || { echo nope; exit 4; }\")))\n"))
+        shell(pane, "emacs -nw main.py")
+        pane.wait_for(r"main\.py", timeout=60)
+        pane.keys("M-x")
+        pane.text("tandem-best-of")
+        pane.keys("Enter")
+        pane.wait_for(r"How many results", timeout=30)
+        pane.keys("C-a", "C-k")
+        pane.text("2")
+        pane.keys("Enter")
+        for n, model in ((1, "model-one"), (2, "model-two")):
+            pane.wait_for(rf"Result {n} of 2: provider \[mode\]", timeout=30)
+            pane.text(f"openai:{model}")
+            pane.keys("Enter")
+        pane.wait_for(r"Request for every result", timeout=30)
+        pane.text("Please greet better")
+        pane.keys("Enter")
+        screen = pane.wait_for(r"failed \(4\)", timeout=90)
+        screen = pane.wait_for(r"passed", timeout=30)
+        assert "openai:model-one" in screen and "openai:model-two" in screen, screen
+        assert "Made it good." in screen and "Made it bad." in screen, screen
+        assert (project / "main.py").read_text() == 'print("hello")\n'
+        # The first row is the first result: l opens its landing review, RET lands it.
+        pane.keys("M-<")
+        pane.text("l")
+        pane.wait_for(r'\+print\("hello, good"\)', timeout=30)
+        pane.keys("Enter")
+        pane.wait_for(r"Remove worktree (.|\n)*\(y or n\)", timeout=30)
+        pane.text("n")
+        until(lambda: (project / "main.py").read_text() == GOOD, pane.screen())
+        quit_emacs(pane)

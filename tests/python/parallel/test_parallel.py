@@ -280,3 +280,53 @@ async def test_changes_on_both_sides_that_cannot_merge_keep_the_main_file(
     await app.rewinds.rewind(main, done.turn, plan.digest)
     assert tree(repo) == before
     await app.turns.aclose()
+
+
+async def test_no_filter_hook_or_conversion_of_the_repository_runs(
+        app: App, tmp_path: Path) -> None:
+    """The repository's config names a smudge filter, .gitattributes uses it and asks
+    for CRLF and ident, and a post-checkout hook exists: none of them runs; the
+    worktree's files are the blobs' bytes, and its index is clean against them."""
+    root = tmp_path / "hostile"
+    root.mkdir()
+    marker = tmp_path / "ran"
+    (root / ".gitattributes").write_text("* filter=evil text eol=crlf ident\n")
+    (root / "a.txt").write_text("$Id$\nline\n")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "filter.evil.smudge", f"sh -c 'touch {marker}; cat'")
+    _git(root, "config", "filter.evil.required", "true")
+    hook = root / ".git/hooks/post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    _git(root, "-c", "filter.evil.clean=cat", "add", "-A")
+    _git(root, "-c", "filter.evil.clean=cat", "-c", "user.name=t", "-c", "user.email=t@t",
+         "commit", "-qm", "init")
+    h = await _make(app, root, "H")
+    wh = Path(app.parallel.record(h).worktree)
+    assert not marker.exists()
+    assert (wh / "a.txt").read_bytes() == b"$Id$\nline\n"
+    assert (wh / ".gitattributes").read_bytes() == b"* filter=evil text eol=crlf ident\n"
+    # The worktree's index holds the commit: the tree it writes is the commit's tree.
+    env_git = ["-c", "core.hooksPath=/dev/null"]
+    assert _git(wh, *env_git, "write-tree").strip() == _git(root, "rev-parse",
+                                                             "HEAD^{tree}").strip()
+    assert app.parallel.patch(h).patch.files == []
+
+
+async def test_a_committed_file_over_the_size_cap_is_a_gap_of_the_base(
+        app: App, repo: Path) -> None:
+    """The seeded index drops what a first capture would leave out: the file is in the
+    worktree, not in the base checkpoint, and named as its gap."""
+    (repo / "big.dat").write_bytes(b"b" * 5000)
+    _git(repo, "add", "big.dat")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "big")
+    app.checkpoints.size_cap = 1000
+    s = await _make(app, repo, "S")
+    record = app.parallel.record(s)
+    wt = Path(record.worktree)
+    assert (wt / "big.dat").read_bytes() == b"b" * 5000
+    store = app.checkpoints.for_root(wt)
+    base = store.get(record.base_checkpoint)
+    assert "big.dat" not in store.paths(base) and "a.txt" in store.paths(base)
+    assert [g.path for g in base.gaps] == ["big.dat"]
+    assert "old.log" not in store.paths(base)  # committed but ignored: left out as ever
