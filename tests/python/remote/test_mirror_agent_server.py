@@ -323,9 +323,10 @@ async def test_view_changes_review_and_revert_of_a_remote_turn(
         await app.aclose()
 
 
-async def test_a_working_dir_holding_one_repository_is_named(
+async def test_a_working_dir_holding_one_repository_is_mirrored_as_itself(
         server: RunningServer, tmp_path: Path) -> None:
-    # 1.58.2 archives the one git repository below a working dir that is not one itself.
+    # 1.58.2 archives the one git repository below a working dir that is not one itself;
+    # the listing lists the working dir, and the archive is used only for a work tree.
     app = App(home=tmp_path / "home", events=RecordingSink())
     project = tmp_path / "project"
     project.mkdir()
@@ -338,9 +339,10 @@ async def test_a_working_dir_holding_one_repository_is_named(
             f"mkdir -p {wd}/inner && cd {wd}/inner && git init -q && echo x > f.txt", "/")
         assert code == 0, out
     try:
-        with pytest.raises(TandemError, match="git init"):
-            await app.remote_checkpoints.sync(sid)
-        assert not any(app.remote_checkpoints.mirror(sid).root.iterdir())
+        mirror, synced = await app.remote_checkpoints.sync(sid)
+        assert synced.written == ["inner/f.txt"]
+        assert (mirror.root / "inner" / "f.txt").read_text() == "x\n"
+        assert not (mirror.root / "inner" / ".git").exists()
     finally:
         await app.aclose()
 

@@ -77,7 +77,7 @@ def served() -> Iterator[ArchiveServer]:
 def sync(srv: ArchiveServer, mirror: Mirror) -> MirrorSync:
     async def run() -> MirrorSync:
         async with AgentServerClient(srv.url) as c:
-            return await mirror.sync(c, WD)
+            return await mirror.sync_archive(c, WD)
     return asyncio.run(run())
 
 
