@@ -23,6 +23,7 @@ never inside the project and never holds a key.
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import hashlib
 import json
@@ -199,6 +200,18 @@ class Mirror:
             assert st is not None
             if bool(mode & 0o111) != bool(st.st_mode & 0o100):
                 plan.chmod.append(rel)
+        # A renamed or copied file: its bytes are in the mirror already, under another name.
+        known = {h: rel for rel, (h, _) in plan.hashes.items()}
+        for rel, (h, key) in cache.items():
+            if rel not in got.files and h not in known:
+                with contextlib.suppress(OSError):
+                    if _key((self.root / rel).lstat()) == key:
+                        known[h] = rel
+        for rel in list(plan.fetch):
+            source = known.get(got.hashes[rel])
+            if source is not None:
+                plan.fetch.remove(rel)
+                plan.copies[rel] = source
         return plan
 
     async def _download(self, client: AgentServerClient, working_dir: str,
@@ -235,6 +248,9 @@ class Mirror:
                 _clear(target)
             fsutil.private_dir(target)
         moves = {rel: incoming / str(n) for n, rel in enumerate(plan.fetch) if rel not in gone}
+        for n, (rel, source) in enumerate(sorted(plan.copies.items())):
+            moves[rel] = incoming / f"copy-{n}"
+            shutil.copyfile(self.root / source, moves[rel], follow_symlinks=False)
         for rel in sorted(moves) + sorted(plan.placeholders):
             target = self.root / rel
             parent = target.parent
@@ -275,8 +291,13 @@ class Mirror:
             written, removed = reconcile(incoming, self.root, got)
         finally:
             shutil.rmtree(incoming, ignore_errors=True)
-        # The next listing hashes the mirror's files again (they all may have moved).
-        (self.base / HASHES).unlink(missing_ok=True)
+        # The next listing compares against these (every file may have moved).
+        hashes = {}
+        for rel in got.files:
+            if rel not in got.too_large:
+                st = (self.root / rel).lstat()
+                hashes[rel] = (_sha1(self.root / rel), _key(st))
+        _save_hashes(self.base / HASHES, hashes)
         return self._result(working_dir, got.files, written, removed, got.too_large,
                             got.odd_names)
 
@@ -304,6 +325,8 @@ class _Plan:
     fetch: list[str] = field(default_factory=list)
     placeholders: list[str] = field(default_factory=list)
     chmod: list[str] = field(default_factory=list)
+    copies: dict[str, str] = field(default_factory=dict)
+    """Path → the mirror file holding its bytes already (a rename on the server)."""
     hashes: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
     """Path → (sha1, the stat key it was computed at) of mirror files equal to the server's."""
 
