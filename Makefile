@@ -5,7 +5,7 @@
 #               ERT, the manual, and an install of the package from a clone
 #   make info   the Info manual (doc/tandem.info, doc/dir)
 #   make package  a package.el tarball in .cache/dist/
-#   make bench  performance figures as JSON lines (docs/performance.md)
+#   make bench [ONLY=remote,view]  performance figures as JSON lines (docs/performance.md)
 #   make bench-compare BASE=REF [ROUNDS=2] [ONLY=transport,view] [FIGURES=a,b]
 #               the benchmarks of REF and of the working tree, alternately in
 #               one session; each figure's ratio to REF's, and a non-zero exit
@@ -169,8 +169,9 @@ test:
 demo: setup
 	tests/demo/run-demo.sh
 
+comma := ,
 bench: setup
-	$(VPY) bench/run.py
+	$(VPY) bench/run.py $(subst $(comma), ,$(ONLY))
 
 BASE ?= main
 ROUNDS ?= 2

@@ -48,8 +48,8 @@ def run(script: Path, only: set[str]) -> int:
 
 
 def main() -> int:
-    """Run the benchmarks named on the command line (stems), or all of them."""
-    only = set(sys.argv[1:])
+    """Run the benchmarks named on the command line (``remote`` or ``bench_remote``), or all."""
+    only = {"bench_" + name.removeprefix("bench_") for name in sys.argv[1:]}
     scripts = sorted(BENCH.glob("bench_*.py")) + sorted(BENCH.glob("bench_*.el"))
     failures = sum(1 for s in scripts if run(s, only))
     return 1 if failures else 0

@@ -138,6 +138,9 @@ class Mirror:
             return await self.sync_archive(client, working_dir)
         got = listing.parse(data, top, self.limits)
         plan = await anyio.to_thread.run_sync(self._plan, got)
+        if not (plan.fetch or plan.copies or plan.placeholders):  # the usual turn: one hop
+            return await anyio.to_thread.run_sync(
+                self._apply_listing, got, plan, self.base / "incoming", set(), working_dir)
         if got.git and (len(plan.fetch) > MAX_FETCH_FILES
                         or sum(got.files[r][1] for r in plan.fetch) > MAX_FETCH_BYTES):
             return await self.sync_archive(client, working_dir)
@@ -176,7 +179,7 @@ class Mirror:
     def _plan(self, got: listing.Listing) -> _Plan:
         """Which of GOT's files the mirror lacks (by content hash), and the mode fixes."""
         cache = _load_hashes(self.base / HASHES)
-        plan = _Plan()
+        plan = _Plan(cached=cache)
         for rel, (mode, size) in got.files.items():
             target = self.root / rel
             try:
@@ -278,7 +281,9 @@ class Mirror:
             plan.hashes[rel] = (plan.hashes[rel][0], _key(target.lstat()))
             written.append(rel)
         removed = _remove_others(self.root, keep, got.dirs)
-        _save_hashes(self.base / HASHES, {r: h for r, h in plan.hashes.items() if r in keep})
+        hashes = {r: h for r, h in plan.hashes.items() if r in keep}
+        if hashes != plan.cached:
+            _save_hashes(self.base / HASHES, hashes)
         too_large = sorted(r for r in keep if got.files[r][1] > self.limits.file_cap)
         return self._result(working_dir, {r: got.files[r][1] for r in keep}, sorted(written),
                             removed, too_large, got.odd_names)
@@ -329,6 +334,8 @@ class _Plan:
     """Path → the mirror file holding its bytes already (a rename on the server)."""
     hashes: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
     """Path → (sha1, the stat key it was computed at) of mirror files equal to the server's."""
+    cached: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    """What ``hashes.json`` held before (not rewritten when nothing changed)."""
 
 
 def _key(st: os.stat_result) -> list[int]:
