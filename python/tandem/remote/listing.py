@@ -12,7 +12,7 @@ files and downloads only the ones that differ (`tandem.remote.mirror`).
 The output is untrusted: `parse` refuses names that could land outside the
 mirror, and anything it cannot read, as the archive unpacker does. A server
 without the tools (no GNU ``find -printf``, ``sha1sum -z``, ``base64``)
-answers ``UNSUPPORTED``: the mirror then syncs from the whole archive.
+lists nothing `parse` takes: the mirror then syncs from the whole archive.
 """
 
 from __future__ import annotations
@@ -59,12 +59,13 @@ def _prune(excludes: tuple[str, ...]) -> str:
 def script(excludes: tuple[str, ...], file_cap: int) -> str:
     """The POSIX shell script that lists the working dir (the command's cwd)."""
     prune = _prune(excludes)
-    check = ("{ command -v base64 && sha1sum -z </dev/null && find . -maxdepth 0 -printf ''; } "
-             f">/dev/null 2>&1 || {{ echo {UNSUPPORTED}; exit 0; }}")
+    # Few processes (each costs the server a fork): find without -printf shows in the
+    # missing root record, sha1sum without -z in no hash at all and find's status.
+    check = f"command -v base64 >/dev/null 2>&1 || {{ echo {UNSUPPORTED}; exit 0; }}"
     body = (f"find . {prune} -o \\( -type d -printf 'd\\0%P\\0' \\) "
             "-o \\( -type f -printf 'f\\0%m\\0%s\\0%P\\0' \\) ; printf 'S\\0'; "
             f"find . {prune} -o \\( -type f -size -{file_cap + 1}c -exec sha1sum -z {{}} + \\); "
-            "printf 'E\\0'")
+            "printf 'E%s\\0' $?")
     git = "if [ -e .git ]; then printf 'G\\0'; fi; "
     return f"{check}\necho {BEGIN}\n{{ {git}{body}; }} 2>/dev/null | base64\necho {END}\n"
 
@@ -104,15 +105,22 @@ def decode(output: str) -> bytes | None:
     return data
 
 
-def parse(data: bytes, top: str, limits: Limits) -> Listing:
-    """The records DATA (from `decode`) as a `Listing`, checked against LIMITS."""
+def parse(data: bytes, top: str, limits: Limits) -> Listing | None:
+    """The records DATA (from `decode`) as a `Listing`, checked against LIMITS.
+
+    None when the server's tools cannot list (no ``find -printf``: the root's
+    record is missing; no ``sha1sum -z``: files but not one hash, and find failed).
+    """
     fields = data.split(b"\0")
-    if len(fields) < 3 or fields[-1] != b"" or fields[-2] != b"E":
+    if len(fields) < 3 or fields[-1] != b"" or not fields[-2].startswith(b"E"):
         raise _refused("it was cut short")
+    status = fields[-2][1:]
     out = Listing()
     i, n = 0, len(fields) - 2
     if fields[0] == b"G":
         out.git, i = True, 1
+    if fields[i:i + 2] != [b"d", b""]:
+        return None
     try:
         while fields[i] != b"S":
             kind = fields[i]
@@ -141,6 +149,9 @@ def parse(data: bytes, top: str, limits: Limits) -> Listing:
                 out.hashes[rel] = bytes.fromhex(digest.decode("ascii")).hex()
     except (IndexError, ValueError) as e:
         raise _refused(f"a record is malformed ({e})") from e
+    if status != b"0" and not out.hashes and any(
+            size <= limits.file_cap for _, size in out.files.values()):
+        return None
     if len(out.files) + len(out.dirs) > limits.max_members:
         raise _refused(f"it has more than {limits.max_members} entries")
     if set(out.files) & out.dirs:

@@ -134,9 +134,9 @@ class Mirror:
                 raise
             code, output = -1, ""
         data = listing.decode(output) if code == 0 else None
-        if data is None:
+        got = listing.parse(data, top, self.limits) if data is not None else None
+        if got is None:
             return await self.sync_archive(client, working_dir)
-        got = listing.parse(data, top, self.limits)
         plan = await anyio.to_thread.run_sync(self._plan, got)
         if not (plan.fetch or plan.copies or plan.placeholders):  # the usual turn: one hop
             return await anyio.to_thread.run_sync(
