@@ -8,14 +8,20 @@ working dir's files into another):
 | path | what |
 | --- | --- |
 | `workspace/` | the mirror: the root the checkpointer snapshots and restores |
-| `incoming/`, `incoming.tar.gz` | one sync's download and unpacking (removed after) |
+| `incoming/`, `incoming.tar.gz` | one sync's downloads or archive (removed after) |
+| `hashes.json` | each mirror file's sha1 and the stat it was computed at |
 | `push.json` | a Rewind's files not yet put back on the server (see `remote.push`) |
 
-`Mirror.sync` downloads the server's ``tar.gz`` archive of the working dir,
-unpacks it safely into `incoming/` (`tandem.remote.unpack`: the archive is
-untrusted), then makes `workspace/` equal to it: changed files are renamed
-into place, unchanged ones are left (their stat data keeps the checkpointer's
-index fast), files and folders gone on the server are removed. A sync a
+`Mirror.sync` lists the working dir on the server with each file's sha1
+(`tandem.remote.listing`, one bash call), compares the hashes with the
+mirror's, and downloads only the files that differ into `incoming/`; a
+rename is copied locally, a mode change is a chmod. `Mirror.sync_archive`
+(a server that cannot list, or many changes in a git work tree) downloads
+the ``tar.gz`` archive and unpacks it safely (`tandem.remote.unpack`: the
+archive is untrusted). Either way `workspace/` is then equal to the server:
+changed files are renamed into place, unchanged ones are left (their stat
+data keeps the checkpointer's index fast), files and folders gone on the
+server are removed. A sync a
 crash interrupted leaves a mirror the next sync repairs; nothing snapshots a
 mirror between the two (sync and snapshot run in one call). The mirror is
 never inside the project and never holds a key.
