@@ -251,15 +251,16 @@ class Mirror:
         keep = {r for r in got.files if r in got.hashes or got.files[r][1] > self.limits.file_cap}
         keep -= gone
         written: list[str] = []
+        moves = {rel: incoming / str(n) for n, rel in enumerate(plan.fetch) if rel not in gone}
+        # Copied before anything moves: a source may be replaced or removed below.
+        for n, (rel, source) in enumerate(sorted(plan.copies.items())):
+            moves[rel] = incoming / f"copy-{n}"
+            shutil.copyfile(self.root / source, moves[rel], follow_symlinks=False)
         for rel in sorted(got.dirs):
             target = self.root / rel
             if target.is_symlink() or (target.exists() and not target.is_dir()):
                 _clear(target)
             fsutil.private_dir(target)
-        moves = {rel: incoming / str(n) for n, rel in enumerate(plan.fetch) if rel not in gone}
-        for n, (rel, source) in enumerate(sorted(plan.copies.items())):
-            moves[rel] = incoming / f"copy-{n}"
-            shutil.copyfile(self.root / source, moves[rel], follow_symlinks=False)
         for rel in sorted(moves) + sorted(plan.placeholders):
             target = self.root / rel
             parent = target.parent

@@ -544,5 +544,15 @@ async def test_a_sync_after_a_turn_fetches_only_what_changed(
             _, third = await app.remote_checkpoints.sync(sid)  # nothing changed: one request
             assert (requests, fetched, third.written, third.removed) == (
                 ["POST /api/bash/execute_bash_command"], [], [], [])
+            # A file turned into a folder holding its bytes under a new name: copied
+            # locally before the file makes way for the folder.
+            code, out = await client.execute_bash(
+                "mv d3/f0.txt d3.tmp && rm -r d3 && mkdir -p d3/f0.txt && "
+                "mv d3.tmp d3/f0.txt/inner", wd)
+            assert code == 0, out
+            fetched.clear()
+            _, fourth = await app.remote_checkpoints.sync(sid)
+            assert fetched == [] and fourth.written == ["d3/f0.txt/inner"]
+            assert mirror_tree(mirror.root) == await server_tree(client, wd)
         finally:
             await app.aclose()
