@@ -136,7 +136,8 @@ class Mirror:
             code, output = await client.execute_bash(
                 listing.script(EXCLUDES, self.limits.file_cap), working_dir)
         except RemoteError as e:
-            if e.status not in (404, 405, 501):  # a server without the bash endpoint
+            # No bash endpoint, or one kept to another folder (422): the archive may serve.
+            if e.status not in (403, 404, 405, 422, 501):
                 raise
             code, output = -1, ""
         data = listing.decode(output) if code == 0 else None
