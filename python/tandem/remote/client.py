@@ -13,8 +13,10 @@ its repr, of any error message, or of anything written to disk.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import ssl
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -40,6 +42,16 @@ MAX_DOWNLOAD = 1 << 30
 """Bytes of one file `download_to` saves (it streams to disk)."""
 Progress = Callable[[int, int], None]
 """Called with (bytes done, bytes total) while a file streams."""
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The process's one TLS context (the default trust store).
+
+    Building one reads the CA bundle (20–40 ms here); a client is made per
+    operation, several per remote turn, so they share this one.
+    """
+    return httpx.create_ssl_context()
 
 
 def normalize_base_url(url: str) -> str:
@@ -110,8 +122,8 @@ class AgentServerClient:
             raise TandemError("invalid", "the session API key is empty or has control characters")
         headers = {KEY_HEADER: api_key} if api_key else {}
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout)
-        )
+            base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout),
+            verify=tls_context())
         self.has_key = bool(api_key)
         # Homes are cached per host and credential: a caller must never join
         # a lookup made with another key (a 401 would reach the right key's
@@ -176,8 +188,8 @@ class AgentServerClient:
         # Its own connection: this lookup may be shared by callers whose own
         # clients close (or are cancelled) before it completes.
         async with httpx.AsyncClient(
-            base_url=self.base_url, headers=self._http.headers, timeout=self._http.timeout
-        ) as http:
+            base_url=self.base_url, headers=self._http.headers, timeout=self._http.timeout,
+            verify=tls_context()) as http:
             response = await self._request(context, "GET", "/api/file/home", http)
         try:
             home = response.json().get("home")
@@ -226,10 +238,12 @@ class AgentServerClient:
         )
         return response.content
 
-    async def download_to(self, remote_path: str, dest: Path) -> int:
+    async def download_to(self, remote_path: str, dest: Path, max_bytes: int = MAX_DOWNLOAD,
+                          durable: bool = True) -> int:
         """Save the server file REMOTE_PATH at DEST (write-temp, fsync, rename); return size.
 
-        The file streams to disk, never whole in memory, up to `MAX_DOWNLOAD` bytes.
+        The file streams to disk, never whole in memory, up to MAX_BYTES. Without
+        DURABLE there is no fsync (a mirror's download: the next sync repairs it).
         """
         context = f"Download of {remote_path} failed"
         if not is_absolute(remote_path):
@@ -241,9 +255,10 @@ class AgentServerClient:
         try:
             with os.fdopen(fd, "wb") as out:
                 size = await self._stream_to(context, "/api/file/download",
-                                             {"path": remote_path}, out, MAX_DOWNLOAD, "file")
+                                             {"path": remote_path}, out, max_bytes, "file")
                 out.flush()
-                os.fsync(out.fileno())
+                if durable:
+                    os.fsync(out.fileno())
             os.replace(tmp, dest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -24,6 +24,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from tandem.protocol.errors import ErrorCode
+from tandem.remote.client import tls_context
 from tandem.remote.errors import RemoteError
 
 log = logging.getLogger("tandem.remote.stream")
@@ -84,9 +85,10 @@ class SessionStream:
 
     async def _connect(self, after_seq: int | None) -> ClientConnection:
         url = socket_url(self.base_url, self.conversation_id, after_seq)
+        tls: dict[str, Any] = {"ssl": tls_context()} if url.startswith("wss:") else {}
         try:
             return await websockets.connect(
-                url, additional_headers=self._headers, open_timeout=self.open_timeout,
+                url, additional_headers=self._headers, open_timeout=self.open_timeout, **tls,
                 ping_interval=10, ping_timeout=20, max_size=MAX_FRAME, max_queue=4)
         except InvalidStatus as e:
             status = e.response.status_code

@@ -9,6 +9,7 @@ through the server (download, bash, conversation info), never the mirror.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import subprocess
 import sys
@@ -324,9 +325,10 @@ async def test_view_changes_review_and_revert_of_a_remote_turn(
         await app.aclose()
 
 
-async def test_a_working_dir_holding_one_repository_is_named(
+async def test_a_working_dir_holding_one_repository_is_mirrored_as_itself(
         server: RunningServer, tmp_path: Path) -> None:
-    # 1.58.2 archives the one git repository below a working dir that is not one itself.
+    # 1.58.2 archives the one git repository below a working dir that is not one itself;
+    # the listing lists the working dir, and the archive is used only for a work tree.
     app = App(home=tmp_path / "home", events=RecordingSink())
     project = tmp_path / "project"
     project.mkdir()
@@ -339,9 +341,10 @@ async def test_a_working_dir_holding_one_repository_is_named(
             f"mkdir -p {wd}/inner && cd {wd}/inner && git init -q && echo x > f.txt", "/")
         assert code == 0, out
     try:
-        with pytest.raises(TandemError, match="git init"):
-            await app.remote_checkpoints.sync(sid)
-        assert not any(app.remote_checkpoints.mirror(sid).root.iterdir())
+        mirror, synced = await app.remote_checkpoints.sync(sid)
+        assert synced.written == ["inner/f.txt"]
+        assert (mirror.root / "inner" / "f.txt").read_text() == "x\n"
+        assert not (mirror.root / "inner" / ".git").exists()
     finally:
         await app.aclose()
 
@@ -447,3 +450,110 @@ async def test_a_rewind_never_pushes_into_another_working_dir(
         await http.aclose()
         await client.aclose()
         await app.aclose()
+
+
+async def server_tree(client: AgentServerClient, wd: str) -> dict[str, str]:
+    """Every regular file under WD on the server (not .git): its sha1, and 'x' if executable."""
+    code, out = await client.execute_bash(
+        "find . -path ./.git -prune -o -type f -exec sha1sum {} + | sort; "
+        "find . -path ./.git -prune -o -type f -perm -u+x -print | sort", wd)
+    assert code == 0, out
+    tree: dict[str, str] = {}
+    for line in out.splitlines():
+        digest, _, rel = line.partition("  ")
+        if rel:
+            tree[rel.removeprefix("./")] = digest
+        elif line.startswith("./"):
+            tree[line.removeprefix("./")] += " x"
+    return tree
+
+
+def mirror_tree(root: Path) -> dict[str, str]:
+    """The same for the mirror (which holds no links)."""
+    tree: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        assert not path.is_symlink(), path
+        if path.is_file():
+            digest = hashlib.sha1(path.read_bytes()).hexdigest()
+            tree[path.relative_to(root).as_posix()] = digest + (
+                " x" if path.stat().st_mode & 0o100 else "")
+    return tree
+
+
+async def test_a_sync_after_a_turn_fetches_only_what_changed(
+        server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = App(home=tmp_path / "home", events=RecordingSink())
+    project = tmp_path / "project"
+    project.mkdir()
+    sid = (await new(app, NewParams(cwd=str(project)))).id
+    target = await app.remote.attach(sid, "box", server.url, KEY,
+                                     f"workspace/many-{secrets.token_hex(4)}")
+    wd = target.resolved_working_dir
+    requests: list[str] = []
+    fetched: list[tuple[str, int]] = []
+    real_init, real_download = AgentServerClient.__init__, AgentServerClient.download_to
+
+    def init(self: AgentServerClient, *args: Any, **kw: Any) -> None:
+        real_init(self, *args, **kw)
+
+        async def seen(request: httpx.Request) -> None:
+            requests.append(f"{request.method} {request.url.path}")
+
+        self._http.event_hooks["request"].append(seen)
+
+    async def download_to(self: AgentServerClient, remote_path: str, dest: Path,
+                          *args: Any, **kw: Any) -> int:
+        size = await real_download(self, remote_path, dest, *args, **kw)
+        fetched.append((remote_path.removeprefix(wd + "/"), size))
+        return size
+
+    monkeypatch.setattr(AgentServerClient, "__init__", init)
+    monkeypatch.setattr(AgentServerClient, "download_to", download_to)
+    async with AgentServerClient(server.url, KEY) as client:
+        code, out = await client.execute_bash(
+            f"mkdir -p {wd} && cd {wd} && git init -q && for d in 0 1 2 3 4 5 6 7 8 9; do "
+            "mkdir -p d$d; for f in 0 1 2 3 4 5 6 7 8 9 a b c d e f g h i j; do "
+            "printf 'file %s %s\\n' $d $f > d$d/f$f.txt; done; done && "
+            "printf 'same size\\n' > same.txt && touch -d '2020-01-01 00:00' same.txt && "
+            "printf 'moved\\n' > old.txt && printf 'gone\\n' > gone.txt && "
+            "printf 'run\\n' > run.sh", "/")
+        assert code == 0, out
+        try:
+            mirror, first = await app.remote_checkpoints.sync(sid)
+            assert first.files == 204 and mirror_tree(mirror.root) == await server_tree(
+                client, wd)
+            # What a turn might do: one file changed keeping its size and mtime, a rename,
+            # a delete, a mode change, a link (never mirrored) and a new empty folder.
+            code, out = await client.execute_bash(
+                "printf 'SAME SIZE\\n' > same.txt && touch -d '2020-01-01 00:00' same.txt && "
+                "mv old.txt new.txt && rm gone.txt && chmod +x run.sh && "
+                "ln -s d0/f0.txt link && mkdir empty", wd)
+            assert code == 0, out
+            requests.clear()
+            fetched.clear()
+            _, second = await app.remote_checkpoints.sync(sid)
+            assert fetched == [("same.txt", 10)]  # the rename's bytes are in the mirror already
+            assert sorted(second.written) == ["new.txt", "run.sh", "same.txt"]
+            assert second.removed == ["gone.txt", "old.txt"]
+            assert requests == ["POST /api/bash/execute_bash_command",
+                                "GET /api/file/download"], requests
+            assert mirror_tree(mirror.root) == await server_tree(client, wd)
+            assert (mirror.root / "empty").is_dir() and not (mirror.root / "link").exists()
+            await server_tree(client, wd)
+            requests.clear()
+            fetched.clear()
+            _, third = await app.remote_checkpoints.sync(sid)  # nothing changed: one request
+            assert (requests, fetched, third.written, third.removed) == (
+                ["POST /api/bash/execute_bash_command"], [], [], [])
+            # A file turned into a folder holding its bytes under a new name: copied
+            # locally before the file makes way for the folder.
+            code, out = await client.execute_bash(
+                "mv d3/f0.txt d3.tmp && rm -r d3 && mkdir -p d3/f0.txt && "
+                "mv d3.tmp d3/f0.txt/inner", wd)
+            assert code == 0, out
+            fetched.clear()
+            _, fourth = await app.remote_checkpoints.sync(sid)
+            assert fetched == [] and fourth.written == ["d3/f0.txt/inner"]
+            assert mirror_tree(mirror.root) == await server_tree(client, wd)
+        finally:
+            await app.aclose()

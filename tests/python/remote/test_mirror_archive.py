@@ -77,7 +77,7 @@ def served() -> Iterator[ArchiveServer]:
 def sync(srv: ArchiveServer, mirror: Mirror) -> MirrorSync:
     async def run() -> MirrorSync:
         async with AgentServerClient(srv.url) as c:
-            return await mirror.sync(c, WD)
+            return await mirror.sync_archive(c, WD)
     return asyncio.run(run())
 
 
@@ -108,8 +108,11 @@ def test_a_good_archive_becomes_the_mirror(served: ArchiveServer, tmp_path: Path
     query = served.requests[-1]
     assert query["path"] == [WD] and query["format"] == ["tar.gz"]
     assert query["use_default_excludes"] == ["false"] and query["exclude"] == list(EXCLUDES)
-    # The mirror lives under the home, outside any project, and nothing else is left there.
-    assert sorted(p.name for p in mirror.base.iterdir()) == ["workspace"]
+    # The mirror lives under the home, outside any project, and nothing else is left there
+    # but its files' hashes (the next listing compares against them).
+    assert sorted(p.name for p in mirror.base.iterdir()) == ["hashes.json", "workspace"]
+    assert sorted(json.loads((mirror.base / "hashes.json").read_text())) == [
+        "a.txt", "src/run.sh"]
 
 
 def test_changes_and_deletions_follow_the_server(served: ArchiveServer, tmp_path: Path) -> None:
