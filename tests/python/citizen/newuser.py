@@ -101,12 +101,16 @@ def answer_yes(pane: Pane, timeout: float = 10) -> None:
 
 
 def quit_emacs(pane: Pane) -> None:
-    """Leave Emacs with C-x C-c, answering its questions, until the shell prompt is back."""
+    """Leave Emacs with C-x C-c, answering its questions, until the shell prompt is back.
+
+    A modified file buffer is not saved (its question answered ``n``)."""
     pane.keys("C-x", "C-c")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         screen = pane.screen()
-        if "(y or n)" in screen or "(yes or no)" in screen:
+        if "Save file " in screen and "(y, n," in screen.replace("\n", ""):
+            pane.text("n")
+        elif "(y or n)" in screen or "(yes or no)" in screen:
             pane.text("y" if "(y or n)" in screen else "yes")
             pane.keys("Enter")
         if screen.rstrip().endswith("user$"):
