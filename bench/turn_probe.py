@@ -125,6 +125,8 @@ def install() -> None:
 
     def timed_table(*args: Any, **kwargs: Any) -> Any:
         methods = build_table(*args, **kwargs)
+        if "turns/send" not in methods:  # the early table (hello before the services)
+            return methods
         spec = methods["turns/send"]
         send = spec.handler
 
