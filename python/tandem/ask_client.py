@@ -128,7 +128,7 @@ def prompt(tool: str, title: str, once_only: bool) -> Answer | None:
     return choice(line)
 
 
-def request_of(args: argparse.Namespace) -> dict[str, Any]:
+def request_of(args: argparse.Namespace) -> dict[str, object]:
     """The ``ask`` request of the parsed ARGS (the cwd made absolute here)."""
     return {"prompt": args.prompt, "cwd": os.path.abspath(args.cwd or os.getcwd()),
             "session": args.session, "provider": args.provider,

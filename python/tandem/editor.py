@@ -34,7 +34,7 @@ class EditorBridge(Protocol):
         change) and save it; False when no buffer visits it (nothing done).
         Raises `EditorError` when the editor fails."""
 
-    async def instrument(self, name: str, params: dict[str, Any], timeout: float) -> Any:
+    async def instrument(self, name: str, params: dict[str, object], timeout: float) -> Any:
         """What the editor's instrument NAME (``diagnostics``, ``xref``, ``outline``,
         ``open_buffers``, ``project_files``) answers for PARAMS within TIMEOUT
         seconds. Raises `EditorError` when there is no editor, it fails, or it
@@ -52,6 +52,6 @@ class NoEditor:
         """No buffer visits anything: the caller writes to disk."""
         return False
 
-    async def instrument(self, name: str, params: dict[str, Any], timeout: float) -> Any:
+    async def instrument(self, name: str, params: dict[str, object], timeout: float) -> Any:
         """There is no editor to ask: always `EditorError` saying so."""
         raise EditorError(NEEDS_EMACS)

@@ -94,7 +94,7 @@ class Instruction:
     """Its size on disk in bytes."""
     truncated: bool
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """What a turn's journal keeps of it: path, size, digest of the text sent (no text)."""
         return {"kind": "instructions", "path": self.path, "size": self.size,
                 "sent": len(self.text.encode()), "truncated": self.truncated,

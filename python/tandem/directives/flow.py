@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tandem.config.agent_files import Instruction, instructions_text, project_instructions
 from tandem.directives.actions import check
@@ -57,7 +56,7 @@ class Prepared:
     prompt: str
     system: SystemDirective
     messages: list[Message]
-    context: list[dict[str, Any]] = field(default_factory=list)
+    context: list[dict[str, object]] = field(default_factory=list)
     """Records of the instruction files the prompt holds (the journal lists them)."""
 
 

@@ -63,18 +63,18 @@ MAX_PEERS = 16
 _TOOLS = {t.name: t for t in EDITOR_TOOLS}
 
 
-def tool_list() -> list[dict[str, Any]]:
+def tool_list() -> list[dict[str, object]]:
     """The editor tools as the MCP server offers them."""
     return [{"name": t.name, "description": t.description, "input_schema": t.schema()}
             for t in EDITOR_TOOLS]
 
 
-async def answer(editor: EditorBridge | None, root: Path, request: Any) -> dict[str, Any]:
+async def answer(editor: EditorBridge | None, root: Path, request: Any) -> dict[str, object]:
     """The reply to one authenticated REQUEST (already parsed JSON) for ROOT."""
     if not isinstance(request, dict):
         return {"ok": False, "error": "a request is a JSON object"}
     rid = request.get("id")
-    reply: dict[str, Any] = {"id": rid if isinstance(rid, int) else None}
+    reply: dict[str, object] = {"id": rid if isinstance(rid, int) else None}
     op = request.get("op")
     if op == "list":
         return {**reply, "ok": True, "tools": tool_list()}
@@ -209,7 +209,7 @@ class EditorChannels:
             try:
                 request = json.loads(line)
             except ValueError:
-                reply: dict[str, Any] = {"ok": False, "error": "not JSON"}
+                reply: dict[str, object] = {"ok": False, "error": "not JSON"}
             else:
                 reply = await answer(self.editor, channel.root, request)
             writer.write(json.dumps(reply).encode() + b"\n")

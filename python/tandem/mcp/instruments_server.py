@@ -47,7 +47,7 @@ class Backend:
             raise RuntimeError("the tandem backend refused this server's token")
         return reader, writer
 
-    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def ask(self, request: dict[str, object]) -> dict[str, object]:
         """The backend's reply to REQUEST; raises `RuntimeError` when it is gone."""
         async with self._lock:
             self._ids += 1
@@ -86,12 +86,13 @@ def build(backend: Backend) -> Any:
         reply = await backend.ask({"op": "list"})
         if reply.get("ok") is not True:
             raise RuntimeError(str(reply.get("error")))
+        tools = reply.get("tools")
         return [types.Tool(name=t["name"], description=t["description"],
                            inputSchema=t["input_schema"], annotations=read)
-                for t in reply.get("tools") or []]
+                for t in (tools if isinstance(tools, list) else [])]
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
-    async def call_tool(name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
+    async def call_tool(name: str, arguments: dict[str, object]) -> list[types.TextContent]:
         reply = await backend.ask({"op": "call", "tool": name, "arguments": arguments})
         if reply.get("ok") is not True:
             # Raised: the SDK answers a result with isError and this sentence.

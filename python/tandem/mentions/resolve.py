@@ -23,7 +23,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from tandem.config.model import MentionSettings
 from tandem.editor import EditorError
@@ -71,7 +71,7 @@ class Attached:
     """What a request's mentions attach: text for the model, a record per mention."""
 
     text: str = ""
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, object]] = field(default_factory=list)
 
 
 def parse(text: str, root: Path) -> list[Mention]:
@@ -138,7 +138,7 @@ async def resolve(text: str, root: Path, limits: MentionSettings, *,
         note = f", cut at {limits.max_bytes:,} bytes" if cut else ""
         parts.append(f"### @{mention.token} ({label}, {size:,} bytes{note})\n"
                      + (fence(body) if mention.kind == "file" else body.rstrip()))
-        record: dict[str, Any] = {
+        record: dict[str, object] = {
             "kind": mention.kind, "mention": mention.token, "size": size,
             "sent": len(data), "truncated": cut,
             "digest": hashlib.sha256(data).hexdigest()}

@@ -11,7 +11,7 @@ are written by one atomic ref update.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -278,7 +278,7 @@ class PatchSummary(_Model):
         except ValueError:
             return None
 
-    def recorded(self) -> dict[str, Any]:
+    def recorded(self) -> dict[str, object]:
         """The JSON object a journal's ``turn_end`` holds (``remote`` only for a remote turn)."""
         return self.model_dump(mode="json", exclude={"remote"} if self.remote is None else None)
 

@@ -27,7 +27,7 @@ import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tandem.ask import AskRequest, Lines, StdoutSink, asker_through, run_turn
 from tandem.ask_client import MAX_LINE, PROTOCOL, private_folder_ok, socket_paths
@@ -186,7 +186,7 @@ class AskSocket:
 
     async def _serve_peer(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
-        def send(msg: dict[str, Any]) -> None:
+        def send(msg: dict[str, object]) -> None:
             writer.write(json.dumps(msg).encode() + b"\n")
 
         if not _same_user(writer.get_extra_info("socket")):

@@ -53,7 +53,7 @@ class EmacsEditor:
         """Replace and save the buffer visiting PATH; False when none does."""
         return await self._call("tandem--write-buffer", str(path), content) is True
 
-    async def instrument(self, name: str, params: dict[str, Any], timeout: float) -> Any:
+    async def instrument(self, name: str, params: dict[str, object], timeout: float) -> Any:
         """Emacs's answer to the editor tool NAME; `EditorError` when none is connected."""
         if self._emacs() is None:
             raise EditorError(NEEDS_EMACS)

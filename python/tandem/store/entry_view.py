@@ -58,7 +58,7 @@ class UserEntry(_Base):
     text: str
     images: NotRequired[list[ImageRecord]]
     attached: NotRequired[str | None]
-    context: NotRequired[list[dict[str, Any]] | None]
+    context: NotRequired[list[dict[str, object]] | None]
 
 
 class AssistantEntry(_Base):

@@ -79,7 +79,7 @@ def _real_root(ctx: ToolContext) -> Path:
     return Path(os.path.realpath(ctx.root))
 
 
-async def _ask(ctx: ToolContext, tool: str, instrument: str, params: dict[str, Any]) -> Any:
+async def _ask(ctx: ToolContext, tool: str, instrument: str, params: dict[str, object]) -> Any:
     """Emacs's answer to INSTRUMENT, or `ToolError` naming TOOL and what went wrong."""
     editor = ctx.editor if ctx.editor is not None else NoEditor()
     budget = min(ctx.tool_timeout, EDITOR_TIMEOUT)
@@ -93,7 +93,7 @@ async def _ask(ctx: ToolContext, tool: str, instrument: str, params: dict[str, A
     return answer
 
 
-def _items(value: Any) -> list[dict[str, Any]]:
+def _items(value: Any) -> list[dict[str, object]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
@@ -148,14 +148,15 @@ def _finish(ctx: ToolContext, text: str) -> str:
 # -- the tools ------------------------------------------------------------
 
 
-def _checkers(buf: dict[str, Any]) -> str:
-    names = [str(c) for c in buf.get("checkers") or [] if isinstance(c, str)]
+def _checkers(buf: dict[str, object]) -> str:
+    checkers = buf.get("checkers")
+    names = [c for c in checkers if isinstance(c, str)] if isinstance(checkers, list) else []
     return ", ".join(names) if names else "no Flymake or Flycheck in this buffer"
 
 
 async def diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> str:
     """Flymake's (and Flycheck's) diagnostics of visited buffers under the root."""
-    params: dict[str, Any] = {"limit": MAX_ITEMS + 1}
+    params: dict[str, object] = {"limit": MAX_ITEMS + 1}
     shown_path: str | None = None
     if args.path is not None:
         real = resolve_in_root(ctx.root, args.path)
@@ -201,7 +202,7 @@ def _xref(kind: str) -> Callable[[ToolContext, XrefArgs], Any]:
         real = resolve_in_root(ctx.root, args.path)
         if not real.is_file():
             raise ToolError(f"{display_path(ctx.root, real)}: not a file")
-        params: dict[str, Any] = {"path": str(real), "symbol": args.symbol, "kind": kind,
+        params: dict[str, object] = {"path": str(real), "symbol": args.symbol, "kind": kind,
                                   "limit": MAX_ITEMS + 1}
         if args.line is not None:
             params["line"] = args.line

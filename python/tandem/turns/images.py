@@ -42,7 +42,7 @@ class Attachment:
         """Its size in bytes."""
         return len(self.data)
 
-    def record(self, digest: str) -> dict[str, Any]:
+    def record(self, digest: str) -> dict[str, object]:
         """The journal's record of it (digest, media type, size, name: no bytes)."""
         return {"digest": digest, "media_type": self.media_type, "size": self.size,
                 "name": self.name}
@@ -53,7 +53,7 @@ def _shown_name(name: str) -> str:
     return " ".join(name.split())[:255] or "image"
 
 
-def max_bytes(settings: dict[str, Any]) -> int:
+def max_bytes(settings: dict[str, object]) -> int:
     """The ``image_max_bytes`` setting, else the default."""
     value = settings.get("image_max_bytes")
     return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_BYTES
@@ -86,7 +86,7 @@ def _read_file(root: Path, given: str, cap: int) -> tuple[bytes, str]:
 
 
 def read_attachments(inputs: list[ImageInput], root: Path,
-                     settings: dict[str, Any]) -> list[Attachment]:
+                     settings: dict[str, object]) -> list[Attachment]:
     """INPUTS read and checked, in order; `TandemError` ``invalid`` names the first bad one."""
     cap = max_bytes(settings)
     out: list[Attachment] = []

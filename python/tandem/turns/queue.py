@@ -110,7 +110,7 @@ def find(state: QueueState, item: str) -> QueuedMessage:
     return found
 
 
-def add_entry(state: QueueState, text: str) -> dict[str, Any]:
+def add_entry(state: QueueState, text: str) -> dict[str, object]:
     """The ``queue`` entry that adds TEXT to STATE's end (refused past `MAX_ITEMS`)."""
     check_text(text)
     if len(state.items) >= MAX_ITEMS:
@@ -119,7 +119,7 @@ def add_entry(state: QueueState, text: str) -> dict[str, Any]:
     return {"type": "queue", "op": "add", "item": f"q{state.added + 1}", "text": text}
 
 
-def steer_entries(state: QueueState, texts: list[str]) -> list[dict[str, Any]]:
+def steer_entries(state: QueueState, texts: list[str]) -> list[dict[str, object]]:
     """The ``queue`` entries that put TEXTS (steers a turn ended before taking, in the
     order given) at STATE's front, in the order to write them; past `MAX_ITEMS` too:
     guidance the user gave is never dropped."""
@@ -138,7 +138,7 @@ def hold_reason(turn: int, outcome: str, error: str | None) -> str:
     return f"turn {turn} failed: {error}" if error else f"turn {turn} failed"
 
 
-def write(journal: Journal, events: EventSink, entry: dict[str, Any]) -> dict[str, Any]:
+def write(journal: Journal, events: EventSink, entry: dict[str, object]) -> dict[str, object]:
     """Append ENTRY (a ``queue`` op) to JOURNAL durably and tell Emacs; the entry written."""
     written = entry_to_dict(journal.append(entry))
     journal.sync()
@@ -146,6 +146,6 @@ def write(journal: Journal, events: EventSink, entry: dict[str, Any]) -> dict[st
     return written
 
 
-def op(kind: Op, item: str = "", **fields: Any) -> dict[str, Any]:
+def op(kind: Op, item: str = "", **fields: Any) -> dict[str, object]:
     """A ``queue`` entry of op KIND about ITEM with FIELDS."""
     return {"type": "queue", "op": kind, "item": item, **fields}

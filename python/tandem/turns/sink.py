@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from tandem.config.rules import proposal
 from tandem.events import EventSink
@@ -67,7 +66,7 @@ class JournalSink:
         self.steers_handed: list[tuple[str, str]] = []
         """Guidance handed to the engine (`hand_steers`) that it has not seen taken yet."""
 
-    def write(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def write(self, entry: dict[str, object]) -> dict[str, object]:
         """Append ENTRY (for this turn) to the journal and publish it.
 
         A refused write (disk full) raises; the first such error is kept in
@@ -110,13 +109,13 @@ class JournalSink:
             self._text.clear()
 
     def tool_call(self, call_id: str, name: str, kind: ToolKind, title: str,
-                  input: dict[str, Any], decided_by: str | None = None) -> None:
+                  input: dict[str, object], decided_by: str | None = None) -> None:
         """Record the model's tool call (after any text streamed before it).
 
         DECIDED_BY names the user's permission rule that decided the call, if one did.
         """
         self.end_message()
-        entry: dict[str, Any] = {"type": "tool_call", "call_id": call_id, "name": name,
+        entry: dict[str, object] = {"type": "tool_call", "call_id": call_id, "name": name,
                                  "kind": kind, "title": title, "input": input}
         if decided_by is not None:
             entry["decided_by"] = decided_by
@@ -170,7 +169,7 @@ class JournalSink:
             self.write({"type": "steer", "text": text, "given": given})
         return [text for text, _given in taken]
 
-    def plan(self, entries: list[dict[str, Any]]) -> None:
+    def plan(self, entries: list[dict[str, object]]) -> None:
         """Record an agent's plan."""
         self.write({"type": "plan", "entries": entries})
 
@@ -179,7 +178,7 @@ class JournalSink:
         self.end_message()
         interaction = f"{self.turn}.{next(self._ids)}"
         options = ONCE_ONLY if request.once_only else OPTIONS
-        asked: dict[str, Any] = {
+        asked: dict[str, object] = {
             "type": "interaction", "interaction_id": interaction, "kind": "permission",
             "call_id": request.call_id, "title": request.title, "tool": request.tool,
             "tool_kind": request.kind, "options": options}
@@ -207,7 +206,7 @@ class JournalSink:
         answer = reply.answer
         if request.once_only and answer == "allow_session":
             answer = "allow_once"  # not offered: an allow counts for this write only
-        entry: dict[str, Any] = {"type": "interaction_answer", "interaction_id": interaction,
+        entry: dict[str, object] = {"type": "interaction_answer", "interaction_id": interaction,
                                  "answer": answer}
         if reply.content is not None:
             entry["edited"] = True  # the user's content is written, not the model's
