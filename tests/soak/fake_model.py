@@ -44,7 +44,7 @@ def reply(body: dict[str, Any]) -> Reply:
     if action == "broken":
         return Reply(text=f"half an answer of {op} " * 4, broken=True)
     if action == "slow":  # long enough to cancel, queue behind or drop the connection of
-        return Reply(text=f"slow answer {op} " * 20, chunk_size=4, delay=0.02)
+        return Reply(text=f"slow answer {op} " * 8, chunk_size=4, delay=0.01)
     return Reply(text=f"answer {op}", chunk_size=8)
 
 
