@@ -46,6 +46,8 @@ class World:
     reverting: tuple[Project, str] | None = None
     pending: list[tuple[Project, int, int]] = field(default_factory=list)
     """Turns sent since the last check of their request: (project, op, turn)."""
+    index: int = -1
+    """The operation being carried out."""
     recovered: bool = True
     """Whether the next turn's request is the first since a recovery (projection check)."""
 
@@ -69,7 +71,7 @@ class World:
 
     def violation(self, what: str) -> None:
         """Record a violated invariant."""
-        self.stats.violations.append(what)
+        self.stats.violations.append(f"op {self.index}: {what}")
 
 
 def _git(root: Path, *args: str) -> None:
@@ -207,6 +209,7 @@ def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
 def step(w: World, i: int, op: Op) -> None:
     """Carry out the Ith operation OP, recovering when the backend dies in it."""
     kind = op[0]
+    w.index = i
     w.stats.ops += 1
     w.stats.kinds[kind] = w.stats.kinds.get(kind, 0) + 1
     n_violations = len(w.stats.violations)
@@ -237,12 +240,12 @@ def step(w: World, i: int, op: Op) -> None:
     except (Dead, TimeoutError, ConnectionError) as e:
         w.take_events()
         if not w.backend.wait_dead(2.0):
-            w.violation(f"op {i} {kind}: the connection failed ({e}) with the backend alive")
+            w.violation(f"{kind}: the connection failed ({e}) with the backend alive")
         recover(w, f"died in op {i} {kind}")
     except CallError as e:  # from the recovery's own calls
-        w.violation(f"op {i} {kind}: recovery failed: {e.code} {e.message}")
+        w.violation(f"{kind}: recovery failed: {e.code} {e.message}")
     except AssertionError as e:
-        w.violation(f"op {i} {kind}: {e}")
+        w.violation(f"{kind}: {e}")
     if len(w.stats.violations) > n_violations:
         w.stats.first_violation_op = (w.stats.first_violation_op
                                       if w.stats.first_violation_op is not None else i)

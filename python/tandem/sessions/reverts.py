@@ -16,17 +16,25 @@ from tandem.store.entry_view import JournalEntry
 
 
 def left_after(entries: Iterable[JournalEntry]) -> dict[int, str]:
-    """Turn -> checkpoint of the newest revert made after that turn ended, before the next.
+    """Turn -> checkpoint tandem last left the files in after that turn ended, before the next.
 
-    Reverts are refused while a turn runs, so each falls between two turns.
+    The newest revert's ``after``, or a files-only undo's ``checkpoint`` (the
+    files put back as they were before the rewind, while the turns stay
+    hidden): both are tandem's own changes, never someone else's. Reverts
+    and undos are refused while a turn runs, so each falls between two turns.
     """
     out: dict[int, str] = {}
     last_ended: int | None = None
     for e in entries:
-        if e["type"] == "turn_end" and isinstance(e["turn"], int):
+        kind = e["type"]
+        if kind == "turn_end" and isinstance(e["turn"], int):
             last_ended = e["turn"]
-        elif e["type"] == "revert" and last_ended is not None and isinstance(e["after"], str):
+        elif last_ended is None:
+            continue
+        elif kind == "revert" and isinstance(e["after"], str):
             out[last_ended] = e["after"]
+        elif kind == "rewind_undo" and e.get("files_only") and isinstance(e.get("checkpoint"), str):
+            out[last_ended] = str(e.get("checkpoint"))
     return out
 
 
