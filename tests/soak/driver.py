@@ -163,7 +163,7 @@ def check_projection(w: World) -> None:
 
 
 def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
-        check_every: int = 25) -> report.Stats:
+        check_every: int = 50) -> report.Stats:
     """Run OPS (or as many as SECONDS allow) in BASE; the figures and violations."""
     stats = report.Stats(seed=seed)
     home = base / "tandem"
@@ -192,7 +192,7 @@ def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
                 break
             step(w, i, op)
             if (i + 1) % check_every == 0:
-                check(w)
+                guarded(w, check, "a periodic check")
         if not w.backend.alive():
             recover(w, "dead at the end")
         check_projection(w)
@@ -204,6 +204,16 @@ def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
             stats.fired(line)
         fake.stop()
     return stats
+
+
+def guarded(w: World, fn: Any, what: str) -> None:
+    """FN(W), recovering when the backend dies in it (an armed point fired there)."""
+    try:
+        fn(w)
+    except (Dead, TimeoutError, ConnectionError):
+        if not w.backend.wait_dead(2.0):
+            w.violation(f"{what}: the connection failed with the backend alive")
+        recover(w, f"died in {what}")
 
 
 def step(w: World, i: int, op: Op) -> None:

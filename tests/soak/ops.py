@@ -30,7 +30,7 @@ Op = tuple[str, int, int]
 WEIGHTS = {
     "send": 30, "ask": 8, "queue": 5, "cancel": 5, "drop": 2, "rewind": 8, "undo": 5,
     "compact": 2, "revert": 5, "directive": 3, "relocate": 1, "reopen": 3, "outside": 8,
-    "kill": 2, "arm": 3,
+    "kill": 1, "arm": 2,
 }
 """How often each kind comes (relative)."""
 
