@@ -79,7 +79,8 @@ class Client:
         """Call METHOD; its reply, or `CallError`; `Dead` when the socket closes."""
         self.uid += 1
         uid = self.uid
-        self._send([sexp.Symbol("call"), uid, sexp.Symbol(method), [] if params is None else [params]])
+        args = [] if params is None else [params]
+        self._send([sexp.Symbol("call"), uid, sexp.Symbol(method), args])
         self.sock.settimeout(timeout)
         while True:
             msg = self._recv()

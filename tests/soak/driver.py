@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -262,7 +261,7 @@ def step(w: World, i: int, op: Op) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``--seed S --ops N [--seconds T] [--shrink]``: run, print the report, exit 1 on violations."""
+    """``--seed S --ops N [--seconds T] [--no-shrink] [--keep]``: run, report, 1 on violations."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ops", type=int, default=500)

@@ -37,8 +37,9 @@ def reply(body: dict[str, Any]) -> Reply:
         return Reply(text="Summary: the soak wrote some files.", chunk_size=16)
     op, action, a, b = found[-1]
     if action == "write":
-        return Reply(text=f"writing {a}", chunk_size=8, tool_calls=[
-            ToolCallSpec(id=f"call_{op}", name="write_file", input={"path": a, "content": b + "\n"})])
+        call = ToolCallSpec(id=f"call_{op}", name="write_file",
+                            input={"path": a, "content": b + "\n"})
+        return Reply(text=f"writing {a}", chunk_size=8, tool_calls=[call])
     if action == "fail":
         return Reply(status=400, message=f"soak {op}: scripted failure")
     if action == "broken":

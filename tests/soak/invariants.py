@@ -146,7 +146,8 @@ def projection(home: Path, p: Project, turn: int, body: dict[str, Any]) -> list[
     got = [m for m in body.get("messages", []) if m.get("role") not in ("system", "developer")]
     got = got[:-1]  # the turn's own request
     if got != want:
+        pairs = zip(got, want, strict=False)
+        first = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(got), len(want)))
         return [f"{p.sid}: turn {turn}'s request had {len(got)} context messages, the journal's "
-                f"projection {len(want)}; first difference at "
-                f"{next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))}"]
+                f"projection {len(want)}; first difference at message {first}"]
     return []

@@ -15,7 +15,6 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backend import CallError, Client

@@ -26,15 +26,14 @@ def left_after(entries: Iterable[JournalEntry]) -> dict[int, str]:
     out: dict[int, str] = {}
     last_ended: int | None = None
     for e in entries:
-        kind = e["type"]
-        if kind == "turn_end" and isinstance(e["turn"], int):
+        if e["type"] == "turn_end" and isinstance(e["turn"], int):
             last_ended = e["turn"]
         elif last_ended is None:
             continue
-        elif kind == "revert" and isinstance(e["after"], str):
+        elif e["type"] == "revert" and isinstance(e["after"], str):
             out[last_ended] = e["after"]
-        elif kind == "rewind_undo" and e.get("files_only") and isinstance(e.get("checkpoint"), str):
-            out[last_ended] = str(e.get("checkpoint"))
+        elif e["type"] == "rewind_undo" and e["files_only"] and isinstance(e["checkpoint"], str):
+            out[last_ended] = e["checkpoint"]
     return out
 
 

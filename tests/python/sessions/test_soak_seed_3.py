@@ -13,7 +13,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from server.epc_peer import Peer, start_backend  # noqa: E402
-
 from tandem.protocol.sexp import Symbol  # noqa: E402
 
 
