@@ -7,6 +7,8 @@
 #   make package  a package.el tarball in .cache/dist/
 #   make bench [ONLY=startup,view]  performance figures as JSON lines (docs/performance.md);
 #               ONLY: those scripts alone
+#   make soak [SEED=1] [OPS=500]  the seeded soak with injected faults
+#               (docs/reliability.md); exits non-zero on a violation
 #   make bench-compare BASE=REF [ROUNDS=2] [ONLY=transport,view] [FIGURES=a,b]
 #               the benchmarks of REF and of the working tree, alternately in
 #               one session; each figure's ratio to REF's, and a non-zero exit
@@ -40,7 +42,7 @@ ELPA_LET_ALIST = $(firstword $(wildcard /usr/share/emacs/site-lisp/elpa/let-alis
 PKG_VERSION = $(shell sed -n 's/^;; Version: *//p' elisp/tandem.el)
 DIST ?= .cache/dist
 
-.PHONY: run test bench bench-compare demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc architecture-doc clean \
+.PHONY: run test bench soak bench-compare demo setup venv emacs-deps test-deps lint typecheck pytest elisp-compile checkdoc ert protocol-doc architecture-doc clean \
   package-lint autoloads info package package-test
 
 setup: venv emacs-deps
@@ -92,6 +94,14 @@ lint: venv
 
 typecheck: venv
 	$(VENV)/bin/mypy
+
+# The soak makes its own temporary HOME, TANDEM_HOME and projects; the
+# test directories still keep anything it might touch away from yours.
+SEED ?= 1
+OPS ?= 500
+soak: venv
+	$(TEST_DIRS)
+	$(TEST_ENV) $(VPY) tests/soak/driver.py --seed $(SEED) --ops $(OPS)
 
 pytest: venv
 	$(TEST_DIRS)

@@ -26,6 +26,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tandem import faults
 from tandem.checkpoints import bulk
 from tandem.checkpoints.git import Git, GitError
 from tandem.checkpoints.layout import Layout
@@ -211,6 +212,7 @@ def _capture_region(
         )
         if many:
             bulk.pack_trees(git, work, index)
+    faults.point("capture.mid")
     tree = _write_tree(git, work, index, region, watch)
     watch.mark(region, fingerprint)  # only once the capture succeeded
     return _Region(tree, gaps, nested)

@@ -20,6 +20,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tandem import faults
 from tandem.checkpoints.diffing import RawChange, covered
 from tandem.checkpoints.git import Git
 from tandem.protocol.base import TandemError
@@ -288,6 +289,7 @@ def _write(
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        faults.point("restore.file")
         os.replace(tmp, full)
     except BaseException:
         try:

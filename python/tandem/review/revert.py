@@ -11,6 +11,7 @@ so files and journal never disagree.
 
 from __future__ import annotations
 
+from tandem import faults
 from tandem.checkpoints.reverting import RevertResult, concerned_paths
 from tandem.checkpoints.reverting import revert as revert_files
 from tandem.checkpoints.service import CheckpointService
@@ -94,6 +95,7 @@ class Reverter:
             lambda: revert_files(cp, base=base, end=end, path=path, hunk=hunk,
                                  hunk_header=hunk_header, reference=reference, label=label))
         try:
+            faults.point("revert.restored")
             entry = journal.append({"type": "revert", "of_turn": turn, "path": path, "hunk": hunk,
                                     "paths": done.paths, "before": done.before, "after": done.after,
                                     "restored": done.restored, "deleted": done.deleted})

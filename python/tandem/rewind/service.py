@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tandem import faults
 from tandem.checkpoints.service import CheckpointService
 from tandem.events import EventSink
 from tandem.protocol.base import TandemError
@@ -190,6 +191,7 @@ class RewindService:
             if journal.last_seq != plan.journal_seq:
                 raise TandemError("busy", "A turn started while the files were being restored; "
                                   "the files were put back and the session is unchanged")
+            faults.point("rewind.restored")
             entry = journal.append({
                 "type": "rewind", "before_turn": before_turn, "checkpoint": plan.checkpoint,
                 "backup": done.backup.id, "restored": done.restored, "deleted": done.deleted,
@@ -200,6 +202,7 @@ class RewindService:
             drop_intent(journal.path)  # files as before; a failed put-back keeps it for recovery
             raise
         try:
+            faults.point("rewind.entry")
             journal.sync()
         except OSError as e:  # the entry is written; its durability is in doubt: keep the intent
             raise TandemError("io", f"Rewind written but not synced to disk: {e.strerror}") from e

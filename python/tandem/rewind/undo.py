@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from tandem import faults
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import RestoreResult, RestoreStart
 from tandem.protocol.events import EntryEvent
@@ -122,6 +123,7 @@ class RewindUndo:
             if journal.last_seq != plan.journal_seq:
                 raise TandemError("busy", "The session changed while the files were being "
                                   "restored; the files were put back and the session is unchanged")
+            faults.point("undo.restored")
             entry = journal.append({
                 "type": "rewind_undo", "rewind_seq": plan.rewind_seq,
                 "before_turn": plan.before_turn, "checkpoint": plan.checkpoint,

@@ -7,6 +7,7 @@ the terminal, ``emacs`` for Emacs), rewritten atomically on each activation.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from pydantic import BaseModel, ValidationError
 
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil
+
+log = logging.getLogger(__name__)
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -41,7 +44,15 @@ def read(home: Path, key: str) -> Breadcrumb | None:
 
 
 def write(home: Path, key: str, crumb: Breadcrumb) -> None:
-    """Record CRUMB for KEY (atomic replace)."""
+    """Record CRUMB for KEY (atomic replace); a failed write is logged, never raised.
+
+    A breadcrumb only helps ``continue`` find the last session: a full or
+    failing disk must not refuse the open or resume that writes it (the old
+    breadcrumb, or none, stays).
+    """
     path = _path(home, key)
-    fsutil.private_dir(path.parent)
-    fsutil.atomic_write(path, json.dumps(crumb.model_dump()).encode())
+    try:
+        fsutil.private_dir(path.parent)
+        fsutil.atomic_write(path, json.dumps(crumb.model_dump()).encode())
+    except OSError as exc:
+        log.warning("cannot record the last session in %s: %s", path, exc.strerror or exc)

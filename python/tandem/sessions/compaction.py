@@ -470,7 +470,8 @@ def session_provider(
     entries: Sequence[JournalEntry], settings: Mapping[str, Any], requested: str | None
 ) -> tuple[str, str]:
     """(provider name, model) compaction uses: REQUESTED, else the provider of the
-    latest visible chat turn, else the settings' default."""
+    latest visible chat turn, else the session's own choice (``provider_change``),
+    else the settings' default."""
     if requested:
         parse_provider(requested)
         return requested, ""
@@ -488,4 +489,10 @@ def session_provider(
             except TandemError:
                 continue
             return name, str(e.get("model") or "")
+    # No visible chat turn (none yet, or every one rewound): the provider the
+    # user chose for the session is the one its next turn would use.
+    chosen = [e["provider"] for e in entries
+              if e["type"] == "provider_change" and isinstance(e.get("provider"), str)]
+    if chosen:
+        return chosen[-1], ""
     return choose_provider(dict(settings), None), ""

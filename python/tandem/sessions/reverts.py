@@ -12,21 +12,38 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tandem.sessions.projection import visible_turns
 from tandem.store.entry_view import JournalEntry
 
 
 def left_after(entries: Iterable[JournalEntry]) -> dict[int, str]:
-    """Turn -> checkpoint of the newest revert made after that turn ended, before the next.
+    """Turn -> checkpoint tandem last left the files in after that turn, before the next.
 
-    Reverts are refused while a turn runs, so each falls between two turns.
+    The newest revert's ``after``, or a files-only undo's ``checkpoint`` (the
+    files put back as they were before the rewind, while the turns stay
+    hidden): both are tandem's own changes, never someone else's. Each counts
+    for the latest turn still visible then (after a rewind, the one before
+    the rewound turns). Reverts and undos are refused while a turn runs, so
+    each falls between two turns.
     """
     out: dict[int, str] = {}
-    last_ended: int | None = None
-    for e in entries:
+    seen = list(entries)
+    ended: list[int] = []
+    for i, e in enumerate(seen):
         if e["type"] == "turn_end" and isinstance(e["turn"], int):
-            last_ended = e["turn"]
-        elif e["type"] == "revert" and last_ended is not None and isinstance(e["after"], str):
-            out[last_ended] = e["after"]
+            ended.append(e["turn"])
+            continue
+        files_only = e["type"] == "rewind_undo" and e.get("files_only")
+        if not ended or (e["type"] != "revert" and not files_only):
+            continue
+        _, hidden = visible_turns(seen[:i])  # rare entries: the prefix is read for each
+        last = max((t for t in ended if t not in hidden), default=None)
+        if last is None:
+            continue
+        if e["type"] == "revert" and isinstance(e["after"], str):
+            out[last] = e["after"]
+        elif e["type"] == "rewind_undo" and isinstance(e["checkpoint"], str):
+            out[last] = e["checkpoint"]
     return out
 
 

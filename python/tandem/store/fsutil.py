@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from tandem import faults
+
 PRIVATE_FILE_MODE = 0o600
 """Mode of every file tandem creates in its state."""
 PRIVATE_DIR_MODE = 0o700
@@ -100,13 +102,16 @@ def atomic_write(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -> None
                 n = os.write(fd, view)
                 view = view[n:]
             os.fchmod(fd, mode)  # a stale temp file of the same name kept its old mode
+            faults.point("atomic.fsync")
             os.fsync(fd)
         finally:
             os.close(fd)
+        faults.point("atomic.rename")
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
+    faults.point("atomic.renamed")
     fsync_dir(path.parent)
 
 

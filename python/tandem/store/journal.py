@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tandem import faults
 from tandem.gcpause import cyclic_gc_paused
 from tandem.protocol.base import TandemError
 from tandem.store import fsutil, layout
@@ -303,6 +304,7 @@ class Journal:
             self._cut_back()  # raises while the disk still refuses
         self._unsynced = True  # before the write: a failed one may still have changed the file
         try:
+            faults.point("journal.write")
             written = self.io.write(fd, line)
         except OSError as exc:
             self._cut_back(quiet=True)
@@ -313,6 +315,7 @@ class Journal:
             raise TandemError(
                 "io", f"disk full: only {written} of {len(line)} bytes reached session "
                 f"{self.id}'s journal {self.path}; the entry was not saved")
+        faults.point("journal.appended")
         self._end += len(line)
         self.last_seq = model.seq
         self.last_ts = model.ts
@@ -347,7 +350,9 @@ class Journal:
         if not self._unsynced:
             return
         try:
+            faults.point("journal.fsync")
             self.io.fsync(fd)
+            faults.point("journal.synced")
             self._unsynced = False
         except OSError as exc:
             raise io_error(exc, f"cannot save session {self.id}'s journal {self.path}"

@@ -1,0 +1,153 @@
+"""The invariants checked after every recovery (and at the end of a run).
+
+Each check returns the violations it found, as sentences. The reference for
+the projection is the project's own pure function (`tandem.sessions.projection.project`
+over the journal as written, in the OpenAI wire form the provider sends).
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tandem.providers.openai import _extend
+from tandem.providers.wire_context import complete_tool_pairs
+from tandem.sessions.projection import project
+from tandem.store.models import EntryError, parse_entry
+
+from .backend import CallError, Client
+
+if TYPE_CHECKING:
+    from .model import Model, Project
+
+TEMP_MARKS = (".tandem-", ".tmp-")
+"""Name parts of tandem's temporary files (restore copies, atomic writes)."""
+
+
+def journal_of(home: Path, sid: str) -> Path | None:
+    """SID's journal file under HOME (wherever relocation put it)."""
+    found = sorted((home / "sessions").glob(f"*/*_{sid}.jsonl"))
+    return found[-1] if found else None
+
+
+def read_journal(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """PATH's entries as written, and a sentence for each line that does not parse."""
+    bad: list[str] = []
+    entries: list[dict[str, Any]] = []
+    lines = path.read_bytes().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for n, line in enumerate(lines[1:], start=2):
+        try:
+            data = json.loads(line)
+            parse_entry(dict(data))
+        except (ValueError, EntryError) as e:
+            bad.append(f"{path.name} line {n} does not parse: {e}")
+            continue
+        entries.append(data)
+    return entries, bad
+
+
+def journals(home: Path, model: Model, projects: list[Project]) -> list[str]:
+    """Every journal parses; no acknowledged entry is missing; every started turn ended."""
+    out: list[str] = []
+    for p in projects:
+        path = journal_of(home, p.sid)
+        if path is None:
+            out.append(f"session {p.sid} has no journal")
+            continue
+        entries, bad = read_journal(path)
+        out += bad
+        by_seq = {e["seq"]: e["type"] for e in entries}
+        for seq, typ in sorted(model.acked.get(p.sid, {}).items()):
+            if by_seq.get(seq) != typ:
+                out.append(f"{p.sid}: acknowledged entry {seq} ({typ}) is "
+                           f"{by_seq.get(seq) or 'missing'} in the journal")
+        starts = {e["turn"] for e in entries if e["type"] == "turn_start"}
+        ends = {e["turn"] for e in entries if e["type"] == "turn_end"}
+        if starts - ends:
+            out.append(f"{p.sid}: turns {sorted(starts - ends)} started and never ended")
+        if model.started.get(p.sid, set()) - starts:
+            out.append(f"{p.sid}: turns {sorted(model.started[p.sid] - starts)} were announced "
+                       "and have no turn_start entry")
+    return out
+
+
+def listing(client: Client, projects: list[Project]) -> list[str]:
+    """Every session is listed."""
+    rows = client.call("sessions/list", {"all": True}) or []
+    listed = {str(r.get("id")) for r in rows} if isinstance(rows, list) else set()
+    return [f"session {p.sid} is not listed" for p in projects if p.sid not in listed]
+
+
+def temp_files(projects: list[Project]) -> list[str]:
+    """No temporary file of tandem's is left in any project."""
+    out = []
+    for p in projects:
+        for f in p.root.rglob("*"):
+            if ".git" not in f.relative_to(p.root).parts and any(m in f.name for m in TEMP_MARKS):
+                out.append(f"{p.name}: temporary file left: {f.relative_to(p.root)}")
+    return out
+
+
+def private_modes(home: Path) -> list[str]:
+    """Everything under TANDEM_HOME's sessions is private (files 0600, folders 0700)."""
+    out = []
+    for f in [home / "sessions", *(home / "sessions").rglob("*")]:
+        mode = stat.S_IMODE(f.lstat().st_mode)
+        if f.is_symlink():
+            continue
+        if mode & 0o077:
+            out.append(f"{f.relative_to(home)} has mode {mode:o}")
+    return out
+
+
+def files_match_journal(client: Client, p: Project) -> list[str]:
+    """The tool files are as the journal says (end of the latest turn, after rewinds/reverts)."""
+    rows = client.call("sessions/turns", {"session": p.sid})["turns"] or []
+    visible = [r for r in rows if not r.get("rewound")]
+    if not visible:
+        return []
+    try:
+        plan = client.call("sessions/rewind-plan", {"session": p.sid, "turn": visible[-1]["turn"]})
+    except CallError as e:
+        if e.code in ("no-checkpoint", "compaction", "not-found"):
+            return []
+        return [f"{p.sid}: rewind-plan failed: {e.code} {e.message}"]
+    if not plan.get("expected_after"):
+        return []  # the latest turn recorded no end state (it was cut short)
+    bad = [c["path"] for c in plan.get("changed_externally") or []
+           if str(c["path"]).startswith("t") and "since turn" in str(c.get("when"))
+           and c["path"] not in p.excused]
+    return [f"{p.name}: {path} differs from the journal's state after turn "
+            f"{visible[-1]['turn']}" for path in bad]
+
+
+def reference_messages(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The context messages ENTRIES give the next chat turn, in OpenAI wire form."""
+    out: list[dict[str, Any]] = []
+    _extend(out, complete_tool_pairs(project(entries)))  # type: ignore[arg-type]
+    return out
+
+
+def projection(home: Path, p: Project, turn: int, body: dict[str, Any]) -> list[str]:
+    """What the model got for TURN's first request equals the journal's projection."""
+    path = journal_of(home, p.sid)
+    if path is None:
+        return []
+    entries, _ = read_journal(path)
+    start = next((e["seq"] for e in entries if e["type"] == "turn_start" and e["turn"] == turn),
+                 None)
+    if start is None:
+        return [f"{p.sid}: turn {turn} has no turn_start"]
+    want = reference_messages([e for e in entries if e["seq"] < start])
+    got = [m for m in body.get("messages", []) if m.get("role") not in ("system", "developer")]
+    got = got[:-1]  # the turn's own request
+    if got != want:
+        pairs = zip(got, want, strict=False)
+        first = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(got), len(want)))
+        return [f"{p.sid}: turn {turn}'s request had {len(got)} context messages, the journal's "
+                f"projection {len(want)}; first difference at message {first}"]
+    return []
