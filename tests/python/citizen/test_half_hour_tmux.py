@@ -188,10 +188,11 @@ def test_a_new_users_first_half_hour(user: tuple[Pane, Path],
     pane.wait_for(r"Undo the latest rewind", timeout=10)
     pane.keys("u")
     answer_yes(pane)
-    screen = pane.wait_for(r"Undid the rewind before turn 4", timeout=30)
-    # Turn 4 is back with its footer; the file's buffer shows what the file holds.
-    assert "✔ succeeded · 1 file changed" in screen, screen
-    assert 'print("HELLO")' in screen, screen
+    pane.wait_for(r"Undid the rewind before turn 4", timeout=30)
+    # Turn 4 is back with its footer; the file's buffer shows what the file holds (the
+    # preview's window gives way and the view redraws just after the message, under load
+    # a screen later).
+    screen = pane.wait_for(r'print\("HELLO"\)(.|\n)*✔ succeeded · 1 file changed', timeout=15)
     until(lambda: (tmp / "project" / "main.py").read_text() == 'print("HELLO")\n', screen)
 
     # Review the turn that changed a file with = on it; revert its hunk: the review follows.
