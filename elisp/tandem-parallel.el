@@ -285,8 +285,25 @@ again, unless FORCE.  Return the record, or nil when nothing was removed."
                      (when (funcall tandem-parallel-confirm-function
                                     (concat (tandem-error-message err) " "))
                        (tandem-request "parallel/remove" (list :session session :force t)))))))
-        (when done (message "tandem: removed %s" what))
+        (when done
+          (tandem-parallel--leave-tree (plist-get record :worktree)
+                                       (plist-get record :project))
+          (message "tandem: removed %s" what))
         done))))
+
+(defun tandem-parallel--leave-tree (tree project)
+  "Point every buffer whose directory is in the removed TREE at PROJECT.
+A buffer left in a folder that no longer exists makes each process it
+starts (a sentinel's, a timer's) fail with \"Setting current directory\"."
+  (when (and (stringp tree) (stringp project))
+    (let ((tree (file-name-as-directory (expand-file-name tree)))
+          (project (file-name-as-directory (expand-file-name project))))
+      (dolist (buffer (buffer-list))
+        (with-current-buffer buffer
+          (when (and (stringp default-directory)
+                     (string-prefix-p tree (file-name-as-directory
+                                            (expand-file-name default-directory))))
+            (setq default-directory project)))))))
 
 ;;;; Best-of-N and the compare view
 
