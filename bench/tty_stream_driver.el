@@ -180,8 +180,7 @@ sessions' states while they stream."
          (reply `(:reply (:text ,text :chunk_size ,bench-tty-chunk
                           :delay ,(/ 1.0 bench-tty-rate))))
          (fake (tandem-view-test-start-fake `(:steps ,(make-vector n reply))))
-         (windows (bench-tty--windows n))
-         (views nil) (ended 0))
+         (windows nil) (views nil) (ended 0))
     (setenv "OPENAI_BASE_URL" (cdr fake))
     (setq tandem-python (getenv "BENCH_TTY_PYTHON")
           tandem-home (make-temp-file "bench-tty-home-" t)
@@ -191,9 +190,11 @@ sessions' states while they stream."
       (let ((info (tandem-request "sessions/new"
                                   (list :cwd (make-temp-file "bench-tty-project-" t)
                                         :title (format "stream %d" (1+ i))))))
-        (push (tandem-view-show info) views)
-        (set-window-buffer (nth i windows) (car views))))
+        (push (save-window-excursion (tandem-view-show info)) views)))
     (setq views (nreverse views))
+    ;; The windows once every buffer exists: showing one may split the frame.
+    (setq windows (bench-tty--windows n))
+    (cl-mapc #'set-window-buffer windows views)
     (select-window (car windows))
     (when (> n 1)
       (advice-add 'tandem-overview--show :after #'bench-tty--overview-shown)
@@ -205,8 +206,14 @@ sessions' states while they stream."
                   ("delta" (bench-tty-chunk-arrived))
                   ("turn-ended" (when (= (cl-incf ended) n) (bench-tty-after-last))))))
     (lambda ()
-      (dolist (view views)
-        (with-current-buffer view (tandem-view-test-send "Stream the long answer, please."))))))
+      ;; One send a command, 50 ms apart (faster than a user switches and
+      ;; types): four sends in one command held the keys up for 140-260 ms.
+      (let ((delay 0))
+        (dolist (view views)        ; a binding of its own for each closure
+          (run-at-time delay nil (lambda ()
+                                   (with-current-buffer view
+                                     (tandem-view-test-send "Stream the long answer, please."))))
+          (setq delay (+ delay 0.05)))))))
 
 ;;;; Into a markdown-mode buffer (the anchor)
 
