@@ -7,6 +7,10 @@ streams a ~200 KB Markdown answer with code blocks (111-character deltas,
 
 * ``tandem``: the session buffer through the real path (a real backend,
   the fake OpenAI server streaming, the client's dispatch, the view), or
+* ``tandem-x4``: four sessions (four projects, one backend) streaming the
+  same answer at once, each session buffer in a window of its own (2x2)
+  above the overview buffer, which follows their states; its figures are
+  set beside ``tandem``'s of the same run (CPU seconds as a ratio, ≤ 4×), or
 * ``anchor``: a ``markdown-mode`` buffer the same chunks are appended to at
   the same rate, shown the same way (the naive client).
 
@@ -184,7 +188,28 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
             "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"],
-            "allocated_mb": sum(r["consed"]) / 1e6, "system_seconds": r["stime_ticks"] / CLK_TCK}
+            "allocated_mb": sum(r["consed"]) / 1e6, "system_seconds": r["stime_ticks"] / CLK_TCK,
+            "overview_refreshes": r.get("overview_refreshes", 0),
+            "overview_running_max": r.get("overview_running_max", 0),
+            "overview_running_last": r.get("overview_running_last", 0)}
+
+
+def _emit_x4(med: Any, load: float) -> None:
+    """Four sessions streaming at once, beside one session's figures of the same run."""
+    one = "view_stream_tty"
+    overview = {"overview_refreshes": med("tandem-x4", "overview_refreshes"),
+                "overview_running_max": med("tandem-x4", "overview_running_max"),
+                "overview_running_last": med("tandem-x4", "overview_running_last")}
+    _emit("view_stream_tty_x4_cpu_ratio",
+          med("tandem-x4", "cpu_seconds") / med("tandem", "cpu_seconds"), "x",
+          f"{one}_cpu_seconds", med("tandem", "cpu_seconds"), 4,
+          cpu_seconds=med("tandem-x4", "cpu_seconds"), cpu=round(med("tandem-x4", "cpu"), 2),
+          gcs=med("tandem-x4", "gcs"), load_average=load, **overview)
+    _emit("view_stream_tty_x4_input_latency_p99", med("tandem-x4", "p99"), "ms",
+          f"{one}_input_latency_p99", med("tandem", "p99"), 16,
+          idle_p99=med("tandem-x4", "idle_p99"), load_average=load)
+    _emit("view_stream_tty_x4_longest_stall", med("tandem-x4", "stall"), "ms",
+          f"{one}_longest_stall", med("tandem", "stall"), 100, load_average=load)
 
 
 def main() -> int:
@@ -235,6 +260,8 @@ def main() -> int:
               load_average=load)
         _emit(f"{name}_longest_stall", med(mode, "stall"), "ms",
               "markdown_mode_append_longest_stall", med("anchor", "stall"), 100, load_average=load)
+    if "tandem" in runs and "tandem-x4" in runs:
+        _emit_x4(med, load)
     print(json.dumps({"runs": every}), file=sys.stderr)
     return 0
 

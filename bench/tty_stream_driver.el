@@ -4,13 +4,16 @@
 
 ;; Loaded by an interactive `emacs -nw' that bench/bench_stream_tty.py
 ;; starts in a detached tmux session.  It streams a long Markdown answer
-;; into one full-frame window, then writes what it measured as JSON to
+;; into one full-frame window (or four), then writes what it measured as JSON to
 ;; $BENCH_TTY_OUT and exits.  $BENCH_TTY_MODE says into what:
 ;;
 ;;   tandem  the session buffer, through the real path: a real backend,
 ;;           the fake OpenAI server streaming the answer in CHUNK-character
 ;;           deltas at RATE a second, the client's dispatch, the view;
 ;;   tandem-markdown-mode  the same with `markdown-mode' as the fontifier;
+;;   tandem-x4  four sessions (four projects, one backend) streaming the
+;;           same answer at once, each in a window of its own (a 2x2 grid)
+;;           above the overview (`tandem-sessions-list'), which follows them;
 ;;   idle    nothing streams, for as long: the floor (keys, timer, redisplay);
 ;;   anchor  a `markdown-mode' buffer (code blocks fontified natively) the
 ;;           same chunks are appended to at the same rate, point at its end.
@@ -115,6 +118,11 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
          (bench-tty-extra
           (append bench-tty-extra
                   (list :events_log_chars (if log (buffer-size log) 0)
+                        ;; The overview's redraws after the streams were asked for.
+                        :overview_refreshes (cl-count-if (lambda (o) (> (car o) bench-tty-go))
+                                                         bench-tty-overview)
+                        :overview_running_max (apply #'max 0 (mapcar #'cdr bench-tty-overview))
+                        :overview_running_last (or (cdar bench-tty-overview) 0)
                         :gcs (- gcs-done (nth 2 bench-tty-first))
                         :gc_seconds (- gc-elapsed (nth 3 bench-tty-first))
                         :stime_ticks (- (bench-tty-cpu t) (nth 5 bench-tty-first))
@@ -140,29 +148,72 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
 
 ;;;; Into the tandem view
 
-(defun bench-tty-tandem (text)
-  "Stream TEXT into a session buffer through a real backend and the fake model."
-  (let* ((fake (tandem-view-test-start-fake
-                `(:steps [(:reply (:text ,text :chunk_size ,bench-tty-chunk
-                                   :delay ,(/ 1.0 bench-tty-rate)))])))
-         (info nil))
+(defvar bench-tty-overview nil
+  "What the overview showed while the streams ran: (TIME . RUNNING-ROWS), newest first.")
+
+(defun bench-tty--overview-shown (rows)
+  "Note that the overview was redrawn with ROWS, and how many were running."
+  (push (cons (float-time) (cl-count "running" rows :key (lambda (r) (plist-get r :state))
+                                     :test #'equal))
+        bench-tty-overview))
+
+(defun bench-tty--windows (n)
+  "Split the frame into N windows (1 or 4: a 2x2 grid) above a 10-line one.
+Return the N windows, then the bottom one (or nil when N is 1)."
+  (delete-other-windows)
+  (if (= n 1)
+      (list (selected-window) nil)
+    (let* ((top (selected-window))
+           (bottom (split-window top -10 'below))
+           (right (split-window top nil 'right))
+           (bottom-left (split-window top nil 'below))
+           (bottom-right (split-window right nil 'below)))
+      (list top right bottom-left bottom-right bottom))))
+
+(defun bench-tty-tandem (text &optional n)
+  "Stream TEXT into N session buffers (1 by default) at once.
+Through one real backend and the fake model, each session in a project of
+its own.  With N above 1 each buffer has a window of its own and the
+overview (`tandem-sessions-list') is shown below them, following the
+sessions' states while they stream."
+  (let* ((n (or n 1))
+         (reply `(:reply (:text ,text :chunk_size ,bench-tty-chunk
+                          :delay ,(/ 1.0 bench-tty-rate))))
+         (fake (tandem-view-test-start-fake `(:steps ,(make-vector n reply))))
+         (windows nil) (views nil) (ended 0))
     (setenv "OPENAI_BASE_URL" (cdr fake))
     (setq tandem-python (getenv "BENCH_TTY_PYTHON")
           tandem-home (make-temp-file "bench-tty-home-" t)
           tandem-provider "openai:fake-model")
     (tandem-start)
-    (setq info (tandem-request "sessions/new" (list :cwd (make-temp-file "bench-tty-project-" t)
-                                                    :title "stream")))
-    (switch-to-buffer (tandem-view-show info))
-    (delete-other-windows)
+    (dotimes (i n)
+      (let ((info (tandem-request "sessions/new"
+                                  (list :cwd (make-temp-file "bench-tty-project-" t)
+                                        :title (format "stream %d" (1+ i))))))
+        (push (save-window-excursion (tandem-view-show info)) views)))
+    (setq views (nreverse views))
+    ;; The windows once every buffer exists: showing one may split the frame.
+    (setq windows (bench-tty--windows n))
+    (cl-mapc #'set-window-buffer windows views)
+    (select-window (car windows))
+    (when (> n 1)
+      (advice-add 'tandem-overview--show :after #'bench-tty--overview-shown)
+      (let ((overview (save-window-excursion (tandem-sessions-list))))
+        (set-window-buffer (car (last windows)) overview)))
     (add-hook 'tandem-event-functions
               (lambda (e)
                 (pcase (plist-get e :kind)
                   ("delta" (bench-tty-chunk-arrived))
-                  ("turn-ended" (bench-tty-after-last)))))
-    (let ((view (current-buffer)))
-      (lambda ()
-        (with-current-buffer view (tandem-view-test-send "Stream the long answer, please."))))))
+                  ("turn-ended" (when (= (cl-incf ended) n) (bench-tty-after-last))))))
+    (lambda ()
+      ;; One send a command, 50 ms apart (faster than a user switches and
+      ;; types): four sends in one command held the keys up for 140-260 ms.
+      (let ((delay 0))
+        (dolist (view views)        ; a binding of its own for each closure
+          (run-at-time delay nil (lambda ()
+                                   (with-current-buffer view
+                                     (tandem-view-test-send "Stream the long answer, please."))))
+          (setq delay (+ delay 0.05)))))))
 
 ;;;; Into a markdown-mode buffer (the anchor)
 
@@ -210,6 +261,7 @@ Emacs still handles the keys and the 10 ms timer, and redisplays."
                ("tandem" (bench-tty-tandem text))
                ("tandem-markdown-mode" (setq tandem-view-markdown-engine 'markdown-mode)
                 (bench-tty-tandem text))
+               ("tandem-x4" (bench-tty-tandem text 4))
                ("idle" (bench-tty-idle text))
                (_ (bench-tty-anchor text)))))
     (global-set-key [f5] #'bench-tty-key)

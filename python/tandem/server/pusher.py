@@ -5,8 +5,11 @@ typed event (`tandem.protocol.events`) from the event loop. Events wait in
 one queue; every `INTERVAL` seconds a distributor encodes them and puts
 them into each connection's `Outbox`, which numbers, batches (bounded by
 bytes) and sends them on its own, so a slow client holds up no one.
-Consecutive text deltas merge, up to `DELTA_CHARS`, so a token stream costs
-a handful of calls a second rather than one per token. Any other event
+Consecutive text deltas of a session merge, up to `DELTA_CHARS`, so a token
+stream costs a handful of calls a second rather than one per token; sessions
+streaming at once each merge their own (interleaved, their deltas would
+otherwise never follow one another in the queue, and four streams cost one
+call per token). Any other event
 (``turn-ended``, a permission question, an entry) goes out at once, with
 the deltas queued before it: only deltas gain by waiting.
 """
@@ -80,6 +83,8 @@ class EventPusher:
         self._flush = asyncio.Event()
         """Set with `_urgent`: ends a wait for more deltas already begun."""
         self._task: asyncio.Task[None] | None = None
+        self._open: dict[str, _Pending] = {}
+        """Each session's last queued delta, while nothing else of it follows."""
 
     @property
     def connections(self) -> list[Any]:
@@ -98,17 +103,21 @@ class EventPusher:
             # The fields as they are (pydantic keeps them in __dict__; the model is
             # frozen and nests none): a tenth of model_dump's cost.
             self._queue.append(_Pending(session, event.kind, vars(event)))
+            # Nothing queued before an event merges with a delta after it: every
+            # session's order is kept (across sessions too, for any event).
+            self._open.clear()
             self._urgent = True  # only deltas gain by waiting
             self._wake.set()
             self._flush.set()
             return
         text = event["text"]
-        last = self._queue[-1] if self._queue else None
+        last = self._open.get(session)
         while True:
             if last is None or not last.merges(session, event):
                 last = _Pending(session, "delta", {"turn": event["turn"],
                                                    "stream": event["stream"]})
                 self._queue.append(last)
+                self._open[session] = last
             piece = text[: DELTA_CHARS - last.chars]
             last.parts.append(piece)
             last.chars += len(piece)
@@ -133,6 +142,7 @@ class EventPusher:
             self._flush.clear()
             self._urgent = False
             queue, self._queue = self._queue, []
+            self._open = {}
             self.outboxes = [o for o in self.outboxes if not o.closed]
             if not self.outboxes:
                 continue

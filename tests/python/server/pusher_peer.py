@@ -17,10 +17,12 @@ from tandem.server.connection import Connection
 from tandem.server.pusher import EventPusher
 
 
-async def deliver(publish: list[AnyEvent], until: str, later: list[AnyEvent] | None = None,
+async def deliver(publish: list[AnyEvent | tuple[str, AnyEvent]], until: str,
+                  later: list[AnyEvent] | None = None,
                   ) -> tuple[list[list[dict[str, Any]]], float]:
     """Publish PUBLISH (then LATER, 0.1 s on); read batches until an event of kind UNTIL.
 
+    An item of PUBLISH is an event of session "s" or a (SESSION, EVENT) pair.
     Return (batches, seconds).
     """
     pusher = EventPusher()
@@ -39,8 +41,8 @@ async def deliver(publish: list[AnyEvent], until: str, later: list[AnyEvent] | N
     while not conns:
         await asyncio.sleep(0.01)
     started = time.monotonic()
-    for event in publish:
-        pusher.publish("s", event)
+    for item in publish:
+        pusher.publish(*(item if isinstance(item, tuple) else ("s", item)))
     if later:
         await asyncio.sleep(0.1)  # the distributor is waiting for more deltas now
         for event in later:

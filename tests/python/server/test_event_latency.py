@@ -49,3 +49,22 @@ def test_deltas_alone_still_wait_to_merge(monkeypatch: pytest.MonkeyPatch) -> No
     batches, elapsed = asyncio.run(deliver(deltas, "delta"))
     assert elapsed >= 0.45, f"deltas went out after {elapsed:.2f} s, not merged over the interval"
     assert [[e["text"] for e in b] for b in batches] == [["ab"]]
+
+
+def test_sessions_streaming_at_once_each_merge_their_own_deltas(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Four sessions' deltas interleave in the queue; merging only with the
+    # queue's last event made one call per token (bench_stream_tty's x4 mode).
+    monkeypatch.setattr(pusher_module, "INTERVAL", 0.5)
+    stream: list[AnyEvent | tuple[str, AnyEvent]] = [
+        (s, delta(1, "text", f"{s}{i}")) for i in range(3) for s in ("a", "b")]
+    ended = TurnEndedEvent(turn=1, outcome="succeeded", error=None, files_changed=[])
+    # An event of a session ends merging: b's next delta goes after it.
+    stream += [("b", ended), ("a", delta(1, "text", "a3")), ("b", delta(1, "text", "b3")),
+               ("a", delta(1, "reasoning", "r")), ("a", delta(1, "text", "a4"))]
+    batches, _ = asyncio.run(deliver(stream, "turn-ended"))
+    events = [(e["session"], e["kind"], e.get("text")) for b in batches for e in b]
+    # One batch: everything was queued before the distributor ran.
+    assert events == [("a", "delta", "a0a1a2"), ("b", "delta", "b0b1b2"),
+                      ("b", "turn-ended", None), ("a", "delta", "a3"), ("b", "delta", "b3"),
+                      ("a", "delta", "r"), ("a", "delta", "a4")]
