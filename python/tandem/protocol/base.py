@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, RootModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 # Re-exported: every raise site imports it from here.
 from tandem.protocol.errors import TandemError as TandemError
@@ -137,3 +137,15 @@ class MethodSpec:
     handler: Handler
     doc: str
     reply: type[BaseModel] | None = None
+
+
+class TurnStatus(Reply):
+    """Where a turn stands (``turns/status``; here, not in `protocol.turns`, because the
+    turn engine builds it and a plain ``tandem ask`` loads none of the turn methods' models)."""
+
+    state: Literal["running", "ended"]
+    turn: int
+    waiting: bool = False
+    outcome: Literal["succeeded", "failed", "aborted"] | None = None
+    error: str | None = None
+    files_changed: list[str] = Field(default_factory=list)

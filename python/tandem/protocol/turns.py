@@ -7,6 +7,9 @@ from typing import Literal, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from tandem.protocol.base import QUEUE_TEXT_MAX, Params, Reply
+from tandem.protocol.base import (
+    TurnStatus as TurnStatus,  # turns/status's reply, built by the engine
+)
 
 SessionId = Field(min_length=1, max_length=100)
 
@@ -158,17 +161,6 @@ class ConfigureParams(Params):
     settings_json: str | None = Field(default=None, max_length=1 << 20)
     """Settings from Emacs customization (JSON, keys as in settings.json), laid on top
     of the settings files: the user's own, so trusted."""
-
-
-class TurnStatus(Reply):
-    """Where a turn stands."""
-
-    state: Literal["running", "ended"]
-    turn: int
-    waiting: bool = False
-    outcome: Literal["succeeded", "failed", "aborted"] | None = None
-    error: str | None = None
-    files_changed: list[str] = Field(default_factory=list)
 
 
 class SetProviderParams(Params):

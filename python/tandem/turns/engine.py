@@ -29,10 +29,9 @@ import anyio.to_thread
 from tandem.checkpoints.hooks import AfterTurn, Checkpoints
 from tandem.events import EventSink
 from tandem.lru import LRU
-from tandem.protocol.base import TandemError
+from tandem.protocol.base import TandemError, TurnStatus
 from tandem.protocol.checkpoints import PatchSummary
 from tandem.protocol.events import TurnEndedEvent, TurnStarted
-from tandem.protocol.turns import TurnStatus
 from tandem.providers.base import (
     Conversation,
     ImageRef,

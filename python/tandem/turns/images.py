@@ -18,15 +18,17 @@ import binascii
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tandem.protocol.base import TandemError
-from tandem.protocol.turns import ImageInput
 from tandem.providers.base import ImageRef
 from tandem.store.images import DEFAULT_MAX_BYTES, ImageStore, media_type
 from tandem.tools.base import ToolError
 from tandem.tools.fsread import open_regular, read_upto
 from tandem.tools.paths import inside, resolve_in_root
+
+if TYPE_CHECKING:  # the model is the protocol's; a plain ask loads none of it
+    from tandem.protocol.turns import ImageInput
 
 
 @dataclass(frozen=True)

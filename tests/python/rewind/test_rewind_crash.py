@@ -27,6 +27,7 @@ from fakes.openai_server import FakeOpenAI
 
 from tandem.app import App
 from tandem.events import RecordingSink
+from tandem.protocol import sexp
 from tandem.rewind.recovery import recover_all
 from tandem.store.journal import Journal
 
@@ -42,6 +43,7 @@ _CRASHER = r"""
 import asyncio, os, sys
 from pathlib import Path
 from tandem.app import App
+from tandem.protocol import sexp
 from tandem.store.journal import Journal
 
 home, sid, turn, stage = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -193,11 +195,15 @@ async def test_backend_start_recovers_before_it_serves(
     assert _temp_files(project) != [] and tree(project) != before
     proc = start_backend(app.home, "t")
     try:
-        # The port line may come first; the first request is answered only after
-        # recovery: once hello returns, the files are back already.
+        # The port line and `hello` may come first (hello is answered before the
+        # services are built); every other request is answered only after recovery:
+        # once the first one returns, the files are back already.
         peer = Peer(proc.port)  # type: ignore[attr-defined]
         peer.call("hello", {"token": "t"})
         assert peer.recv()[0] == "return"
+        uid = peer.call("sessions/list", {"all": True})
+        while (msg := peer.recv())[:2] != [sexp.Symbol("return"), uid]:
+            assert msg[0] != "return-error" and msg[0] != "epc-error", msg  # events may come first
         peer.close()
         assert tree(project) == before
         assert _temp_files(project) == []

@@ -22,7 +22,9 @@ def _turn(journal: Journal, turn: int, start: str, end: str) -> None:
                     "provider": "openai:m", "checkpoint": start})
     journal.append({"type": "user", "turn": turn, "text": f"turn {turn}"})
     journal.append({"type": "turn_end", "turn": turn, "outcome": "succeeded",
-                    "patch": {"from_id": start, "to_id": end, "files": []}})
+                    "patch": {"from_id": start, "to_id": end, "from_tree": f"t-{start}",
+                              "to_tree": f"t-{end}", "files": [],
+                              "completeness": "captured"}})
 
 
 def _entries(tmp: Path, files_only_undo: bool) -> list[Any]:

@@ -19,7 +19,6 @@ PACKAGE = Path(__file__).resolve().parents[3] / "python" / "tandem"
 
 ALLOWED: dict[tuple[str, str], str] = {
     ("store/fsutil.py", "os.open"): "the private helpers themselves",
-    ("ask.py", "open"): "the terminal (/dev/tty) is opened, not created",
     ("store/fsutil.py", "shutil.copytree"): "a move across file systems keeps the source's modes",
     ("store/fsutil.py", "shutil.copy2"): "a move across file systems keeps the source's modes",
     ("tools/edit.py", "mkdir"): "the write tool creates folders in the user's project",
@@ -28,6 +27,21 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checkpoints/restore.py", "os.open"): "a restore sets the project file's recorded mode",
     ("sessions/settings.py", "mkdir"): "a project's .tandem folder is the user's",
     ("remote/unpack.py", "os.mkdir"): "a mirrored folder, 0700",
+    ("remote/mirror.py", "os.open"): "a mirrored file keeps the server file's mode, in the "
+                                     "mirror's private folder (as unpack.py)",
+    ("remote/mirror.py", "shutil.copyfile"): "a renamed file copied within the private mirror",
+    ("ask_client.py", "open"): "the terminal (/dev/tty) is opened, not created",
+    ("faults.py", "open"): "the test-only fault log TANDEM_FAULTS_LOG names (never set in use)",
+    ("server/ask_socket.py", "mkdir"): "the socket's folder, mode 0700 given",
+    ("server/ask_socket.py", "os.open"): "the token file, 0600 with O_EXCL|O_NOFOLLOW",
+    ("parallel/bestof.py", "mkdir"): "TANDEM_HOME's parallel folders, mode 0700 given",
+    ("parallel/records.py", "mkdir"): "TANDEM_HOME's parallel folder, mode 0700 given",
+    ("parallel/landing.py", "mkdir"): "a landing creates the project's own folders",
+    ("parallel/landing.py", "write_bytes"): "merge inputs in a mkdtemp scratch folder (0700)",
+    ("parallel/trees.py", "mkdir"): "a parallel tree is the user's working tree, as the project",
+    ("parallel/trees.py", "os.open"): "a parallel tree's files get their committed modes",
+    ("parallel/trees.py", "shutil.copy2"): "a copied tree keeps the project files' modes",
+    ("parallel/trees.py", "shutil.copyfile"): "the checkout's index, chmod 0600 at once",
 }
 """(module, call) → why it may create with a mode of its own."""
 
