@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from acp import RequestError
 from acp.client.connection import ClientSideConnection
-from pydantic import BaseModel, Field
 
+from tandem.protocol.acp import AcpChoice, OptionsReply
 from tandem.protocol.base import TandemError
 from tandem.providers.acp_client import AcpClient, error_text
 from tandem.providers.acp_modes import wanted_mode
@@ -30,24 +30,8 @@ Guarded = Callable[[Awaitable[Any]], Awaitable[Any]]
 """Awaits an agent call, failing early when the agent dies or times out."""
 
 
-class AcpChoice(BaseModel):
-    """One mode or model an agent offers."""
-
-    id: str
-    name: str
-
-
-class AcpOptions(BaseModel):
-    """What the agent offers for the root chat's ACP session, and what is chosen."""
-
-    agent: str
-    modes: list[AcpChoice] = Field(default_factory=list)
-    mode: str | None = None
-    """The mode the ACP session is in now."""
-    models: list[AcpChoice] = Field(default_factory=list)
-    model: str | None = None
-    chosen: dict[str, str] = Field(default_factory=dict)
-    """The user's choices for the session (kind → id)."""
+AcpOptions = OptionsReply
+"""What the agent offers and what is chosen: the protocol's reply, built here."""
 
 
 class SessionOptions:
