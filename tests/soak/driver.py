@@ -8,6 +8,7 @@ HOME, TANDEM_HOME, the projects; the user's own state is never read.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from soak import faults, invariants, report  # noqa: E402
 from soak.backend import Backend, CallError, Client, Dead  # noqa: E402
 from soak.fake_model import server  # noqa: E402
 from soak.model import Model, Project  # noqa: E402
-from soak.ops import PROVIDER, Op, generate, run_op  # noqa: E402
+from soak.ops import AGENT_PROVIDER, PROVIDER, Op, generate, run_op  # noqa: E402
 
 PROJECTS = 3
 VERBOSE = bool(os.environ.get("SOAK_VERBOSE"))
@@ -49,6 +50,11 @@ class World:
     """The operation being carried out."""
     recovered: bool = True
     """Whether the next turn's request is the first since a recovery (projection check)."""
+
+    @property
+    def agent(self) -> Project:
+        """The project whose session talks to the ACP agent (the last one)."""
+        return self.projects[-1]
 
     def take_events(self) -> None:
         """Fold the events received so far into the model."""
@@ -78,9 +84,9 @@ def _git(root: Path, *args: str) -> None:
 
 
 def make_projects(base: Path) -> list[Project]:
-    """Three real git projects with a committed file each."""
+    """Real git projects with a committed file each: PROJECTS for the model, one for the agent."""
     out = []
-    for i in range(PROJECTS):
+    for i in range(PROJECTS + 1):
         root = base / "projects" / f"p{i}"
         root.mkdir(parents=True)
         _git(root, "init", "-q")
@@ -177,6 +183,10 @@ def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
            "GIT_CONFIG_GLOBAL": os.devnull}
     for d in ("home", "config", "state", "data", "cache"):
         (base / d).mkdir()
+    agent = Path(__file__).resolve().parent / "fake_acp.py"
+    (base / "config" / "tandem").mkdir()
+    (base / "config" / "tandem" / "settings.json").write_text(json.dumps({"acp_agents": {
+        "soak": {"command": [sys.executable, str(agent), str(base / "agent-log.jsonl")]}}}))
     backend = Backend(home, env)
     w = World(base, backend, backend.start(), Model(), projects, fake, stats)
     w.client.events = _Watch(stats)
@@ -184,7 +194,8 @@ def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
     try:
         for p in projects:
             p.sid = w.client.call("sessions/new", {"cwd": str(p.root)})["id"]
-            w.client.call("turns/set-provider", {"session": p.sid, "provider": PROVIDER})
+            w.client.call("turns/set-provider", {"session": p.sid, "provider": (
+                AGENT_PROVIDER if p is w.agent else PROVIDER)})
         w.take_events()
         for i, op in enumerate(ops):
             if seconds is not None and time.monotonic() - started > seconds:

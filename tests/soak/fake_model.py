@@ -8,18 +8,14 @@ kept (`FakeOpenAI.requests`) for the projection invariant.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fakes.openai_server import FakeOpenAI
 from fakes.script import Reply, Script, ToolCallSpec, last_user_text
 
-PLAN = re.compile(r"\[soak (\d+) (\w+)(?: (\S+))?(?: (\S+))?\]")
+from .plan import PLAN, tag
 
-
-def tag(op: int, action: str, *args: str) -> str:
-    """The bracketed plan the message of operation OP carries."""
-    return "[soak " + " ".join([str(op), action, *args]) + "]"
+__all__ = ["reply", "server", "tag"]
 
 
 def _last_is_tool(body: dict[str, Any]) -> bool:
@@ -45,7 +41,7 @@ def reply(body: dict[str, Any]) -> Reply:
     if action == "broken":
         return Reply(text=f"half an answer of {op} " * 4, broken=True)
     if action == "slow":  # long enough to cancel, queue behind or drop the connection of
-        return Reply(text=f"slow answer {op} " * 8, chunk_size=4, delay=0.01)
+        return Reply(text=f"slow answer {op} " * 8, chunk_size=4, delay=0.005)
     return Reply(text=f"answer {op}", chunk_size=8)
 
 

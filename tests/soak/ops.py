@@ -9,12 +9,15 @@ Faults are operations too: ``kill`` (``kill -9`` between operations) and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backend import CallError, Client
@@ -29,7 +32,7 @@ Op = tuple[str, int, int]
 WEIGHTS = {
     "send": 30, "ask": 8, "queue": 5, "cancel": 5, "drop": 2, "rewind": 8, "undo": 5,
     "compact": 2, "revert": 5, "directive": 3, "relocate": 1, "reopen": 3, "outside": 8,
-    "kill": 1, "arm": 2,
+    "kill": 1, "arm": 2, "agent": 4,
 }
 """How often each kind comes (relative)."""
 
@@ -39,6 +42,8 @@ EXPECTED = {"busy", "stale", "not-found", "nothing-to-compact", "io", "later-tur
 """Error codes an operation may meet in a soak (a refusal, a fault's io error)."""
 
 PROVIDER = "openai:soak-model"
+AGENT_PROVIDER = "acp:soak"
+"""The ACP agent (tests/soak/fake_acp.py) of the agent project, a child of the backend."""
 VERBOSE = bool(os.environ.get("SOAK_VERBOSE"))
 TOOL_FILES = 6
 OUTSIDE_FILES = 4
@@ -78,14 +83,15 @@ def _wait(w: World, p: Project, turn: int, r: random.Random, ask: bool = False) 
 
 
 def _send(w: World, p: Project, op: int, r: random.Random, action: str | None = None,
-          mode: str = "auto-edit") -> int:
+          mode: str = "auto-edit", provider: str = PROVIDER) -> int:
     if action is None:
         action = r.choices(["write", "text", "fail", "broken"], [6, 3, 1, 1])[0]
     args = [f"t{r.randrange(TOOL_FILES)}.txt", f"v{op}"] if action == "write" else []
     text = f"step {op} " + tag(op, action, *args)
-    sent = w.client.call("turns/send", {"session": p.sid, "text": text, "provider": PROVIDER,
+    sent = w.client.call("turns/send", {"session": p.sid, "text": text, "provider": provider,
                                         "permission_mode": mode})
-    w.sent(p, op, int(sent["turn"]))
+    if provider == PROVIDER:  # the projection check reads the fake model's requests
+        w.sent(p, op, int(sent["turn"]))
     return int(sent["turn"])
 
 
@@ -218,11 +224,53 @@ def op_outside(w: World, p: Project, op: int, r: random.Random) -> None:
         path.write_text(f"outside {op}\n")
 
 
+def _agent_pids(w: World) -> list[int]:
+    """The running soak ACP agents of this run (children of the backend)."""
+    mark = str(w.base).encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"fake_acp.py" in cmd and mark in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def op_agent(w: World, p: Project, op: int, r: random.Random) -> None:
+    """A turn of the ACP agent project: a write, a text, a rewind, an undo, or the agent
+    killed with SIGKILL mid-turn (the turn must end ``failed``, the next one respawn it)."""
+    p = w.agent
+    choice = r.choices(["write", "text", "kill", "rewind", "undo"], [5, 2, 2, 2, 1])[0]
+    if choice == "rewind":
+        return op_rewind(w, p, op, r)
+    if choice == "undo":
+        return op_undo(w, p, op, r)
+    turn = _send(w, p, op, r, "slow" if choice == "kill" else choice, provider=AGENT_PROVIDER)
+    if choice == "kill":
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not _agent_pids(w):
+            time.sleep(0.02)
+        time.sleep(r.random() * 0.2)
+        for pid in _agent_pids(w):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                w.stats.fired("agent child kill")
+    _wait(w, p, turn, r)
+    if choice == "kill":
+        row = next((t for t in _turns(w.client, p) if t["turn"] == turn), {})
+        if row.get("outcome") not in ("failed", "succeeded"):
+            raise AssertionError(f"a killed agent's turn {turn} ended {row.get('outcome')}")
+
+
 RUN: dict[str, Callable[[World, Project, int, random.Random], None]] = {
     "send": op_send, "ask": op_ask, "queue": op_queue, "cancel": op_cancel, "drop": op_drop,
     "rewind": op_rewind, "undo": op_undo, "compact": op_compact, "revert": op_revert,
     "directive": op_directive, "relocate": op_relocate, "reopen": op_reopen,
-    "outside": op_outside,
+    "outside": op_outside, "agent": op_agent,
 }
 """The runner of each kind that is not a fault."""
 
