@@ -119,6 +119,7 @@ def _connect(w: World, faults_spec: str) -> None:
 
 def recover(w: World, why: str) -> None:
     """The backend died (or was killed): start it again, reopen every session, check."""
+    t0 = time.monotonic()
     w.backend.kill()
     for line in w.backend.fired():
         w.stats.fired(line)
@@ -129,11 +130,11 @@ def recover(w: World, why: str) -> None:
     _connect(w, "")
     for p in w.projects:
         w.client.call("sessions/resume", {"query": p.sid, "cwd": str(p.root), "relocate": True})
-        rows = w.client.call("sessions/turns", {"session": p.sid})["turns"] or []
-        for row in rows:  # asking for an open turn's status closes it (the repair)
-            if row.get("outcome") is None:
-                w.client.call("turns/status", {"session": p.sid, "turn": row["turn"]})
+        for turn in invariants.open_turns(w.backend.home, p.sid):
+            # Asking for an open turn's status closes it (the repair).
+            w.client.call("turns/status", {"session": p.sid, "turn": turn})
     w.take_events()
+    w.stats.recovery_seconds += time.monotonic() - t0
     check(w)
     w.recovered = True
     w.pending.clear()
@@ -141,6 +142,7 @@ def recover(w: World, why: str) -> None:
 
 def check(w: World) -> None:
     """Every invariant, once."""
+    t0 = time.monotonic()
     home = w.backend.home
     found = [*invariants.journals(home, w.model, w.projects),
              *invariants.listing(w.client, w.projects),
@@ -149,6 +151,7 @@ def check(w: World) -> None:
     for p in w.projects:
         found += invariants.files_match_journal(w.client, p)
     w.stats.checks += 1
+    w.stats.check_seconds += time.monotonic() - t0
     for v in found:
         w.violation(v)
 
@@ -238,6 +241,7 @@ def step(w: World, i: int, op: Op) -> None:
             w.stats.fired("between-ops kill")
             recover(w, "kill -9 between operations")
         elif kind == "arm":
+            t0 = time.monotonic()
             spec = faults.choose(op[2])
             w.backend.kill()
             w.stats.armed += 1
@@ -248,6 +252,7 @@ def step(w: World, i: int, op: Op) -> None:
                 w.client.call("sessions/resume", {"query": p.sid, "cwd": str(p.root),
                                                   "relocate": True})
             w.take_events()
+            w.stats.recovery_seconds += time.monotonic() - t0
         else:
             t0 = time.monotonic()
             outcome = run_op(w, i, op)

@@ -9,8 +9,10 @@ from tandem.faults import POINTS
 ACTIONS = (("kill", 70), ("enospc", 12), ("eio", 8), ("delay:0.3", 10))
 """Actions and their weights: mostly a kill, sometimes a failed write or a slow disk."""
 
-WRITE_POINTS = ("journal.write", "journal.fsync", "atomic.fsync", "atomic.rename")
-"""The points where an OSError is what a full or failing disk would raise."""
+WRITE_POINTS = ("journal.write", "journal.fsync", "atomic.fsync", "atomic.rename",
+                "restore.file", "capture.mid")
+"""The points where an OSError is what a full or failing disk would raise: the journal's
+writer, atomic writes, and the checkpoints' (a restored file, a capture's index)."""
 
 
 def choose(seed: int) -> str:

@@ -7,6 +7,7 @@ over the journal as written, in the OpenAI wire form the provider sends).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import stat
 from pathlib import Path
@@ -32,14 +33,16 @@ def journal_of(home: Path, sid: str) -> Path | None:
     return found[-1] if found else None
 
 
-def read_journal(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """PATH's entries as written, and a sentence for each line that does not parse."""
-    bad: list[str] = []
-    entries: list[dict[str, Any]] = []
-    lines = path.read_bytes().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for n, line in enumerate(lines[1:], start=2):
+_PARSED: dict[Path, tuple[int, bytes, list[dict[str, Any]], list[str]]] = {}
+"""Journals already read: how many bytes of whole lines, their digest, the entries and the
+complaints they gave. A journal grows by appends (or is rewritten whole, which the digest
+sees), so a check parses only what was appended since the last one."""
+
+
+def _parse_lines(path: Path, chunk: bytes, first: int,
+                 entries: list[dict[str, Any]], bad: list[str]) -> None:
+    """Parse the lines of CHUNK (line FIRST onwards) into ENTRIES, complaints into BAD."""
+    for n, line in enumerate(chunk.split(b"\n"), start=first):
         try:
             data = json.loads(line)
             parse_entry(dict(data))
@@ -47,7 +50,36 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             bad.append(f"{path.name} line {n} does not parse: {e}")
             continue
         entries.append(data)
+
+
+def read_journal(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """PATH's entries as written, and a sentence for each line that does not parse."""
+    data = path.read_bytes()
+    whole = data.rfind(b"\n") + 1  # the bytes of complete lines
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] <= whole and (
+            hashlib.sha1(data[: cached[0]]).digest() == cached[1]):
+        start, entries, bad = cached[0], list(cached[2]), list(cached[3])
+    else:  # from the start; the header line is not an entry
+        start, entries, bad = min(whole, data.find(b"\n") + 1), [], []
+    line = data.count(b"\n", 0, start) + 1
+    if whole > start:
+        _parse_lines(path, data[start : whole - 1], line, entries, bad)
+        line = data.count(b"\n", 0, whole) + 1
+    if start > 0 or whole > 0:
+        _PARSED[path] = (max(start, whole), hashlib.sha1(data[: max(start, whole)]).digest(),
+                         list(entries), list(bad))
+    if data[max(start, whole):]:  # a last line without its newline
+        _parse_lines(path, data[max(start, whole):], line, entries, bad)
     return entries, bad
+
+
+def open_turns(home: Path, sid: str) -> list[int]:
+    """The turns SID's journal started and has not ended (a crash cut them short)."""
+    path = journal_of(home, sid)
+    entries = read_journal(path)[0] if path is not None else []
+    ends = {e["turn"] for e in entries if e["type"] == "turn_end"}
+    return sorted({e["turn"] for e in entries if e["type"] == "turn_start"} - ends)
 
 
 def journals(home: Path, model: Model, projects: list[Project]) -> list[str]:

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 Op = tuple[str, int, int]
 
 WEIGHTS = {
-    "send": 30, "ask": 8, "queue": 5, "cancel": 5, "drop": 2, "rewind": 8, "undo": 5,
-    "compact": 2, "revert": 5, "directive": 3, "relocate": 1, "reopen": 3, "outside": 8,
-    "kill": 1, "arm": 2, "agent": 4,
+    "send": 60, "ask": 16, "queue": 10, "cancel": 10, "drop": 4, "rewind": 16, "undo": 10,
+    "compact": 4, "revert": 10, "directive": 6, "relocate": 2, "reopen": 6, "outside": 16,
+    "kill": 1, "arm": 3, "agent": 6,
 }
 """How often each kind comes (relative)."""
 
@@ -114,15 +114,15 @@ def op_queue(w: World, p: Project, op: int, r: random.Random) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the queued message becomes the next turn
         q = w.client.call("turns/queue-list", {"session": p.sid})
-        if q.get("running"):
-            _wait(w, p, int(q["running"]), r)
+        if q.get("running"):  # a queued write asks (the session's mode): answer at once
+            _wait(w, p, int(q["running"]), r, ask=True)
         elif not q.get("items"):
             return
         elif q.get("held"):  # the turn before did not end well: send the queue on
             sent = w.client.call("turns/queue-send", {"session": p.sid})
             if not sent.get("sent_turn"):
                 return
-            _wait(w, p, int(sent["sent_turn"]), r)
+            _wait(w, p, int(sent["sent_turn"]), r, ask=True)
         else:
             time.sleep(0.02)
     raise AssertionError(f"the queue of {p.sid} did not drain within 60 s")

@@ -28,6 +28,10 @@ class Stats:
     first_violation_op: int | None = None
     shrunk: list[Op] | None = None
     interactions: list[dict[str, Any]] = field(default_factory=list)
+    recovery_seconds: float = 0.0
+    """Time spent restarting the backend and reopening its sessions (checks excluded)."""
+    check_seconds: float = 0.0
+    """Time spent checking invariants."""
 
     def fired(self, what: str) -> None:
         """Count one fault WHAT."""
@@ -46,6 +50,7 @@ class Stats:
             f"  faults injected: {self.fault_count} ({self.armed} points armed), "
             f"recoveries: {self.recoveries}, invariant checks: {self.checks}, "
             f"projection checks: {self.projections}",
+            f"  time: restarts {self.recovery_seconds:.1f} s, checks {self.check_seconds:.1f} s",
             "  operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
             "  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
             "  faults by point: " + ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items())),
