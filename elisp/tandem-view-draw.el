@@ -103,22 +103,20 @@ DEFER, the runs' Markdown bodies are scanned when first displayed
     (dolist (r (nreverse runs))
       (if (eq (car r) 'one)
           (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
-        (let* ((rendered (tandem-view--render-run (cdr r) state defer))
-               (text (car rendered))
-               (base (marker-position boundary)))
-          (goto-char boundary)
-          (insert text)
-          (set-marker boundary (point))
-          (dolist (o (cdr rendered))
+        (let* ((base (marker-position boundary))
+               (offsets (tandem-view--render-run (cdr r) state defer boundary)))
+          (dolist (o offsets)
             (let ((b (car o)) (pos (+ base (cdr o))))
               (if (tandem-view-block-start b)
                   (set-marker (tandem-view-block-start b) pos)
                 (setf (tandem-view-block-start b) (copy-marker pos))))))))))
 
-(defun tandem-view--render-run (blocks state defer)
-  "Render BLOCKS, a run of a view whose state is STATE, as one string.
-Return (TEXT . OFFSETS), OFFSETS a list of (BLOCK . OFFSET IN TEXT).  With
-DEFER, settled turns go in undecorated and other bodies unscanned."
+(defun tandem-view--render-run (blocks state defer boundary)
+  "Render BLOCKS, a run of a view whose state is STATE, before the marker BOUNDARY.
+The run is rendered in a scratch buffer and copied in with one edit,
+BOUNDARY moved after it.  Return a list of (BLOCK . OFFSET), the offset
+of each block's text from where the run starts.  With DEFER, settled
+turns go in undecorated and other bodies unscanned."
   (let ((offsets nil) (plain nil) (pending nil))
     (unwind-protect
         (with-temp-buffer
@@ -142,7 +140,13 @@ DEFER, settled turns go in undecorated and other bodies unscanned."
                   (push (cons b (1- start)) offsets))))
             (when pending
               (setq offsets (tandem-view--copy-plain pending plain offsets))))
-          (cons (buffer-string) offsets))
+          ;; Straight from buffer to buffer: no string of the whole run.
+          (let ((scratch (current-buffer)))
+            (with-current-buffer (marker-buffer boundary)
+              (goto-char boundary)
+              (insert-buffer-substring scratch)
+              (set-marker boundary (point))))
+          offsets)
       (when plain (kill-buffer plain)))))
 
 (defun tandem-view--copy-plain (pending plain offsets)
