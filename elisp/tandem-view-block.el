@@ -79,7 +79,10 @@ Its `tandem-body' property is TOKEN (its scan); TEXT is its entry's text.")
   (reasoning-marker nil :documentation "Marker where streamed reasoning is appended.")
   (reasoning-shown 0 :documentation "Characters of the streamed reasoning already in the buffer.")
   (interactions nil :documentation "Interaction plists announced by events, newest first.")
-  (files-changed nil :documentation "Files changed, from the `turn-ended' event."))
+  (files-changed nil :documentation "Files changed, from the `turn-ended' event.")
+  (directive-memo nil :documentation "(ENTRIES META . DIRECTIVE): the last answer of
+`tandem-view-block-directive', good while the entries and meta are those
+\(compared with `eq': entries are only ever pushed onto)."))
 
 
 (defconst tandem-view-answer-labels
@@ -120,11 +123,27 @@ The backend's options may name other keys.")
 
 (defun tandem-view-block-end-entry (block)
   "Return BLOCK's `turn_end' entry, or nil while the turn is in flight."
-  (cl-find "turn_end" (tandem-view-block-entries block)
-           :key (lambda (e) (plist-get e :type)) :test #'equal))
+  ;; A plain loop: this runs several times for every turn of a long history.
+  (let ((entries (tandem-view-block-entries block)) (found nil))
+    (while (and entries (not found))
+      (when (equal (plist-get (car entries) :type) "turn_end") (setq found (car entries)))
+      (setq entries (cdr entries)))
+    found))
 
 (defun tandem-view-block-directive (block)
   "Return BLOCK's directive as (:directive ID :action ACTION), or nil."
+  ;; Asked for several times per turn drawn (header, folds, rows).
+  (let ((memo (tandem-view-block-directive-memo block))
+        (entries (tandem-view-block-entries block))
+        (meta (tandem-view-block-meta block)))
+    (if (and memo (eq (car memo) entries) (eq (cadr memo) meta))
+        (cddr memo)
+      (let ((value (tandem-view-block--directive block)))
+        (setf (tandem-view-block-directive-memo block) (cons entries (cons meta value)))
+        value))))
+
+(defun tandem-view-block--directive (block)
+  "Return BLOCK's directive as `tandem-view-block-directive' does, computed."
   (let ((open (tandem-view-block-find block "directive_open"))
         (meta (plist-get (tandem-view-block-meta block) :directive))
         (start (tandem-view-block-find block "turn_start")))

@@ -36,8 +36,9 @@
 BLOCKS were built from ENTRIES (plists, oldest first); LATER are
 compaction entries newer than ENTRIES (already in the view), which
 also summarise turns of ENTRIES."
-  (if (not (or later (cl-find "compaction" entries
-                              :key (lambda (e) (plist-get e :type)) :test #'equal)))
+  ;; An inline loop: ENTRIES may be a whole history (20k entries).
+  (if (not (or later (cl-loop for e in entries
+                              thereis (equal (plist-get e :type) "compaction"))))
       blocks
     (let ((gone (make-hash-table)))
       (dolist (turn (tandem-compact-summarised-turns (append entries later)))

@@ -103,23 +103,21 @@ DEFER, the runs' Markdown bodies are scanned when first displayed
     (dolist (r (nreverse runs))
       (if (eq (car r) 'one)
           (tandem-view--insert-before boundary (lambda () (tandem-view--insert-block (cdr r))))
-        (let* ((rendered (tandem-view--render-run (cdr r) state defer))
-               (text (car rendered))
-               (base (marker-position boundary)))
-          (goto-char boundary)
-          (insert text)
-          (set-marker boundary (point))
-          (dolist (o (cdr rendered))
+        (let* ((base (marker-position boundary))
+               (offsets (tandem-view--render-run (cdr r) state defer boundary)))
+          (dolist (o offsets)
             (let ((b (car o)) (pos (+ base (cdr o))))
               (if (tandem-view-block-start b)
                   (set-marker (tandem-view-block-start b) pos)
                 (setf (tandem-view-block-start b) (copy-marker pos))))))))))
 
-(defun tandem-view--render-run (blocks state defer)
-  "Render BLOCKS, a run of a view whose state is STATE, as one string.
-Return (TEXT . OFFSETS), OFFSETS a list of (BLOCK . OFFSET IN TEXT).  With
-DEFER, settled turns go in undecorated and other bodies unscanned."
-  (let ((offsets nil) (plain nil))
+(defun tandem-view--render-run (blocks state defer boundary)
+  "Render BLOCKS, a run of a view whose state is STATE, before the marker BOUNDARY.
+The run is rendered in a scratch buffer and copied in with one edit,
+BOUNDARY moved after it.  Return a list of (BLOCK . OFFSET), the offset
+of each block's text from where the run starts.  With DEFER, settled
+turns go in undecorated and other bodies unscanned."
+  (let ((offsets nil) (plain nil) (pending nil))
     (unwind-protect
         (with-temp-buffer
           ;; The same state: folds, session, blocks and newest turn as there.
@@ -127,18 +125,45 @@ DEFER, settled turns go in undecorated and other bodies unscanned."
           (setq-local tandem-view-render-lazy t)
           (let ((tandem-view-lazy-defer defer) (inhibit-read-only t))
             (dolist (b blocks)
-              (let ((start (point)))
-                (if (and defer (tandem-view--undecorated-p b))
-                    (progn
-                      (tandem-view--render-plain
-                       b (or plain (setq plain (tandem-view--scratch state))))
-                      (insert-buffer-substring-no-properties plain)
-                      (tandem-view--undecorate start (point) b))
+              (if (and defer (tandem-view--undecorated-p b))
+                  ;; Consecutive settled turns are rendered one after the
+                  ;; other into the scratch buffer, then copied in at once.
+                  (progn
+                    (unless plain (setq plain (tandem-view--scratch state)))
+                    (push (cons b (with-current-buffer plain (point))) pending)
+                    (tandem-view--render-plain b plain))
+                (when pending
+                  (setq offsets (tandem-view--copy-plain pending plain offsets) pending nil))
+                (let ((start (point)))
                   (tandem-view-render-block b (lambda (part) (tandem-view--folded-p b part)))
-                  (tandem-view--protect start (point) b))
-                (push (cons b (1- start)) offsets))))
-          (cons (buffer-string) offsets))
+                  (tandem-view--protect start (point) b)
+                  (push (cons b (1- start)) offsets))))
+            (when pending
+              (setq offsets (tandem-view--copy-plain pending plain offsets))))
+          ;; Straight from buffer to buffer: no string of the whole run.
+          (let ((scratch (current-buffer)))
+            (with-current-buffer (marker-buffer boundary)
+              (goto-char boundary)
+              (insert-buffer-substring scratch)
+              (set-marker boundary (point))))
+          offsets)
       (when plain (kill-buffer plain)))))
+
+(defun tandem-view--copy-plain (pending plain offsets)
+  "Insert the text of the scratch buffer PLAIN at point, undecorated; empty PLAIN.
+PENDING lists (BLOCK . POSITION IN PLAIN) of the blocks rendered there,
+newest first.  Return OFFSETS with (BLOCK . OFFSET) of each pushed on."
+  (let* ((base (1- (point)))
+         (end (+ base (with-current-buffer plain (point-max)))))
+    (insert-buffer-substring-no-properties plain)
+    (with-current-buffer plain (erase-buffer))
+    (dolist (p pending)
+      (let ((start (+ base (cdr p))))
+        (tandem-view--undecorate start end (car p))
+        (setq end start)))
+    (goto-char (point-max))
+    (dolist (p (nreverse pending) offsets)
+      (push (cons (car p) (+ base (cdr p) -1)) offsets))))
 
 (defun tandem-view--scratch (state)
   "Return a new hidden buffer to render blocks of the view whose state is STATE."
@@ -149,11 +174,11 @@ DEFER, settled turns go in undecorated and other bodies unscanned."
     buffer))
 
 (defun tandem-view--render-plain (block buffer)
-  "Render BLOCK as text only into the scratch BUFFER, emptied first.
+  "Render BLOCK as text only at the end of the scratch BUFFER.
 The buffer holds no text properties, so rendering into it builds no
 interval tree: the text costs its characters only."
   (with-current-buffer buffer
-    (erase-buffer)
+    (goto-char (point-max))
     (let ((tandem-view-render-plain t))
       (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part))))))
 

@@ -103,10 +103,35 @@ offset is not whole minutes."
                             (format-time-string "%F %H:%M" time)))))
           (puthash key text (cdr cache)))))))
 
+(defconst tandem-view-render--utc-tail-re
+  ":[0-9]\\{2\\}\\(?:\\.[0-9]*\\)?\\(?:Z\\|[+]00:00\\)\\'"
+  "What follows a journal timestamp's minute (`tandem-view-render--utc-re').")
+
+(defun tandem-view-render--time-cached (ts)
+  "Return the local time text of TS when its minute is cached, else nil.
+The same text `tandem-view-render-time' makes, without its full match:
+a minute is cached only after its timestamp matched whole, so the
+first 16 characters are known good and only the rest is checked."
+  (when (and (stringp ts) (> (length ts) 19))
+    ;; The table is good only under the current date (refreshed here).
+    (tandem-view-render--today)
+    (let ((cache tandem-view-render--minutes))
+      (when (eq (car cache) tandem-view-render--today)
+        (let ((minute (gethash (substring ts 0 16) (cdr cache))))
+          (when (and minute (eql (string-match-p tandem-view-render--utc-tail-re ts 16) 16))
+            (if (eq (aref minute (1- (length minute))) ?:)
+                (concat minute (substring ts 17 19))
+              minute)))))))
+
 (defun tandem-view-render-time (ts)
   "Format the ISO 8601 timestamp TS as local time (HH:MM:SS today, else a date).
 Journal timestamps are UTC (\"2026-11-30T04:59:22.551Z\"); anything
 else goes through `iso8601-parse'."
+  (or (tandem-view-render--time-cached ts)
+      (tandem-view-render--time-parsed ts)))
+
+(defun tandem-view-render--time-parsed (ts)
+  "Format TS as `tandem-view-render-time' does, matching it whole."
   (condition-case nil
       (let* ((utc (string-match tandem-view-render--utc-re ts))
              (minute (and utc (tandem-view-render--minute ts))))

@@ -43,7 +43,11 @@ its properties come from a rendering made when it is first displayed
 (defun tandem-view-render--line (text part &rest props)
   "Insert TEXT and a newline; mark it as PART with extra PROPS."
   (if tandem-view-render-plain
-      (insert (substring-no-properties text) "\n")
+      ;; A copy without properties only when there are some to drop.
+      (insert (if (or (text-properties-at 0 text) (next-property-change 0 text))
+                  (substring-no-properties text)
+                text)
+              "\n")
     (let ((start (point)))
       (insert text "\n")
       (when part (put-text-property start (point) 'tandem-part part))
@@ -132,8 +136,9 @@ That is the newline ending a body that does not end a line."
                                                  (plist-get end :outcome)))
                              "  …")))))
     (tandem-view-render--line
-     (propertize line 'font-lock-face (if directive 'tandem-view-directive-header
-                                        'tandem-view-header))
+     (if tandem-view-render-plain line  ; Its face would be dropped at once.
+       (propertize line 'font-lock-face (if directive 'tandem-view-directive-header
+                                          'tandem-view-header)))
      'turn 'tandem-header t)))
 
 (defun tandem-view-render--tool (block call folded)
@@ -489,7 +494,7 @@ END is a `turn_end' entry; its patch names the files."
   "Return the token counts (and cost) of BLOCK's turn, ended by END, or \"\"."
   (let* ((usage (plist-get end :usage))
          (text (and (consp usage) (tandem-usage-format usage)))
-         (start (tandem-view-block-find block "turn_start"))
+         (start (and text (tandem-view-block-find block "turn_start")))
          (cost (and text (tandem-usage-cost usage (plist-get start :provider)
                                             (plist-get start :model)))))
     (if text

@@ -230,5 +230,46 @@ hour from UTC, second by second across a minute boundary."
       (set-time-zone-rule zone)
       (setq tandem-view-render--today nil))))
 
+;; Asked for every header of a long history: the cached minute is used
+;; only when the rest of the timestamp is what the full match accepts.
+(ert-deftest tandem-view-render-time-cached-checks-the-rest ()
+  "A cached minute serves only timestamps the full match would accept.
+Other seconds and a +00:00 zone take it; another zone, a bad second or
+a cut timestamp are formatted from scratch, as before the cache."
+  (let ((zone (getenv "TZ")))
+    (unwind-protect
+        (progn
+          (set-time-zone-rule "IST-5:30")
+          (setq tandem-view-render--today nil)
+          (let ((minute (format-time-string "%FT%H:%M" (current-time) t)))
+            ;; The first one matches whole and caches its minute.
+            (should (tandem-view-render-time (concat minute ":07.5Z")))
+            (dolist (tail '(":08Z" ":59.999Z" ":09+00:00"))
+              (let ((ts (concat minute tail)))
+                (should (tandem-view-render--time-cached ts))
+                (should (equal (tandem-view-render-time ts) (tandem-view-render--time-parsed ts)))))
+            (dolist (tail '(":08+01:00" ":0xZ" ":08" ":08Zjunk" "Z"))
+              (let ((ts (concat minute tail)))
+                (should-not (tandem-view-render--time-cached ts))
+                (should (equal (tandem-view-render-time ts)
+                               (tandem-view-render--time-parsed ts)))))))
+      (set-time-zone-rule zone)
+      (setq tandem-view-render--today nil))))
+
+(ert-deftest tandem-view-block-directive-follows-new-entries ()
+  "A block's directive, kept between calls, changes with its entries and meta."
+  (let ((b (tandem-view-block-create :key 1 :turn 1)))
+    (push (list :type "turn_start" :turn 1 :origin "chat") (tandem-view-block-entries b))
+    (should-not (tandem-view-block-directive b))
+    (should-not (tandem-view-block-directive b))
+    (setf (tandem-view-block-meta b) (list :directive "D1"))
+    (should (equal (tandem-view-block-directive b) '(:directive "D1" :action nil)))
+    (push (list :type "directive_open" :turn 1 :directive "D2" :action "review")
+          (tandem-view-block-entries b))
+    (should (equal (tandem-view-block-directive b) '(:directive "D2" :action "review")))
+    (should (equal (tandem-view-block-end-entry b) nil))
+    (push (list :type "turn_end" :turn 1 :outcome "succeeded") (tandem-view-block-entries b))
+    (should (equal (plist-get (tandem-view-block-end-entry b) :outcome) "succeeded"))))
+
 (provide 'tandem-view-history-tests)
 ;;; tandem-view-history-tests.el ends here
