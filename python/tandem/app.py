@@ -15,6 +15,7 @@ target file never imports `tandem.remote`'s client, mirror or models.
 
 from __future__ import annotations
 
+import logging
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from tandem.editor import EditorBridge
 from tandem.events import EventSink, NullSink
 from tandem.once import Once
 from tandem.paths import tandem_home
+from tandem.protocol.base import TandemError
 from tandem.remote.by_session import CheckpointsBySession
 from tandem.remote.target_file import has_target
 from tandem.sessions.gate import SessionGate
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
     from tandem.remote.service import RemoteService
     from tandem.review.revert import Reverter
     from tandem.rewind.service import RewindService
+
+
+log = logging.getLogger(__name__)
 
 
 class App:
@@ -92,6 +97,13 @@ class App:
         # Only a session a crash left mid-rewind needs the rewind service.
         if rewind_intent_path(journal.path).exists():
             self.rewinds.recover_on_open(journal)
+        # Any other restore a crash cut (a revert, an undo) is rolled back now,
+        # not at the next checkpoint: its temporary files go with it.
+        try:
+            self.checkpoints.settle_interrupted(journal.header.cwd)
+        except (TandemError, OSError) as e:
+            log.error("settling an interrupted restore in %s failed: %s", journal.header.cwd,
+                      e.message if isinstance(e, TandemError) else e)
 
     def _rewind_settled(self, session: str) -> bool:
         """True when SESSION has no rewind intent left; opening its journal settles one."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,7 @@ from soak import faults, invariants, report  # noqa: E402
 from soak.backend import Backend, CallError, Client, Dead  # noqa: E402
 from soak.fake_model import server  # noqa: E402
 from soak.model import Model, Project  # noqa: E402
-from soak.ops import AGENT_PROVIDER, PROVIDER, Op, generate, run_op  # noqa: E402
+from soak.ops import AGENT_PROVIDER, PROVIDER, Op, generate, run_op, wait_turn  # noqa: E402
 
 PROJECTS = 3
 VERBOSE = bool(os.environ.get("SOAK_VERBOSE"))
@@ -44,6 +45,8 @@ class World:
     fake: Any
     stats: report.Stats
     reverting: tuple[Project, str] | None = None
+    armed: str = ""
+    """The fault spec the running backend was started with (empty: none armed)."""
     pending: list[tuple[Project, int, int]] = field(default_factory=list)
     """Turns sent since the last check of their request: (project, op, turn)."""
     index: int = -1
@@ -114,6 +117,7 @@ class _Watch(list[dict[str, Any]]):
 
 def _connect(w: World, faults_spec: str) -> None:
     w.client = w.backend.start(faults_spec)
+    w.armed = faults_spec
     w.client.events = _Watch(w.stats)
 
 
@@ -144,16 +148,28 @@ def check(w: World) -> None:
     """Every invariant, once."""
     t0 = time.monotonic()
     home = w.backend.home
+    settle(w)
     found = [*invariants.journals(home, w.model, w.projects),
              *invariants.listing(w.client, w.projects),
              *invariants.temp_files(w.projects),
              *invariants.private_modes(home)]
     for p in w.projects:
-        found += invariants.files_match_journal(w.client, p)
+        found += invariants.files_match_journal(w.client, p, armed=bool(w.armed))
     w.stats.checks += 1
     w.stats.check_seconds += time.monotonic() - t0
     for v in found:
         w.violation(v)
+
+
+def settle(w: World) -> None:
+    """Wait for the turns still running (a queued message sent on) to end before a check.
+
+    A check looks at a quiet system: a turn that never ends is the `wait_turn`
+    timeout's violation, not a false "started and never ended".
+    """
+    for p in w.projects:
+        for turn in invariants.open_turns(w.backend.home, p.sid):
+            wait_turn(w, p, turn, random.Random(turn))
 
 
 def check_projection(w: World) -> None:
@@ -171,7 +187,7 @@ def check_projection(w: World) -> None:
 
 
 def run(seed: int, ops: list[Op], base: Path, seconds: float | None = None,
-        check_every: int = 50) -> report.Stats:
+        check_every: int = 100) -> report.Stats:
     """Run OPS (or as many as SECONDS allow) in BASE; the figures and violations."""
     stats = report.Stats(seed=seed)
     home = base / "tandem"

@@ -136,8 +136,12 @@ def private_modes(home: Path) -> list[str]:
     return out
 
 
-def files_match_journal(client: Client, p: Project) -> list[str]:
-    """The tool files are as the journal says (end of the latest turn, after rewinds/reverts)."""
+def files_match_journal(client: Client, p: Project, armed: bool = False) -> list[str]:
+    """The tool files are as the journal says (end of the latest turn, after rewinds/reverts).
+
+    ARMED: a fault is armed in the backend, so the plan's own capture may be
+    where it fires (a full disk, an I/O error); the next check looks again.
+    """
     rows = client.call("sessions/turns", {"session": p.sid})["turns"] or []
     visible = [r for r in rows if not r.get("rewound")]
     if not visible:
@@ -146,6 +150,8 @@ def files_match_journal(client: Client, p: Project) -> list[str]:
         plan = client.call("sessions/rewind-plan", {"session": p.sid, "turn": visible[-1]["turn"]})
     except CallError as e:
         if e.code in ("no-checkpoint", "compaction", "not-found"):
+            return []
+        if armed and e.code in ("checkpoint-failed", "io"):
             return []
         return [f"{p.sid}: rewind-plan failed: {e.code} {e.message}"]
     if not plan.get("expected_after"):

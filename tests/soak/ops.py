@@ -63,7 +63,7 @@ def _turns(c: Client, p: Project) -> list[dict[str, Any]]:
     return rows
 
 
-def _wait(w: World, p: Project, turn: int, r: random.Random, ask: bool = False) -> None:
+def wait_turn(w: World, p: Project, turn: int, r: random.Random, ask: bool = False) -> None:
     """Wait for TURN to end, answering permission questions (R chooses)."""
     deadline = time.monotonic() + 60
     answered: set[str] = set()
@@ -97,12 +97,12 @@ def _send(w: World, p: Project, op: int, r: random.Random, action: str | None = 
 
 def op_send(w: World, p: Project, op: int, r: random.Random) -> None:
     """A chat turn (a tool write, a text, a failure, a broken stream), to its end."""
-    _wait(w, p, _send(w, p, op, r), r)
+    wait_turn(w, p, _send(w, p, op, r), r)
 
 
 def op_ask(w: World, p: Project, op: int, r: random.Random) -> None:
     """A write in ask mode: the permission question is answered (allow or reject)."""
-    _wait(w, p, _send(w, p, op, r, "write", "ask"), r, ask=True)
+    wait_turn(w, p, _send(w, p, op, r, "write", "ask"), r, ask=True)
 
 
 def op_queue(w: World, p: Project, op: int, r: random.Random) -> None:
@@ -110,19 +110,19 @@ def op_queue(w: World, p: Project, op: int, r: random.Random) -> None:
     turn = _send(w, p, op, r, "slow")
     text = f"queued {op} " + tag(op, "write", f"t{r.randrange(TOOL_FILES)}.txt", f"q{op}")
     w.client.call("turns/queue", {"session": p.sid, "text": text})
-    _wait(w, p, turn, r)
+    wait_turn(w, p, turn, r)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the queued message becomes the next turn
         q = w.client.call("turns/queue-list", {"session": p.sid})
         if q.get("running"):  # a queued write asks (the session's mode): answer at once
-            _wait(w, p, int(q["running"]), r, ask=True)
+            wait_turn(w, p, int(q["running"]), r, ask=True)
         elif not q.get("items"):
             return
         elif q.get("held"):  # the turn before did not end well: send the queue on
             sent = w.client.call("turns/queue-send", {"session": p.sid})
             if not sent.get("sent_turn"):
                 return
-            _wait(w, p, int(sent["sent_turn"]), r, ask=True)
+            wait_turn(w, p, int(sent["sent_turn"]), r, ask=True)
         else:
             time.sleep(0.02)
     raise AssertionError(f"the queue of {p.sid} did not drain within 60 s")
@@ -133,7 +133,7 @@ def op_cancel(w: World, p: Project, op: int, r: random.Random) -> None:
     turn = _send(w, p, op, r, "slow")
     time.sleep(r.random() * 0.2)
     w.client.call("turns/cancel", {"session": p.sid})
-    _wait(w, p, turn, r)
+    wait_turn(w, p, turn, r)
 
 
 def op_drop(w: World, p: Project, op: int, r: random.Random) -> None:
@@ -142,7 +142,7 @@ def op_drop(w: World, p: Project, op: int, r: random.Random) -> None:
     time.sleep(r.random() * 0.2)
     w.client.close()
     w.reconnect()
-    _wait(w, p, turn, r)
+    wait_turn(w, p, turn, r)
 
 
 def op_rewind(w: World, p: Project, op: int, r: random.Random) -> None:
@@ -196,7 +196,7 @@ def op_directive(w: World, p: Project, op: int, r: random.Random) -> None:
                                              "provider": PROVIDER, "session": p.sid})
     turn = acted.get("turn")
     if isinstance(turn, int):
-        _wait(w, p, turn, r)
+        wait_turn(w, p, turn, r)
 
 
 def op_relocate(w: World, p: Project, op: int, r: random.Random) -> None:
@@ -259,7 +259,7 @@ def op_agent(w: World, p: Project, op: int, r: random.Random) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
                 w.stats.fired("agent child kill")
-    _wait(w, p, turn, r)
+    wait_turn(w, p, turn, r)
     if choice == "kill":
         row = next((t for t in _turns(w.client, p) if t["turn"] == turn), {})
         if row.get("outcome") not in ("failed", "succeeded"):

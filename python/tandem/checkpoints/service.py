@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 from tandem.checkpoints.checkpointer import DEFAULT_SIZE_CAP, Checkpointer
+from tandem.checkpoints.layout import Layout
 from tandem.lru import LRU
 
 
@@ -32,3 +33,20 @@ class CheckpointService:
         with self._lock:
             return self._by_root.setdefault(fresh.root, fresh)
 
+
+    def settle_interrupted(self, root: Path | str) -> bool:
+        """Roll back a restore a crash cut short in ROOT's store; True when there was one.
+
+        Cheap when there is none (one ``stat``, no store created): it runs as
+        each session is opened, so a revert or undo killed midway leaves no
+        temporary file and no half-restored tree once the session is back.
+        """
+        try:
+            resolved = Path(root).expanduser().resolve(strict=True)
+        except (OSError, RuntimeError):
+            return False  # a root that is gone has no files to put back
+        if not resolved.is_dir():
+            return False
+        if not Layout(self.home.expanduser().resolve(), resolved).pending.exists():
+            return False
+        return self.for_root(resolved).recover()
