@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 async def create(app: App, p: CreateParams) -> Created:
     """Handler of ``parallel/create``."""
     made: Created = await run_blocking(lambda: app.parallel.create(
-        p.project, p.name, p.parent_session, p.carry, p.directory))
+        p.project, p.name, p.parent_session, p.carry, p.directory, p.place))
     return made
 
 

@@ -33,6 +33,7 @@ from tandem.protocol.parallel import (
     ParallelRecord,
     ParallelSummary,
     ParallelTestResult,
+    Place,
 )
 from tandem.providers.base import Conversation, TurnRequest, TurnResult, TurnSink
 from tandem.remote.target_file import has_target
@@ -96,7 +97,7 @@ class ParallelService:
     # -- create --------------------------------------------------------------
 
     def create(self, project: str, name: str, parent_session: str | None, carry: bool,
-               directory: str | None) -> Created:
+               directory: str | None, place: Place = "auto") -> Created:
         """Make parallel session NAME of PROJECT (blocking: run it in a thread)."""
         root = Path(project).expanduser()
         if not root.is_absolute() or not root.is_dir():
@@ -110,6 +111,7 @@ class ParallelService:
         parent_record = records.read(self.home, parent_session) if parent_session else None
         if parent_record is not None:
             parent_session = parent_record.parent_session
+        self._check_place(place, parent_session)
         dest = (Path(directory).expanduser() if directory else default_folder(root)) / name
         if not dest.is_absolute():
             raise TandemError("invalid", f"The parallel sessions' folder must be absolute: "
@@ -254,6 +256,18 @@ class ParallelService:
                                          else "ready")
             out[r.session] = summary
         return out
+
+    def _check_place(self, place: Place, parent_session: str | None) -> None:
+        """Refuse a PLACE this backend cannot make, before any file is written."""
+        remote = parent_session is not None and has_target(self.home, parent_session)
+        if place == "remote" and not remote:
+            raise TandemError("invalid", "place remote: the project's session has no "
+                              "agent-server; use place local (or auto)")
+        if place != "local" and remote:
+            # Why refused rather than made locally: a local tree of a remote project would
+            # hold none of the host's files.
+            raise TandemError("unsupported", "The project's session runs on an agent-server "
+                              "host: parallel sessions there are not built yet")
 
     # -- landing -------------------------------------------------------------
 

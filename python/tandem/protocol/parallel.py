@@ -21,6 +21,10 @@ LAND_PROVIDER = "tandem:land"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 """A parallel session's name: one path component and one branch component, no ``..``."""
 
+Place = Literal["auto", "remote", "local"]
+"""Where a parallel session's tree is made: ``auto`` is ``remote`` when the project's
+session runs on an agent-server host, else ``local``."""
+
 class LandedPart(Reply):
     """One part of a parallel session's change that a landing took."""
 
@@ -76,6 +80,10 @@ class CreateParams(Params):
     carry: bool = False
     """Carry the main tree's uncommitted changes over as the first checkpoint; without it,
     a main tree with uncommitted changes is refused (``dirty``)."""
+    place: Place = "auto"
+    """Where the parallel tree is made (see ``Place``). Only ``local`` is built: ``remote``
+    is refused (``unsupported``), and ``invalid`` when the project's session has no
+    agent-server."""
 
 
 class Created(Reply):

@@ -1,0 +1,81 @@
+"""``parallel/create``'s ``place``: a bad value, or a place this backend cannot make, is
+refused with a clear error before any file or branch is made."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from rewind.helpers import new_session
+from tandem.adapters.parallel import create
+from tandem.app import App
+from tandem.protocol.base import TandemError
+from tandem.protocol.parallel import CreateParams
+from tandem.remote.target_file import target_file
+
+pytestmark = pytest.mark.anyio
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    return root
+
+
+def _branches(root: Path) -> str:
+    return subprocess.run(["git", "branch", "--list"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("bad", ["", "Remote", "host", "../x", 1])
+def test_a_bad_place_is_refused_by_the_model(bad: object) -> None:
+    with pytest.raises(ValidationError, match="place"):
+        CreateParams.model_validate({"project": "/p", "name": "A", "place": bad})
+
+
+def test_place_defaults_to_auto() -> None:
+    assert CreateParams(project="/p", name="A").place == "auto"
+
+
+async def test_place_remote_without_an_agent_server_is_invalid(
+        app: App, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    main = await new_session(app, repo)
+    with pytest.raises(TandemError, match="no agent-server") as e:
+        await create(app, CreateParams(project=str(repo), name="A", parent_session=main,
+                                       place="remote"))
+    assert e.value.code == "invalid"
+    assert not (repo.parent / "proj.tandem-worktrees").exists()
+    assert "tandem/" not in _branches(repo)
+
+
+@pytest.mark.parametrize("place", ["auto", "remote"])
+async def test_a_remote_main_session_is_refused_not_made_locally(
+        app: App, tmp_path: Path, place: str) -> None:
+    repo = _repo(tmp_path)
+    main = await new_session(app, repo)
+    marker = target_file(app.parallel.home, main)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("{}")
+    with pytest.raises(TandemError, match="agent-server host") as e:
+        await create(app, CreateParams(project=str(repo), name="A", parent_session=main,
+                                       place=place))  # type: ignore[arg-type]
+    assert e.value.code == "unsupported"
+    assert not (repo.parent / "proj.tandem-worktrees").exists()
+    assert "tandem/" not in _branches(repo)
+
+
+async def test_place_local_and_auto_make_a_local_tree(app: App, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    main = await new_session(app, repo)
+    for name, place in (("A", "local"), ("B", "auto")):
+        made = await create(app, CreateParams(project=str(repo), name=name,
+                                              parent_session=main, place=place))  # type: ignore[arg-type]
+        assert Path(made.record.worktree).is_dir()
