@@ -330,3 +330,41 @@ async def test_a_committed_file_over_the_size_cap_is_a_gap_of_the_base(
     assert "big.dat" not in store.paths(base) and "a.txt" in store.paths(base)
     assert [g.path for g in base.gaps] == ["big.dat"]
     assert "old.log" not in store.paths(base)  # committed but ignored: left out as ever
+
+
+async def test_the_base_and_carried_checkpoints_hold_the_bytes_exactly(
+        app: App, tmp_path: Path) -> None:
+    """A file whose .gitattributes asks for a clean filter and eol conversion is in the
+    base checkpoint byte for byte (CRLF kept, no filter run), and an untracked file that
+    is not ignored, carried over, is in the carried checkpoint byte for byte."""
+    root = tmp_path / "attrs"
+    root.mkdir()
+    marker = tmp_path / "cleaned"
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "a.txt").write_bytes(b"one\r\ntwo\r\n")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "core.autocrlf", "false")
+    # Committed before the attributes exist, so the blob keeps its CRLF.
+    _git(root, "add", "-A")
+    (root / ".gitattributes").write_text("*.txt filter=evil text eol=lf\n")
+    _git(root, "-c", "filter.evil.clean=cat", "add", ".gitattributes")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    _git(root, "config", "filter.evil.clean", f"sh -c 'touch {marker}; tr a-z A-Z'")
+    (root / "new.txt").write_bytes(b"new\r\nfile\r\n")
+    (root / "skip.log").write_text("ignored\n")
+    c = await _make(app, root, "C", carry=True)
+    record = app.parallel.record(c)
+    wt = Path(record.worktree)
+    store = app.checkpoints.for_root(wt)
+    base = store.get(record.base_checkpoint)
+    blob = store.git.run(["cat-file", "blob", f"{base.tree}:a.txt"]).stdout
+    committed = subprocess.run(["git", "cat-file", "blob", "HEAD:a.txt"], cwd=root,
+                               check=True, capture_output=True).stdout
+    assert blob == (wt / "a.txt").read_bytes() == committed == b"one\r\ntwo\r\n"
+    assert record.carried_checkpoint is not None
+    carried = store.get(record.carried_checkpoint)
+    assert store.git.run(["cat-file", "blob", f"{carried.tree}:new.txt"]).stdout == \
+        b"new\r\nfile\r\n"
+    assert "skip.log" not in store.paths(carried)
+    assert not marker.exists()
+    await app.turns.aclose()
