@@ -145,8 +145,12 @@ def files_match_journal(client: Client, p: Project) -> list[str]:
     try:
         plan = client.call("sessions/rewind-plan", {"session": p.sid, "turn": visible[-1]["turn"]})
     except CallError as e:
+        if e.code == "no-checkpoint" and p.moves:
+            # The move carried the session's checkpoints (checkpoints/carry.py).
+            return [f"{p.name}: STORE_MISS: a checkpoint of turn {visible[-1]['turn']} "
+                    f"is missing from the store after {p.moves} move(s): {e.message}"]
         if e.code in ("no-checkpoint", "compaction", "not-found"):
-            return []
+            return []  # a turn cut short before its checkpoint, or one compacted away
         return [f"{p.sid}: rewind-plan failed: {e.code} {e.message}"]
     if not plan.get("expected_after"):
         return []  # the latest turn recorded no end state (it was cut short)
