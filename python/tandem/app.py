@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tandem.checkpoints.carry import carry
 from tandem.checkpoints.service import CheckpointService
 from tandem.config.front_end import FrontEnd
 from tandem.editor import EditorBridge
@@ -68,8 +69,10 @@ class App:
         """Who holds each session (a turn, a rewind, a compaction)."""
         self.checkpoints = CheckpointService(self.home)
         # Crash recovery: a session opened here settles a rewind a crash interrupted.
+        # A moved session's checkpoints follow it to the new root's store.
         self.sessions = SessionService(self.home, front_end=FrontEnd(),
-                                       on_open=[self._recover_on_open])
+                                       on_open=[self._recover_on_open],
+                                       on_relocated=self._carry_checkpoints)
         # After each turn the store is packed and pruned with the root's retention.
         local = GitCheckpoints(
             self.checkpoints, lambda root: retention_from(self.sessions.resolved(root).settings))
@@ -92,6 +95,10 @@ class App:
         if ended.steers_left or queue.fold(
                 self.sessions.entries(self.sessions.journal(ended.session))).items:
             self.queue.on_turn_ended(ended)
+
+    def _carry_checkpoints(self, session_id: str, old_root: Path, new_root: Path) -> None:
+        """Carry SESSION_ID's checkpoints from OLD_ROOT's store to NEW_ROOT's."""
+        carry(self.home, old_root, new_root, session_id)
 
     def _recover_on_open(self, journal: Journal) -> None:
         # Only a session a crash left mid-rewind needs the rewind service.

@@ -136,6 +136,10 @@ def private_modes(home: Path) -> list[str]:
     return out
 
 
+STORE_MISS = "STORE_MISS"
+"""The mark of a rewind plan that found no checkpoint in a moved session's store."""
+
+
 def files_match_journal(client: Client, p: Project, armed: bool = False) -> list[str]:
     """The tool files are as the journal says (end of the latest turn, after rewinds/reverts).
 
@@ -149,8 +153,14 @@ def files_match_journal(client: Client, p: Project, armed: bool = False) -> list
     try:
         plan = client.call("sessions/rewind-plan", {"session": p.sid, "turn": visible[-1]["turn"]})
     except CallError as e:
+        if e.code == "no-checkpoint" and p.moves:
+            # The move carried the session's checkpoints (checkpoints/carry.py); the
+            # driver counts this apart (`STORE_MISS`): a turn cut short before its
+            # checkpoint, and a carry a crash cut (not retried yet), answer the same.
+            return [f"{p.name}: {STORE_MISS}: a checkpoint of turn {visible[-1]['turn']} "
+                    f"is missing from the store after {p.moves} move(s): {e.message}"]
         if e.code in ("no-checkpoint", "compaction", "not-found"):
-            return []
+            return []  # a turn cut short before its checkpoint, or one compacted away
         if armed and e.code in ("checkpoint-failed", "io"):
             return []
         return [f"{p.sid}: rewind-plan failed: {e.code} {e.message}"]

@@ -32,6 +32,8 @@ class Stats:
     """Time spent restarting the backend and reopening its sessions (checks excluded)."""
     check_seconds: float = 0.0
     """Time spent checking invariants."""
+    store_misses: int = 0
+    """Checks where a moved session's latest turn had no checkpoint in the new store."""
 
     def fired(self, what: str) -> None:
         """Count one fault WHAT."""
@@ -51,6 +53,7 @@ class Stats:
             f"recoveries: {self.recoveries}, invariant checks: {self.checks}, "
             f"projection checks: {self.projections}",
             f"  time: restarts {self.recovery_seconds:.1f} s, checks {self.check_seconds:.1f} s",
+            f"  store misses after a move (counted, not violations): {self.store_misses}",
             "  operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
             "  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
             "  faults by point: " + ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items())),

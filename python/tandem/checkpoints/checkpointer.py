@@ -135,11 +135,12 @@ class Checkpointer:
             record = CheckpointRecord.model_validate_json(message)
         except ValidationError as e:
             raise TandemError("invalid", f"{checkpoint_id} is not a tandem checkpoint") from e
-        if record.root != str(self.root):
+        if record.root != str(self.root) and record.root not in self.layout.carried_roots():
             raise TandemError("invalid", f"checkpoint {checkpoint_id} belongs to {record.root}")
-        return Checkpoint(
-            id=checkpoint_id, tree=tree, **record.model_dump(exclude={"tandem_checkpoint"})
-        )
+        # A checkpoint carried from a moved root (`carry`) is this root's now.
+        fields = record.model_dump(exclude={"tandem_checkpoint"})
+        fields["root"] = str(self.root)
+        return Checkpoint(id=checkpoint_id, tree=tree, **fields)
 
     def history(self, limit: int = 50) -> list[Checkpoint]:
         """The most recent kept checkpoints, newest first."""

@@ -9,7 +9,8 @@
 * ``workspace.json`` — which root this is, for people reading the folder;
 * ``restore.json`` — present only while a restore is in progress;
 * ``lock`` — a ``flock`` that serialises snapshots, restores and maintenance;
-* ``maintained`` — its mtime is when the last pruning pass ran.
+* ``maintained`` — its mtime is when the last pruning pass ran;
+* ``carried.json`` — the old roots whose checkpoints were carried here (`carry`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,22 @@ class Layout:
         self.maintained = self.dir / "maintained"
         self.ignore_state = self.dir / "ignore-checked.json"
         """What the ignore rules were when the tracked files were last checked (`IgnoreWatch`)."""
+        self.carried = self.dir / "carried.json"
+        """The old roots whose checkpoints were carried here (`carry`), a JSON list."""
+
+    def carried_roots(self) -> list[str]:
+        """The roots this store holds carried checkpoints of (empty when none)."""
+        try:
+            data = json.loads(self.carried.read_bytes())
+        except (FileNotFoundError, ValueError):
+            return []
+        return [r for r in data if isinstance(r, str)] if isinstance(data, list) else []
+
+    def add_carried_root(self, root: Path) -> None:
+        """Record ROOT as a root carried here (idempotent; atomic)."""
+        roots = self.carried_roots()
+        if str(root) not in roots:
+            atomic_write(self.carried, json.dumps([*roots, str(root)]).encode() + b"\n")
 
     def index_for(self, region: str) -> Path:
         """The private index of REGION (``""`` is the root)."""

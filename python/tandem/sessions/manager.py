@@ -22,6 +22,7 @@ and clears the cwd-scoped caches.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ from tandem.store.ids import is_id_prefix
 from tandem.store.journal import Journal
 from tandem.store.jsonl import read_header
 from tandem.store.listing import SessionSummary, list_sessions, summarize
+
+_log = logging.getLogger(__name__)
 
 CANCELLED = "Resume cancelled: session was not moved."
 """What a declined relocation prints (exactly)."""
@@ -126,8 +129,11 @@ class SessionManager:
         user_settings: Path | None = None,
         move_ops: MoveOps | None = None,
         on_open: Iterable[Callable[[Journal], None]] = (),
+        on_relocated: Callable[[str, Path, Path], None] | None = None,
     ) -> None:
         self.home = Path(home)
+        self.on_relocated = on_relocated
+        """Called with (session id, old root, new root) after each move (carries checkpoints)."""
         self.breadcrumb_key = breadcrumb_key
         self.settings = Settings(None, user_settings, home=self.home)
         self.move_ops = move_ops or MoveOps()
@@ -199,6 +205,7 @@ class SessionManager:
         self._save_settings()
         self.close(header.id)  # held here (opened directly before): let the move take it
         moved = relocate(self.home, path, launch, self.move_ops)
+        self._relocated(header.id, header.cwd, launch)
         journal = Journal.open(moved.path, writable=True, lock=moved.lock)
         return self._adopt(journal, launch, relocated=True)
 
@@ -251,6 +258,7 @@ class SessionManager:
         if crumb_path and crumb_header is not None and not os.path.isdir(crumb_header.cwd):
             self.close(crumb_header.id)
             moved = relocate(self.home, crumb_path, launch, self.move_ops)
+            self._relocated(crumb_header.id, crumb_header.cwd, launch)
             journal = Journal.open(moved.path, writable=True, lock=moved.lock)
             return self._adopt(journal, launch, relocated=True)
         return self._adopt(Journal.create(self.home, launch), launch, relocated=False)
@@ -265,9 +273,22 @@ class SessionManager:
         header, _ = read_header(path)
         if header.id in self.journals:
             raise TandemError("busy", f"Session {header.id} is open here; close it before moving.")
-        moved = relocate(self.home, path, _existing_dir(dest_cwd), self.move_ops)
-        moved.lock.release()
+        dest = _existing_dir(dest_cwd)
+        moved = relocate(self.home, path, dest, self.move_ops)
+        try:
+            self._relocated(header.id, header.cwd, dest)
+        finally:
+            moved.lock.release()
         return moved.path
+
+    def _relocated(self, session_id: str, old_cwd: str, new_cwd: str) -> None:
+        """Tell `on_relocated` of a finished move; its failure never undoes the move."""
+        if self.on_relocated is None:
+            return
+        try:
+            self.on_relocated(session_id, Path(old_cwd), Path(new_cwd))
+        except (OSError, TandemError) as e:  # carried lazily later (docs/checkpoints.md)
+            _log.warning("carrying checkpoints of %s failed: %s", session_id, e)
 
     # -- helpers ---------------------------------------------------------------
 

@@ -30,10 +30,11 @@ class SessionService:
 
     def __init__(self, home: Path, breadcrumb_key: str = "emacs",
                  front_end: FrontEnd | None = None,
-                 on_open: Iterable[Callable[[Journal], None]] = ()) -> None:
+                 on_open: Iterable[Callable[[Journal], None]] = (),
+                 on_relocated: Callable[[str, Path, Path], None] | None = None) -> None:
         self.home = Path(home)
         self.manager = SessionManager(self.home, breadcrumb_key=breadcrumb_key,
-                                      on_open=on_open)
+                                      on_open=on_open, on_relocated=on_relocated)
         self.entry_cache = EntryCache()
         """Parsed journals, shared by turns, compaction and rewind."""
         self.front_end = front_end if front_end is not None else FrontEnd()
