@@ -9,8 +9,10 @@ those refs reach, verifies them, writes them as one pack and updates the refs
 last, so a kill at any moment leaves the new store either without the refs
 or with complete ones; and the old store may be pruned later without harm
 (alternates would make the new store depend on it). Running it again fetches
-nothing new: it is idempotent, so no separate record of "carried" is needed
-for correctness; the marker file only saves the fetch next time.
+nothing new: it is idempotent, so there is no "already carried" marker (one
+would skip the checkpoints made since, when a session moves back and forth).
+The new store also accepts what the old one accepted: a session moved twice
+keeps the checkpoints of its first root.
 
 Both sides are our private stores. The old store's folder is checked before
 any git runs: it must be a real folder (no symlink) inside the checkpoints
@@ -31,7 +33,6 @@ from tandem.checkpoints.layout import Layout
 from tandem.checkpoints.refs import CP_REFS, check_owner
 from tandem.paths import checkpoints_dir
 from tandem.protocol.base import TandemError
-from tandem.store.fsutil import atomic_write
 
 
 def _checked_store(home: Path, layout: Layout) -> Path | None:
@@ -66,20 +67,20 @@ def carry(home: Path, old_root: Path, new_root: Path, session: str) -> int:
     if old.dir == new.dir:
         return _count(Git(new.git_dir), owner) if (new.git_dir / "HEAD").exists() else 0
     src = _checked_store(home, old)
-    marker = new.dir / f"carried-{owner}"
     git = Git(new.git_dir)
     with new.locked():
         new.ensure(git)
-        if src is None or marker.exists():
+        if src is None:
             return _count(git, owner)
-        # Recorded before the fetch: a carried ref is always readable here.
-        new.add_carried_root(old_root)
+        # Recorded before the fetch: a carried ref is always readable here,
+        # and so is one the old store had itself carried from an earlier root.
+        for root in [str(old_root), *old.carried_roots()]:
+            new.add_carried_root(Path(root))
         spec = f"+{CP_REFS}{owner}/*:{CP_REFS}{owner}/*"
         # A local path: git's own upload-pack runs, under our hardened env.
         git.run(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                  "--no-auto-gc", "--", str(src), spec])
         faults.point("carry.fetched")
-        atomic_write(marker, b"")
         return _count(git, owner)
 
 
