@@ -249,7 +249,11 @@ A turn that does not end fails the test with the view and what the LLM got."
                       (should (= (length fresh) 1))
                       (setq seen (append fresh seen))
                       (let ((asked (car (last (tandem-remote-engine-test--requests record)))))
-                        (should (string-match-p answer (tandem-view-test-text)))
+                        ;; The turn's end is the backend's; its text reaches the
+                        ;; view as events, which may still be on their way.
+                        (should (tandem-test-wait-until
+                                 (lambda () (string-match-p answer (tandem-view-test-text)))
+                                 30))
                         ;; Its own context: nothing of the chat went with it.
                         (should-not (string-match-p "RUN-HI\\|SECOND-Q"
                                                     (json-encode (alist-get 'body asked))))))))
