@@ -34,7 +34,7 @@ POINTS = (
     "undo.restored",         # an undo of a rewind: files back, before its journal entry
     "revert.restored",       # a review revert: file changed, before its journal entry
     "capture.mid",           # a checkpoint capture: index updated, before write-tree
-    "carry.fetched",         # a checkpoint carry: refs fetched, before its marker is written
+    "carry.fetched",         # a checkpoint carry: refs fetched, before the move goes on
 )
 """Every point the backend calls, with where it sits."""
 

@@ -74,8 +74,7 @@ def carry(home: Path, old_root: Path, new_root: Path, session: str) -> int:
             return _count(git, owner)
         # Recorded before the fetch: a carried ref is always readable here,
         # and so is one the old store had itself carried from an earlier root.
-        for root in [str(old_root), *old.carried_roots()]:
-            new.add_carried_root(Path(root))
+        new.add_carried_roots([str(old_root), *old.carried_roots()])
         spec = f"+{CP_REFS}{owner}/*:{CP_REFS}{owner}/*"
         # A local path: git's own upload-pack runs, under our hardened env.
         git.run(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",

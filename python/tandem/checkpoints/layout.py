@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -78,11 +78,12 @@ class Layout:
             return []
         return [r for r in data if isinstance(r, str)] if isinstance(data, list) else []
 
-    def add_carried_root(self, root: Path) -> None:
-        """Record ROOT as a root carried here (idempotent; atomic)."""
-        roots = self.carried_roots()
-        if str(root) not in roots:
-            atomic_write(self.carried, json.dumps([*roots, str(root)]).encode() + b"\n")
+    def add_carried_roots(self, roots: Iterable[str]) -> None:
+        """Record ROOTS as roots carried here (idempotent; one atomic write at most)."""
+        known = self.carried_roots()
+        fresh = [r for r in dict.fromkeys(roots) if r not in known]
+        if fresh:
+            atomic_write(self.carried, json.dumps([*known, *fresh]).encode() + b"\n")
 
     def index_for(self, region: str) -> Path:
         """The private index of REGION (``""`` is the root)."""

@@ -33,7 +33,6 @@ class CheckpointService:
         with self._lock:
             return self._by_root.setdefault(fresh.root, fresh)
 
-
     def settle_interrupted(self, root: Path | str) -> bool:
         """Roll back a restore a crash cut short in ROOT's store; True when there was one.
 

@@ -287,7 +287,7 @@ class SessionManager:
             return
         try:
             self.on_relocated(session_id, Path(old_cwd), Path(new_cwd))
-        except (OSError, TandemError) as e:  # carried lazily later (docs/checkpoints.md)
+        except (OSError, TandemError) as e:  # not retried yet (docs/checkpoints.md)
             _log.warning("carrying checkpoints of %s failed: %s", session_id, e)
 
     # -- helpers ---------------------------------------------------------------
