@@ -26,12 +26,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from tandem.parallel.trees import BRANCH_PREFIX, check_name
 from tandem.protocol.base import TandemError
-from tandem.protocol.parallel import NAME_PATTERN
 
-BRANCH_PREFIX = "tandem/"
 FOLDER_SUFFIX = ".tandem-worktrees"
-_NAME = re.compile(NAME_PATTERN)
 _COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 MARK = "TANDEM-"
 """Every line the scripts print for tandem starts with it (the rest of the output is git's)."""
@@ -43,19 +41,6 @@ class Shell(Protocol):
     async def execute_bash(self, command: str, cwd: str, timeout: int = 120) -> tuple[int, str]:
         """Run COMMAND in CWD on the host: (exit code, output)."""
         ...
-
-
-def check_name(name: object) -> str:
-    """NAME when it is one path and one branch component, else ``invalid``.
-
-    The protocol's pattern (a letter or digit first: no leading ``-`` or
-    ``.``; no ``/``, space or shell character) and what git refuses in a
-    branch name (``..``, a trailing ``.`` or ``.lock``)."""
-    if (not isinstance(name, str) or not _NAME.match(name) or ".." in name
-            or name.endswith((".", ".lock"))):
-        raise TandemError("invalid", f"Not a parallel session name (one path and branch "
-                          f"component: letters, digits, '.', '_', '-'): {name!r}")
-    return name
 
 
 def check_root(root: object) -> str:

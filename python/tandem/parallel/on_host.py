@@ -66,7 +66,7 @@ class HostParallel:
 
     async def create(self, project: Path, name: str, parent: str, carry: bool) -> Created:
         """Make parallel session NAME of the remote session PARENT on its host."""
-        host_trees.check_name(name)
+        trees.check_name(name)
         found = self.remote.remote.session_client(parent)
         if found is None:
             raise TandemError("invalid", "place remote: the project's session has no "

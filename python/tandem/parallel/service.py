@@ -116,6 +116,7 @@ class ParallelService:
 
         On a host (``remote``, or ``auto`` for a session that runs on one) the
         tree goes beside the host's project; DIRECTORY is for local trees."""
+        trees.check_name(name)
         root, parent = self._project_of(project, parent_session)
         if place != "local" and parent is not None and has_target(self.home, parent):
             return await self.host.create(root, name, parent, carry)
@@ -143,6 +144,7 @@ class ParallelService:
     def create(self, project: str, name: str, parent_session: str | None, carry: bool,
                directory: str | None, place: Place = "auto") -> Created:
         """Make parallel session NAME of PROJECT here (blocking: run it in a thread)."""
+        trees.check_name(name)
         root, parent_session = self._project_of(project, parent_session)
         self._check_place(place, parent_session)
         dest = (Path(directory).expanduser() if directory else default_folder(root)) / name
@@ -273,8 +275,10 @@ class ParallelService:
         """SESSION's whole change against its base (blocking)."""
         record = self.record(session)
         patch = self._tree(record).diff(record.base_checkpoint)
-        return ParallelPatch(session=session, name=record.name, root=record.worktree,
-                             project=record.project, patch=patch, landed=record.landed)
+        return ParallelPatch(session=session, name=record.name,
+                             root=record.mirror or record.worktree, project=record.project,
+                             patch=patch, landed=record.landed, host=record.host,
+                             worktree=record.worktree)
 
     def summaries(self) -> dict[str, ParallelSummary]:
         """Every parallel session as the overview shows it, by session id (blocking)."""

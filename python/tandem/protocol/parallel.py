@@ -125,9 +125,14 @@ class ParallelPatch(Reply):
     session: str
     name: str
     root: str
-    """The parallel tree (the patch's paths are relative to it)."""
+    """The parallel tree (the patch's paths are relative to it); for a tree on a host, its
+    private mirror here (a copy as last synced: edits there never reach the host)."""
     project: str
     patch: Patch
+    host: str | None = None
+    """The agent-server host the tree is on (None: this machine)."""
+    worktree: str = ""
+    """The tree where it is (on the host for a host's)."""
     landed: list[LandedPart] = Field(default_factory=list)
 
 

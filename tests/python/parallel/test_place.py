@@ -87,3 +87,18 @@ async def test_place_local_and_auto_make_a_local_tree(app: App, tmp_path: Path) 
         made = await create(app, CreateParams(project=str(repo), name=name,
                                               parent_session=main, place=place))  # type: ignore[arg-type]
         assert Path(made.record.worktree).is_dir()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "-rf", "a;touch PWNED", "a..b", "x.lock", ""])
+async def test_the_service_refuses_a_name_that_is_not_one_component(
+        app: App, tmp_path: Path, name: str) -> None:
+    repo = _repo(tmp_path)
+    main = await new_session(app, repo)
+    for make in (lambda: app.parallel.make(str(repo), name, main, False, None),
+                 lambda: run_blocking(lambda: app.parallel.create(str(repo), name, main,
+                                                                  False, None))):
+        with pytest.raises(TandemError) as e:
+            await make()
+        assert e.value.code == "invalid"
+    assert not (repo.parent / "proj.tandem-worktrees").exists()
+    assert "tandem/" not in _branches(repo)

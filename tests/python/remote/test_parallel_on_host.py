@@ -195,3 +195,20 @@ async def test_a_non_git_root_gets_a_copy_and_removal_removes_only_it(
         await remove(app, RemoveParams(session=a))
         assert not tc.exists() and _files(wd) == {"a.txt": OLD.encode()}
     await app.turns.aclose()
+
+
+async def test_a_host_tree_is_not_landed_into_a_main_session_run_elsewhere(
+        server: RunningServer, app: App, project: Path) -> None:
+    with FakeOpenAI(agent_script(Reply(text="never"))) as fake:
+        configure(app, server, fake)
+        main, wd_s = await attached_session(app, project, server)
+        (Path(wd_s) / "a.txt").write_text(OLD)
+        a = await _make(app, project, "D", main)
+        (Path(wd_s + ".tandem-worktrees/D") / "a.txt").write_text("changed\n")
+        assert app.remote.detach(main)
+        with pytest.raises(TandemError, match="not built") as e:
+            await land(app, LandParams(session=a))
+        assert e.value.code == "unsupported"
+        assert (project / "a.txt").exists() is False and (Path(wd_s) / "a.txt").read_text() == OLD
+        assert not [e for e in entries(app, main) if e["type"] == "turn_start"]
+    await app.turns.aclose()
