@@ -212,3 +212,33 @@ async def test_a_host_tree_is_not_landed_into_a_main_session_run_elsewhere(
         assert (project / "a.txt").exists() is False and (Path(wd_s) / "a.txt").read_text() == OLD
         assert not [e for e in entries(app, main) if e["type"] == "turn_start"]
     await app.turns.aclose()
+
+
+async def test_a_conflict_is_written_on_the_host_with_markers_and_rewound(
+        server: RunningServer, app: App, project: Path) -> None:
+    with FakeOpenAI(agent_script(Reply(text="never"))) as fake:
+        configure(app, server, fake)
+        main, wd_s = await attached_session(app, project, server)
+        wd = Path(wd_s)
+        _host_repo(wd)
+        a = await _make(app, project, "E", main)
+        te = Path(wd_s + ".tandem-worktrees/E")
+        # Changed on the host directly: the landing syncs the tree's mirror first.
+        (te / "a.txt").write_text(OLD.replace("line 5\n", "line 5 from E\n"))
+        (te / "b.txt").unlink()
+        (te / "tool.sh").write_text("#!/bin/sh\n")
+        (te / "tool.sh").chmod(0o755)
+        (wd / "a.txt").write_text(OLD.replace("line 5\n", "line 5 from main\n"))
+        before = _files(wd)
+        landed = await land(app, LandParams(session=a))
+        assert landed.outcome == "succeeded", landed.error
+        assert landed.conflicts == ["a.txt"] and landed.deleted == ["b.txt"]
+        assert landed.written == ["tool.sh"]
+        text = (wd / "a.txt").read_text()
+        assert "<<<<<<< main\nline 5 from main\n" in text and ">>>>>>> tandem/E\n" in text
+        assert not (wd / "b.txt").exists()
+        assert (wd / "tool.sh").stat().st_mode & 0o100  # its execute bit too
+        plan = await app.rewinds.plan(main, landed.turn)
+        await app.rewinds.rewind(main, landed.turn, plan.digest)
+        assert _files(wd) == before
+    await app.turns.aclose()
