@@ -9,9 +9,11 @@ and branch component (`check_name`); ROOT an absolute POSIX path without
 control characters or ``..``.
 
 `make` runs one script in ROOT (``POST /api/bash/execute_bash_command``,
-every argument `shlex.quote`d): when ROOT is the top of a git work tree,
-``git worktree add -b tandem/NAME DIR <HEAD's commit>`` (hooks off), else
-``cp -a`` of ROOT. A second call then reads back, in DIR, its physical path,
+every argument `shlex.quote`d): it claims DIR with ``mkdir`` (an existing
+one, or a creation of the same name at once, is ``exists``); when ROOT is
+the top of a git work tree, ``git worktree add -b tandem/NAME DIR <HEAD's
+commit>`` (hooks off; an existing ``tandem/NAME`` branch is ``exists``, never
+taken over), else ``cp -a`` of ROOT. A second call then reads back, in DIR, its physical path,
 ``git rev-parse --show-toplevel``, the branch HEAD names and the commit;
 an answer that names another path, branch or commit refuses the creation
 (``remote-invalid``) and removes what the first call made, by the computed
@@ -82,22 +84,27 @@ def _marks(output: str) -> dict[str, str]:
 
 
 def _make_script(root: str, dest: str, branch: str) -> str:
+    # ``mkdir`` (not ``-p``) claims DEST: of two creations of one name, one wins, and the
+    # loser's cleanup never touches the winner's tree. What fails here is undone here.
     q = shlex.quote
     git = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false"
     return "\n".join([
         f"root={q(root)}; dest={q(dest)}; branch={q(branch)}",
-        'if [ -e "$dest" ] || [ -L "$dest" ]; then echo TANDEM-EXISTS; exit 0; fi',
         'here=$(cd -- "$root" && pwd -P) || { echo TANDEM-NOROOT; exit 0; }',
         f'top=$({git} -C "$root" rev-parse --show-toplevel 2>/dev/null) || top=""',
         'if [ -n "$top" ]; then top=$(cd -- "$top" && pwd -P) || top=""; fi',
         'mkdir -p -- "$(dirname -- "$dest")" || exit 4',
+        'mkdir -- "$dest" 2>/dev/null || { echo TANDEM-EXISTS; exit 0; }',
         'if [ -n "$top" ] && [ "$top" = "$here" ]; then',
         f'  head=$({git} -C "$root" rev-parse --verify --quiet "HEAD^{{commit}}") '
-        '|| { echo TANDEM-NOHEAD; exit 0; }',
-        f'  {git} -C "$root" worktree add -q -b "$branch" "$dest" "$head" 1>&2 || exit 5',
+        '|| { rmdir -- "$dest"; echo TANDEM-NOHEAD; exit 0; }',
+        f'  if {git} -C "$root" show-ref --verify --quiet "refs/heads/$branch"; then '
+        'rmdir -- "$dest"; echo TANDEM-BRANCH; exit 0; fi',
+        f'  {git} -C "$root" worktree add -q -b "$branch" "$dest" "$head" 1>&2 '
+        '|| { rmdir -- "$dest" 2>/dev/null; exit 5; }',
         '  echo "TANDEM-KIND worktree"; echo "TANDEM-BASE $head"',
         'else',
-        '  cp -a -- "$root" "$dest" || exit 6',
+        '  cp -a -- "$root/." "$dest/" || { rm -rf -- "$dest"; exit 6; }',
         '  echo "TANDEM-KIND copy"',
         'fi',
     ]) + "\n"
@@ -129,10 +136,12 @@ async def make(shell: Shell, root: str, name: str, host: str) -> HostTree:
     if "NOHEAD" in marks:
         raise TandemError("invalid", f"The repository of {host}:{root} has no commit yet: "
                           "commit once, then start a parallel session")
+    if "BRANCH" in marks:
+        raise TandemError("exists", f"The branch {branch} exists already in {host}:{root}: "
+                          "choose another name (tandem never takes over a branch)")
     kind = marks.get("KIND")
     if code != 0 or kind not in ("worktree", "copy"):
-        # Whatever half of it was made is tandem's: removed by the computed path.
-        await _cleanup(shell, root, dest, branch if code == 5 or kind == "worktree" else None)
+        # The script undid its own half (git's failed add leaves no worktree).
         raise TandemError("remote-failed", f"Making the parallel tree {host}:{dest} failed "
                           f"(exit {code}): {output.strip()[-500:]}")
     made = HostTree(dest, "worktree" if kind == "worktree" else "copy",

@@ -242,3 +242,31 @@ async def test_a_conflict_is_written_on_the_host_with_markers_and_rewound(
         await app.rewinds.rewind(main, landed.turn, plan.digest)
         assert _files(wd) == before
     await app.turns.aclose()
+
+
+async def test_an_existing_branch_or_a_second_creation_at_once_takes_nothing_over(
+        server: RunningServer, app: App, project: Path) -> None:
+    import asyncio
+    with FakeOpenAI(agent_script(Reply(text="never"))) as fake:
+        configure(app, server, fake)
+        main, wd_s = await attached_session(app, project, server)
+        wd = Path(wd_s)
+        _host_repo(wd)
+        _git(wd, "branch", "tandem/mine")
+        mine = _git(wd, "rev-parse", "tandem/mine")
+        with pytest.raises(TandemError, match="exists already") as e:
+            await _make(app, project, "mine", main)
+        assert e.value.code == "exists"
+        assert _git(wd, "rev-parse", "tandem/mine") == mine
+        assert not Path(wd_s + ".tandem-worktrees/mine").exists()
+        # Two creations of one name at once: one tree, and the loser removes nothing of it.
+        got = await asyncio.gather(_make(app, project, "F", main),
+                                   _make(app, project, "F", main), return_exceptions=True)
+        errors = [g for g in got if isinstance(g, TandemError)]
+        made = [g for g in got if isinstance(g, str)]
+        assert len(made) == 1 and [x.code for x in errors] == ["exists"], got
+        tf = Path(wd_s + ".tandem-worktrees/F")
+        assert (tf / "a.txt").read_text() == OLD
+        assert "tandem/F" in _branches(wd)
+        assert _git(tf, "symbolic-ref", "HEAD").strip() == "refs/heads/tandem/F"
+    await app.turns.aclose()
