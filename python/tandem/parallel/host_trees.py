@@ -186,9 +186,16 @@ def _remove_script(root: str, dest: str, branch: str | None) -> str:
     return "\n".join([
         f"root={q(root)}; dest={q(dest)}; branch={q(branch)}",
         f'if [ -e "$dest" ]; then {git} -C "$root" worktree remove --force --force "$dest" '
-        '|| exit 5; fi',
-        # A tree removed by hand: drop its administrative folder (prune drops only those).
-        f'{git} -C "$root" worktree prune',
+        '|| exit 5; else',
+        # Removed by hand: drop its administrative folder only (a prune would drop every
+        # stale one, the user's too).
+        f'  common=$(cd -- "$root" && cd -- "$({git} rev-parse --git-common-dir)" && pwd -P) '
+        '|| exit 7',
+        '  for g in "$common"/worktrees/*/gitdir; do',
+        '    if [ -f "$g" ] && [ "$(cat -- "$g")" = "$dest/.git" ]; then '
+        'rm -rf -- "$(dirname -- "$g")"; fi',
+        '  done',
+        'fi',
         f'if {git} -C "$root" show-ref --verify --quiet "refs/heads/$branch"; then '
         f'{git} -C "$root" branch -D "$branch" 1>&2 || exit 6; fi',
         'echo TANDEM-REMOVED',

@@ -270,3 +270,23 @@ async def test_an_existing_branch_or_a_second_creation_at_once_takes_nothing_ove
         assert "tandem/F" in _branches(wd)
         assert _git(tf, "symbolic-ref", "HEAD").strip() == "refs/heads/tandem/F"
     await app.turns.aclose()
+
+
+async def test_a_tree_removed_by_hand_loses_only_its_own_record_in_git(
+        server: RunningServer, app: App, project: Path) -> None:
+    import shutil
+    with FakeOpenAI(agent_script(Reply(text="never"))) as fake:
+        configure(app, server, fake)
+        main, wd_s = await attached_session(app, project, server)
+        wd = Path(wd_s)
+        _host_repo(wd)
+        # The user's own worktree, also removed by hand: git keeps its record until a prune.
+        _git(wd, "worktree", "add", "-q", "-b", "users", str(wd.parent / "users-tree"))
+        shutil.rmtree(wd.parent / "users-tree")
+        a = await _make(app, project, "G", main)
+        shutil.rmtree(wd_s + ".tandem-worktrees/G")
+        await remove(app, RemoveParams(session=a, force=True))
+        listed = _git(wd, "worktree", "list", "--porcelain")
+        assert "users-tree" in listed and "tandem-worktrees/G" not in listed
+        assert _branches(wd) == ["feature", "main", "users"]
+    await app.turns.aclose()
