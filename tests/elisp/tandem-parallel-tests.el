@@ -159,7 +159,14 @@
           (let ((open (cdr (assoc "sessions/open-file" sent))))
             (should (equal (plist-get open :cwd) (directory-file-name project)))
             (should (equal shown '(:id "s2"))))
-          (should (equal (tandem-parallel--where record) "box:/srv/p.tandem-worktrees/A")))
+          (should (equal (tandem-parallel--where record) "box:/srv/p.tandem-worktrees/A"))
+          (should (string-match-p
+                   "⑂ A box:/srv/p.tandem-worktrees/A @1a2b3c4 · 1 file \\+1 −0"
+                   (tandem-overview--project
+                    (list :project project
+                          :parallel (list :name "A" :host "box" :base-commit "1a2b3c4d"
+                                          :worktree "/srv/p.tandem-worktrees/A"
+                                          :files 1 :additions 1 :deletions 0))))))
       (delete-directory project t))))
 
 (provide 'tandem-parallel-tests)

@@ -286,7 +286,7 @@ class ParallelService:
         for r in map(self._live, records.every(self.home)):
             summary = ParallelSummary(name=r.name, project=r.project, worktree=r.worktree,
                                       kind=r.kind, branch=r.branch, base_commit=r.base_commit,
-                                      state="removed" if r.removed else "")
+                                      state="removed" if r.removed else "", host=r.host)
             # A host's tree is read from its mirror as its last sync left it.
             if not r.removed and Path(r.mirror or r.worktree).is_dir():
                 try:

@@ -192,6 +192,8 @@ class ParallelSummary(Reply):
     files: int = 0
     additions: int = 0
     deletions: int = 0
+    host: str | None = None
+    """The agent-server host the tree is on (None: this machine)."""
 
 
 PermissionModeName = Literal["ask", "auto-edit", "read-only"]

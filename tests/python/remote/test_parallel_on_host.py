@@ -119,6 +119,9 @@ async def test_create_run_land_rewind_remove_on_the_host(server: RunningServer, 
         assert _files(wd) == main_before and _files(tb) == b_before
         shown = await patch(app, SessionParams(session=a))
         assert sorted(f.path for f in shown.patch.files) == ["a.txt", "new.txt"]
+        assert shown.host == "box" and shown.worktree == str(ta) and shown.root == ra.mirror
+        summary = app.parallel.summaries()[a]
+        assert (summary.host, summary.files, summary.state) == ("box", 2, "ready")
         # The main tree moves meanwhile (line 9): the landing merges three ways.
         (wd / "a.txt").write_text(OLD.replace("line 9\n", "line 9 from main\n"))
         before_land = _files(wd)
