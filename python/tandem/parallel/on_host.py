@@ -30,7 +30,6 @@ from tandem.checkpoints.service import CheckpointService
 from tandem.parallel import host_trees, landing, records, trees
 from tandem.protocol.base import TandemError
 from tandem.protocol.parallel import Created, ParallelRecord
-from tandem.remote.push import PushState, push, save_pending
 from tandem.sessions.service import SessionService
 from tandem.turns.engine import run_blocking
 
@@ -133,18 +132,13 @@ class HostParallel:
     async def _push(self, session: str, mirror_root: Path, working_dir: str,
                     paths: list[str]) -> None:
         """Make PATHS of SESSION's working dir on the host equal to its mirror."""
-        found = self.remote.remote.session_client(session)
-        if found is None:
-            raise TandemError("not-found", f"session {session} has no remote target")
-        target, client = found
-        mirror = self.remote.mirror(session)
-        if mirror.root != mirror_root:
+        if self.remote.mirror(session).root != mirror_root:
             raise TandemError("invalid", f"{mirror_root} is not session {session}'s mirror")
-        async with self.remote.lock(session), client:
-            result = await push(mirror, client, PushState(working_dir=working_dir,
-                                                          paths=paths))
+        result = await self.remote.push(session, working_dir, paths)
         if result.failed:
-            raise TandemError("remote-failed", f"Files not written on {target.host}: "
+            target = self.target(session)
+            raise TandemError("remote-failed", f"Files not written on "
+                              f"{target.host if target else 'the host'}: "
                               f"{', '.join(result.failed)} ({'; '.join(result.errors)}); "
                               "they are pushed again before the next sync")
 
@@ -208,7 +202,7 @@ class HostParallel:
                 take.append(v)
         wd = target.resolved_working_dir.rstrip("/")
         # Recorded before any mirror file moves: a crash leaves them to the next sync's push.
-        save_pending(mirror, PushState(working_dir=wd, paths=sorted({v.path for v in take})))
+        self.remote.record_push(main, wd, sorted({v.path for v in take}))
         written = await run_blocking(lambda: landing.land(git_of.git, take, mirror.root, label))
         for name in ("written", "deleted", "conflicts", "kept", "unchanged"):
             getattr(out, name).extend(getattr(written, name))

@@ -102,3 +102,13 @@ async def test_the_service_refuses_a_name_that_is_not_one_component(
         assert e.value.code == "invalid"
     assert not (repo.parent / "proj.tandem-worktrees").exists()
     assert "tandem/" not in _branches(repo)
+
+
+def test_local_parallel_sessions_load_no_remote_code() -> None:
+    # The host's side comes with the app's remote side, on first use.
+    import sys
+    code = ("import sys, tandem.parallel.service\n"
+            "print(sorted(m for m in sys.modules if m.startswith('tandem.remote')))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    assert out.strip() == "['tandem.remote', 'tandem.remote.target_file']"
