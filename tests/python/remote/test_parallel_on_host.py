@@ -293,3 +293,31 @@ async def test_a_tree_removed_by_hand_loses_only_its_own_record_in_git(
         assert "users-tree" in listed and "tandem-worktrees/G" not in listed
         assert _branches(wd) == ["feature", "main", "users"]
     await app.turns.aclose()
+
+
+async def test_the_parallel_sessions_own_checkpoints_rewind_its_tree_only(
+        server: RunningServer, app: App, project: Path) -> None:
+    import time
+    script = agent_script(run("echo mine > x.txt && printf 'changed\\n' > b.txt"),
+                          Reply(text="done"))
+    with FakeOpenAI(script) as fake:
+        configure(app, server, fake)
+        main, wd_s = await attached_session(app, project, server)
+        wd = Path(wd_s)
+        _host_repo(wd)
+        started = time.monotonic()
+        a = await _make(app, project, "H", main)
+        print(f"\nparallel/create on the host: {time.monotonic() - started:.2f} s")
+        th = Path(wd_s + ".tandem-worktrees/H")
+        tree_before, main_before = _files(th), _files(wd)
+        ended = await chat(app, a, "write", answering("allow_once", []))
+        assert ended.outcome == "succeeded", ended.error
+        assert (th / "x.txt").read_text() == "mine\n"
+        # Its checkpoints are of its own mirror, not the main session's.
+        own = app.remote_checkpoints.mirror(a).root
+        assert own != app.remote_checkpoints.mirror(main).root
+        assert (own / "x.txt").read_text() == "mine\n"
+        plan = await app.rewinds.plan(a, 1)
+        await app.rewinds.rewind(a, 1, plan.digest)
+        assert _files(th) == tree_before and _files(wd) == main_before
+    await app.turns.aclose()
