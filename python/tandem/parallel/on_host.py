@@ -177,7 +177,8 @@ class HostParallel:
     def check_main(self, record: ParallelRecord, main: str) -> None:
         """Refuse a landing of RECORD into MAIN unless MAIN runs in the tree's own project."""
         target = self.target(main)
-        if target is None or target.resolved_working_dir.rstrip("/") != record.remote_root:
+        if (target is None or target.host != record.host
+                or target.resolved_working_dir.rstrip("/") != record.remote_root):
             raise TandemError("unsupported", f"Parallel session {record.name} is on "
                               f"{record.host}:{record.worktree}; the project's session no longer "
                               f"runs in {record.host}:{record.remote_root}, and landing a "
