@@ -188,6 +188,7 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
             "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"],
+            "gc_max_ms": 1000 * max([g[1] for g in r.get("gc_log", [])] or [0.0]),
             "allocated_mb": sum(r["consed"]) / 1e6, "system_seconds": r["stime_ticks"] / CLK_TCK,
             "overview_refreshes": r.get("overview_refreshes", 0),
             "overview_running_max": r.get("overview_running_max", 0),
@@ -204,7 +205,9 @@ def _emit_x4(med: Any, load: float) -> None:
           med("tandem-x4", "cpu_seconds") / med("tandem", "cpu_seconds"), "x",
           f"{one}_cpu_seconds", med("tandem", "cpu_seconds"), 4,
           cpu_seconds=med("tandem-x4", "cpu_seconds"), cpu=round(med("tandem-x4", "cpu"), 2),
-          gcs=med("tandem-x4", "gcs"), load_average=load, **overview)
+          gcs=med("tandem-x4", "gcs"), gc_seconds=round(med("tandem-x4", "gc_seconds"), 3),
+          gc_max_ms=round(med("tandem-x4", "gc_max_ms"), 1),
+          allocated_mb=round(med("tandem-x4", "allocated_mb"), 1), load_average=load, **overview)
     _emit("view_stream_tty_x4_input_latency_p99", med("tandem-x4", "p99"), "ms",
           f"{one}_input_latency_p99", med("tandem", "p99"), 16,
           idle_p99=med("tandem-x4", "idle_p99"), load_average=load)

@@ -50,6 +50,27 @@
 (defvar bench-tty-chunks 0 "Chunks (events) applied.")
 (defvar bench-tty-extra nil "More to report: a plist.")
 (defvar bench-tty-go nil "When the stream was asked for (the idle phase ends).")
+(defvar bench-tty-gc-log nil
+  "Each collection once the stream began: (END-TIME . GC-ELAPSED-BEFORE), newest first.
+`post-gc-hook' runs before `gc-elapsed' counts that collection: its
+duration is the next entry's `gc-elapsed' (or the last one's) minus its own.")
+(defvar bench-tty-marks nil
+  "Moments of the run worth setting beside the keys: (TIME . WHAT), newest first.
+WHAT is \"send\" (a prompt's send command returned; with how long it took)
+or \"ended\" (a turn-ended event).")
+
+(defun bench-tty--gc-done ()
+  "Note a collection (from `post-gc-hook')."
+  (when bench-tty-first
+    (push (cons (float-time) gc-elapsed) bench-tty-gc-log)))
+
+(defun bench-tty--gc-durations ()
+  "Return each collection as [END-TIME SECONDS], oldest first."
+  (let ((next gc-elapsed) (out nil))
+    (dolist (g bench-tty-gc-log)        ; newest first
+      (push (vector (car g) (- next (cdr g))) out)
+      (setq next (cdr g)))
+    (vconcat out)))
 
 (defun bench-tty-key ()
   "Record when this key was handled."
@@ -124,6 +145,10 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
                         :overview_running_max (apply #'max 0 (mapcar #'cdr bench-tty-overview))
                         :overview_running_last (or (cdar bench-tty-overview) 0)
                         :gcs (- gcs-done (nth 2 bench-tty-first))
+                        ;; Each collection: [end-time seconds], oldest first.
+                        :gc_log (bench-tty--gc-durations)
+                        :marks (vconcat (mapcar (lambda (m) (vector (car m) (cdr m)))
+                                                (reverse bench-tty-marks)))
                         :gc_seconds (- gc-elapsed (nth 3 bench-tty-first))
                         :stime_ticks (- (bench-tty-cpu t) (nth 5 bench-tty-first))
                         :consed (vconcat (cl-mapcar #'- (bench-tty-consed)
@@ -204,15 +229,23 @@ sessions' states while they stream."
               (lambda (e)
                 (pcase (plist-get e :kind)
                   ("delta" (bench-tty-chunk-arrived))
-                  ("turn-ended" (when (= (cl-incf ended) n) (bench-tty-after-last))))))
+                  ("turn-ended"
+                   (push (cons (float-time) "ended") bench-tty-marks)
+                   (when (= (cl-incf ended) n) (bench-tty-after-last))))))
     (lambda ()
       ;; One send a command, 50 ms apart (faster than a user switches and
       ;; types): four sends in one command held the keys up for 140-260 ms.
       (let ((delay 0))
         (dolist (view views)        ; a binding of its own for each closure
           (run-at-time delay nil (lambda ()
-                                   (with-current-buffer view
-                                     (tandem-view-test-send "Stream the long answer, please."))))
+                                   (let ((t0 (float-time)))
+                                     (with-current-buffer view
+                                       ;; The send key as typed: no waiting for the reply.
+                                       (goto-char (point-max))
+                                       (insert "Stream the long answer, please.")
+                                       (funcall (key-binding (kbd "C-c C-c"))))
+                                     (push (cons (float-time) (format "send %.1f ms" (* 1000 (- (float-time) t0))))
+                                           bench-tty-marks))))
           (setq delay (+ delay 0.05)))))))
 
 ;;;; Into a markdown-mode buffer (the anchor)
@@ -267,6 +300,7 @@ Emacs still handles the keys and the 10 ms timer, and redisplays."
     (global-set-key [f5] #'bench-tty-key)
     (run-at-time 0.01 0.01 (lambda () (push (float-time) bench-tty-ticks)))
     (garbage-collect)
+    (add-hook 'post-gc-hook #'bench-tty--gc-done)
     (with-temp-file (getenv "BENCH_TTY_READY") (insert (number-to-string (emacs-pid))))
     (run-at-time bench-tty-idle nil (lambda () (setq bench-tty-go (float-time)) (funcall go)))))
 
