@@ -6,8 +6,8 @@
 ;;; Commentary:
 
 ;; Events only change the model (tandem-view-model.el) and mark what
-;; is dirty here; one timer per buffer (`tandem-view-frame-interval')
-;; then applies everything at once: doomed blocks go, dirty ones are
+;; is dirty here; one timer for every session buffer
+;; (`tandem-view-frame-interval') then applies everything at once: doomed blocks go, dirty ones are
 ;; re-rendered, streamed text is appended at its markers, the progress
 ;; row and the composer prefix are redrawn.  Also here: the turn in flight
 ;; (its one-second clock, backend death) and keeping point and window
@@ -153,11 +153,56 @@ clock; the progress row then says so until `g'."
       (push block (tandem-view-state-dirty st))))
   (tandem-view--schedule))
 
+(defvar tandem-view--frame-timer nil
+  "The one frame timer of every session buffer, or nil when none is due.")
+
+(defvar tandem-view--frame-buffers nil
+  "The session buffers the next frame applies, in the order they asked.")
+
 (defun tandem-view--schedule ()
-  "Arrange one frame soon, shared by every call made before it fires."
+  "Arrange one frame soon, shared by every call made before it fires.
+One timer serves every session buffer (`tandem-view--frame'): sessions
+streaming at once are applied together, then redisplayed once."
   (unless (tandem-view-state-timer tandem-view--state)
-    (setf (tandem-view-state-timer tandem-view--state)
-          (run-at-time tandem-view-frame-interval nil #'tandem-view--tick (current-buffer)))))
+    (setf (tandem-view-state-timer tandem-view--state) t)
+    (setq tandem-view--frame-buffers (nconc tandem-view--frame-buffers (list (current-buffer))))
+    (unless tandem-view--frame-timer
+      (setq tandem-view--frame-timer
+            (run-at-time tandem-view-frame-interval nil #'tandem-view--frame)))))
+
+(defun tandem-view--unschedule ()
+  "Take this buffer out of the next frame (it is being killed)."
+  (setf (tandem-view-state-timer tandem-view--state) nil)
+  (setq tandem-view--frame-buffers (delq (current-buffer) tandem-view--frame-buffers)))
+
+(defun tandem-view--heavy-p (st)
+  "Return non-nil when the frame of state ST re-renders blocks.
+Nil when it only appends streamed text."
+  (or (tandem-view-state-dirty st) (tandem-view-state-doomed st)
+      (tandem-view-state-refresh-pending st)))
+
+(defun tandem-view--frame ()
+  "Apply what is pending in the buffers of this frame.
+At most one buffer's re-rendering (a turn's end settling, say) per
+frame: sessions ending together are spread over the next frames, so a
+key waits for one of them, not all; buffers that only append streamed
+text are applied in every frame."
+  (setq tandem-view--frame-timer nil)
+  (let ((buffers tandem-view--frame-buffers) (heavy nil) (later nil))
+    (setq tandem-view--frame-buffers nil)
+    (dolist (buffer buffers)
+      (when (buffer-live-p buffer)
+        (if (and heavy (tandem-view--heavy-p (buffer-local-value 'tandem-view--state buffer)))
+            (push buffer later)
+          (setq heavy (or heavy (tandem-view--heavy-p
+                                 (buffer-local-value 'tandem-view--state buffer))))
+          (with-demoted-errors "tandem view frame: %S" (tandem-view--tick buffer)))))
+    ;; Before anything asked meanwhile: the deferred ones asked first.
+    (when later
+      (setq tandem-view--frame-buffers (nconc (nreverse later) tandem-view--frame-buffers))
+      (unless tandem-view--frame-timer
+        (setq tandem-view--frame-timer
+              (run-at-time tandem-view-frame-interval nil #'tandem-view--frame))))))
 
 (defun tandem-view--tick (buffer)
   "Apply what is pending in BUFFER."

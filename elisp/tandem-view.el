@@ -217,7 +217,7 @@ named after its first request until you rename it."
   (let* ((st tandem-view--state)
          (session (tandem-view-state-session st))
          (conn (tandem-view--connection)))
-    (when (tandem-view-state-timer st) (cancel-timer (tandem-view-state-timer st)))
+    (tandem-view--unschedule)
     (when (tandem-view-state-clock st) (cancel-timer (tandem-view-state-clock st)))
     (when (eq (gethash session tandem-view--buffers) (current-buffer))
       (remhash session tandem-view--buffers)
