@@ -110,8 +110,11 @@ In the composer:
   (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
   (setq-local tandem-composer-steer-function #'tandem-view-steer-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
+  ;; A send on its way counts: a second C-c C-c queues, as while a turn runs.
   (setq-local tandem-composer-busy-function
-              (lambda () (and (tandem-view-state-running tandem-view--state) t)))
+              (lambda () (and (or (tandem-view-state-running tandem-view--state)
+                                  (tandem-view-sending-p))
+                              t)))
   ;; @ mentions complete the session root's files and this buffer's turns.
   (setq-local tandem-composer-root-function #'tandem-view--root)
   (setq-local tandem-composer-turns-function #'tandem-view--mention-turns)

@@ -387,7 +387,7 @@
       (should (equal (tandem-composer-draft) "my chat draft"))
       (should (string-match-p "chat ❯ my chat draft\\'" (tandem-view-test-text)))
       ;; The chat send is a real turn; history has it.
-      (tandem-view-test-wait-turn (funcall (key-binding (kbd "C-c C-c")))
+      (tandem-view-test-wait-turn (tandem-view-test-press-send)
                                   )
       (should (string-match-p "▾ Turn 1 · You" (tandem-view-test-text)))
       (execute-kbd-macro (kbd "M-p"))
