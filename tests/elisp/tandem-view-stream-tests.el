@@ -322,7 +322,9 @@ never lowered, and one the user set while held is kept."
             (should (= gc-cons-threshold (* 32 1024 1024)))
             (delta " world")
             (tandem-view-stream-test--send (list (list :kind "turn-ended" :turn 1 :status "succeeded")))
-            (should (= gc-cons-threshold 800000))
+            ;; Given back once the turn's end has settled (a few frames).
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (tandem-test-wait-until (lambda () (= gc-cons-threshold 800000)) 2)
             (should-not tandem-view-gc--timer)
             ;; No turn end (the backend went away): a quiet second releases it.
             (delta "more")
@@ -335,7 +337,8 @@ never lowered, and one the user set while held is kept."
             (delta "more")
             (let ((gc-cons-threshold (* 512 1024 1024)))
               (tandem-view-stream-test--send
-               (list (list :kind "turn-ended" :turn 1 :status "succeeded"))))
+               (list (list :kind "turn-ended" :turn 1 :status "succeeded")))
+              (tandem-view-gc--give-back))
             (should (= gc-cons-threshold (* 32 1024 1024)))
             (setq tandem-view-gc--last (- (float-time) 2))
             (tandem-view-gc--check)
@@ -359,6 +362,45 @@ never lowered, and one the user set while held is kept."
               (delta "more")
               (should (= gc-cons-threshold 800000))))
         (tandem-view-gc--drop)))))
+
+(ert-deftest tandem-view-stream-hold-scales-with-the-streams ()
+  "Each session streaming at once adds its share; the last turn's end gives back.
+One stream's end while others stream lowers nothing (that would collect
+mid-stream); a stream whose end never came is forgotten after a quiet
+second; the number of streams counted is capped."
+  (tandem-view-gc--drop)
+  (let ((gc-cons-threshold 800000)
+        (tandem-view-stream-gc-cons-threshold (* 32 1024 1024))
+        (tandem-view-gc-max-streams 3)
+        (mb (* 1024 1024)))
+    (unwind-protect
+        (progn
+          (tandem-view-gc-hold 'a)
+          (should (= gc-cons-threshold (* 32 mb)))
+          (tandem-view-gc-hold 'b)
+          (tandem-view-gc-hold 'a)
+          (should (= gc-cons-threshold (* 64 mb)))
+          (tandem-view-gc-hold 'c)
+          (tandem-view-gc-hold 'd)
+          (should (= gc-cons-threshold (* 96 mb)))     ; capped at three
+          (tandem-view-gc-release 'a)
+          (tandem-view-gc-release 'b)
+          (tandem-view-gc-release 'c)
+          (should (= gc-cons-threshold (* 96 mb)))
+          ;; d's end never comes; e keeps streaming: d is forgotten, nothing lowered.
+          (tandem-view-gc-hold 'e)
+          (setcdr (assq 'd tandem-view-gc--streams) (- (float-time) 2))
+          (tandem-view-gc--check)
+          (should (equal (mapcar #'car tandem-view-gc--streams) '(e)))
+          (should (= gc-cons-threshold (* 96 mb)))
+          (tandem-view-gc-release 'e)
+          (should (= gc-cons-threshold (* 96 mb)))   ; once the end has settled
+          (should tandem-view-gc--pending)
+          (tandem-view-gc--give-back)
+          (should (= gc-cons-threshold 800000))
+          (should-not tandem-view-gc--timer)
+          (should-not tandem-view-gc--streams))
+      (tandem-view-gc--drop))))
 
 (provide 'tandem-view-stream-tests)
 ;;; tandem-view-stream-tests.el ends here
