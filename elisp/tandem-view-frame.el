@@ -159,10 +159,13 @@ clock; the progress row then says so until `g'."
 (defvar tandem-view--frame-buffers nil
   "The session buffers the next frame applies, in the order they asked.")
 
+(defconst tandem-view--frame-min-gap 0.005
+  "Fewest seconds between two buffers' frames (many sessions streaming).")
+
 (defun tandem-view--schedule ()
   "Arrange one frame soon, shared by every call made before it fires.
-One timer serves every session buffer (`tandem-view--frame'): sessions
-streaming at once are applied together, then redisplayed once."
+One timer serves every session buffer (`tandem-view--frame'), one
+buffer a firing, so that sessions streaming at once take turns."
   (unless (tandem-view-state-timer tandem-view--state)
     (setf (tandem-view-state-timer tandem-view--state) t)
     (setq tandem-view--frame-buffers (nconc tandem-view--frame-buffers (list (current-buffer))))
@@ -175,34 +178,23 @@ streaming at once are applied together, then redisplayed once."
   (setf (tandem-view-state-timer tandem-view--state) nil)
   (setq tandem-view--frame-buffers (delq (current-buffer) tandem-view--frame-buffers)))
 
-(defun tandem-view--heavy-p (st)
-  "Return non-nil when the frame of state ST re-renders blocks.
-Nil when it only appends streamed text."
-  (or (tandem-view-state-dirty st) (tandem-view-state-doomed st)
-      (tandem-view-state-refresh-pending st)))
-
 (defun tandem-view--frame ()
-  "Apply what is pending in the buffers of this frame.
-At most one buffer's re-rendering (a turn's end settling, say) per
-frame: sessions ending together are spread over the next frames, so a
-key waits for one of them, not all; buffers that only append streamed
-text are applied in every frame."
+  "Apply what is pending in the buffer that asked first; the others follow.
+Each buffer still gets a frame every `tandem-view-frame-interval', but
+with several asking their frames are spread over that interval instead
+of run back to back: a key typed meanwhile waits for one session's
+frame (its appended text, or its turn's end settling), not for all of
+them, and four turns ending together settle in four firings."
   (setq tandem-view--frame-timer nil)
-  (let ((buffers tandem-view--frame-buffers) (heavy nil) (later nil))
-    (setq tandem-view--frame-buffers nil)
-    (dolist (buffer buffers)
-      (when (buffer-live-p buffer)
-        (if (and heavy (tandem-view--heavy-p (buffer-local-value 'tandem-view--state buffer)))
-            (push buffer later)
-          (setq heavy (or heavy (tandem-view--heavy-p
-                                 (buffer-local-value 'tandem-view--state buffer))))
-          (with-demoted-errors "tandem view frame: %S" (tandem-view--tick buffer)))))
-    ;; Before anything asked meanwhile: the deferred ones asked first.
-    (when later
-      (setq tandem-view--frame-buffers (nconc (nreverse later) tandem-view--frame-buffers))
-      (unless tandem-view--frame-timer
-        (setq tandem-view--frame-timer
-              (run-at-time tandem-view-frame-interval nil #'tandem-view--frame))))))
+  (let ((buffer (pop tandem-view--frame-buffers)))
+    (when tandem-view--frame-buffers
+      (setq tandem-view--frame-timer
+            (run-at-time (max tandem-view--frame-min-gap
+                              (/ tandem-view-frame-interval
+                                 (1+ (length tandem-view--frame-buffers))))
+                         nil #'tandem-view--frame)))
+    (when (buffer-live-p buffer)
+      (with-demoted-errors "tandem view frame: %S" (tandem-view--tick buffer)))))
 
 (defun tandem-view--tick (buffer)
   "Apply what is pending in BUFFER."

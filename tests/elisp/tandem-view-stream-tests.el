@@ -402,5 +402,38 @@ second; the number of streams counted is capped."
           (should-not tandem-view-gc--streams))
       (tandem-view-gc--drop))))
 
+(ert-deftest tandem-view-frames-of-several-buffers-take-turns ()
+  "One timer serves every session buffer, one buffer a firing, in the order asked.
+Asking again before the frame changes nothing; with three asking, the
+frames are spread over one `tandem-view-frame-interval', not run back to back."
+  (let ((tandem-view--frame-buffers nil)
+        (tandem-view--frame-timer nil)
+        (tandem-view-frame-interval 0.06)
+        (ticks nil)
+        (buffers (mapcar (lambda (name) (generate-new-buffer name)) '("a" "b" "c"))))
+    (unwind-protect
+        (cl-letf (((symbol-function 'tandem-view--tick)
+                   (lambda (b)
+                     (push (cons (buffer-name b) (float-time)) ticks)
+                     (with-current-buffer b (setf (tandem-view-state-timer tandem-view--state) nil)))))
+          (dolist (b buffers)
+            (with-current-buffer b
+              (setq tandem-view--state (tandem-view-state-create))
+              (tandem-view--schedule)
+              (tandem-view--schedule)))
+          (should (= 3 (length tandem-view--frame-buffers)))
+          (tandem-test-wait-until (lambda () (= 3 (length ticks))) 2)
+          (setq ticks (nreverse ticks))
+          (should (equal (mapcar #'car ticks) (mapcar #'buffer-name buffers)))
+          ;; b and c came a third and two thirds of an interval later (not at once).
+          (should (> (- (cdr (nth 1 ticks)) (cdr (nth 0 ticks))) 0.01))
+          (should (> (- (cdr (nth 2 ticks)) (cdr (nth 1 ticks))) 0.01))
+          (should-not tandem-view--frame-timer)
+          ;; A killed buffer leaves the queue.
+          (with-current-buffer (car buffers) (tandem-view--schedule) (tandem-view--unschedule))
+          (should-not tandem-view--frame-buffers))
+      (when tandem-view--frame-timer (cancel-timer tandem-view--frame-timer))
+      (mapc #'kill-buffer buffers))))
+
 (provide 'tandem-view-stream-tests)
 ;;; tandem-view-stream-tests.el ends here
