@@ -56,8 +56,8 @@
 duration is the next entry's `gc-elapsed' (or the last one's) minus its own.")
 (defvar bench-tty-marks nil
   "Moments of the run worth setting beside the keys: (TIME . WHAT), newest first.
-WHAT is \"send\" (a prompt's send command returned; with how long it took)
-or \"ended\" (a turn-ended event).")
+WHAT is \"send\" (a prompt's send command returned; with how long it took),
+\"ended\" (a turn-ended event) or \"overview\" (a redraw; how long).")
 
 (defun bench-tty--gc-done ()
   "Note a collection (from `post-gc-hook')."
@@ -123,6 +123,19 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
              (insert (json-encode (list :error (format "%s first=%S last=%S" (error-message-string err) bench-tty-first bench-tty-last)))))
            (kill-emacs 1))))
 
+(defun bench-tty--heap ()
+  "Collect once more (after the measured window) and return what it cost.
+A plist: :ms, the collection's duration, nearly all of it marking (little
+garbage is left by then), and :live_mb, the live heap it marked."
+  (let* ((t0 (float-time))
+         (stats (garbage-collect))
+         (ms (* 1000 (- (float-time) t0))))
+    (list :gc_after_ms ms
+          :live_mb (/ (apply #'+ (mapcar (lambda (s) (* (nth 1 s) (nth 2 s)))
+                                         (cl-remove-if-not (lambda (s) (integerp (nth 2 s)))
+                                                           stats)))
+                      1e6))))
+
 (defun bench-tty-report ()
   "Write the figures of this run and exit."
   (when (bench-tty-profile)
@@ -144,6 +157,7 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
                                                          bench-tty-overview)
                         :overview_running_max (apply #'max 0 (mapcar #'cdr bench-tty-overview))
                         :overview_running_last (or (cdar bench-tty-overview) 0)
+                        :overview_max_ms bench-tty-overview-ms
                         :gcs (- gcs-done (nth 2 bench-tty-first))
                         ;; Each collection: [end-time seconds], oldest first.
                         :gc_log (bench-tty--gc-durations)
@@ -154,7 +168,9 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
                         :consed (vconcat (cl-mapcar #'- (bench-tty-consed)
                                                     (nth 4 bench-tty-first))))))
          (end (+ bench-tty-last bench-tty-tail))
-         (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first))))
+         (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first)))
+         ;; Last: its collection is counted in none of the figures above.
+         (heap (bench-tty--heap)))
     (with-temp-file (getenv "BENCH_TTY_OUT")
       (insert (json-encode
                (append
@@ -163,7 +179,7 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
                       :wall (- (float-time) (car bench-tty-first))
                       :keys (vconcat (reverse bench-tty-keys))
                       :ticks (vconcat (reverse bench-tty-ticks)))
-                bench-tty-extra))))
+                bench-tty-extra heap))))
     (kill-emacs 0)))
 
 (defun bench-tty-after-last ()
@@ -176,8 +192,16 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
 (defvar bench-tty-overview nil
   "What the overview showed while the streams ran: (TIME . RUNNING-ROWS), newest first.")
 
-(defun bench-tty--overview-shown (rows)
-  "Note that the overview was redrawn with ROWS, and how many were running."
+(defvar bench-tty-overview-ms 0.0 "The longest redraw of the overview, in ms.")
+
+(defun bench-tty--overview-shown (show rows)
+  "Redraw the overview with ROWS by SHOW; note when, how long, how many were running."
+  (let ((t0 (float-time)) (gcs gcs-done))
+    (funcall show rows)
+    (let ((ms (* 1000 (- (float-time) t0))))
+      (setq bench-tty-overview-ms (max bench-tty-overview-ms ms))
+      (push (cons (float-time) (format "overview %.1f ms%s" ms (if (> gcs-done gcs) " (a collection in it)" "")))
+            bench-tty-marks)))
   (push (cons (float-time) (cl-count "running" rows :key (lambda (r) (plist-get r :state))
                                      :test #'equal))
         bench-tty-overview))
@@ -222,7 +246,7 @@ sessions' states while they stream."
     (cl-mapc #'set-window-buffer windows views)
     (select-window (car windows))
     (when (> n 1)
-      (advice-add 'tandem-overview--show :after #'bench-tty--overview-shown)
+      (advice-add 'tandem-overview--show :around #'bench-tty--overview-shown)
       (let ((overview (save-window-excursion (tandem-sessions-list))))
         (set-window-buffer (car (last windows)) overview)))
     (add-hook 'tandem-event-functions

@@ -169,7 +169,9 @@ buffer a firing, so that sessions streaming at once take turns."
   (unless (tandem-view-state-timer tandem-view--state)
     (setf (tandem-view-state-timer tandem-view--state) t)
     (setq tandem-view--frame-buffers (nconc tandem-view--frame-buffers (list (current-buffer))))
-    (unless tandem-view--frame-timer
+    ;; Still pending, not merely set: a timer cancelled by someone else
+    ;; would otherwise stop every session buffer's frames for good.
+    (unless (and tandem-view--frame-timer (memq tandem-view--frame-timer timer-list))
       (setq tandem-view--frame-timer
             (run-at-time tandem-view-frame-interval nil #'tandem-view--frame)))))
 

@@ -406,11 +406,14 @@ second; the number of streams counted is capped."
   "One timer serves every session buffer, one buffer a firing, in the order asked.
 Asking again before the frame changes nothing; with three asking, the
 frames are spread over one `tandem-view-frame-interval', not run back to back."
-  (let ((tandem-view--frame-buffers nil)
-        (tandem-view--frame-timer nil)
+  ;; The real queue and timer (a let would hand a frame already pending,
+  ;; firing meanwhile, this test's queue): set aside, then put back.
+  (let ((saved tandem-view--frame-buffers)
         (tandem-view-frame-interval 0.06)
         (ticks nil)
         (buffers (mapcar (lambda (name) (generate-new-buffer name)) '("a" "b" "c"))))
+    (when tandem-view--frame-timer (cancel-timer tandem-view--frame-timer))
+    (setq tandem-view--frame-buffers nil tandem-view--frame-timer nil)
     (unwind-protect
         (cl-letf (((symbol-function 'tandem-view--tick)
                    (lambda (b)
@@ -431,8 +434,15 @@ frames are spread over one `tandem-view-frame-interval', not run back to back."
           (should-not tandem-view--frame-timer)
           ;; A killed buffer leaves the queue.
           (with-current-buffer (car buffers) (tandem-view--schedule) (tandem-view--unschedule))
-          (should-not tandem-view--frame-buffers))
+          (should-not tandem-view--frame-buffers)
+          ;; A frame timer cancelled by someone else does not stop the frames.
+          (cancel-timer tandem-view--frame-timer)
+          (setq ticks nil)
+          (with-current-buffer (nth 1 buffers) (tandem-view--schedule))
+          (tandem-test-wait-until (lambda () ticks) 2))
       (when tandem-view--frame-timer (cancel-timer tandem-view--frame-timer))
+      (setq tandem-view--frame-buffers saved
+            tandem-view--frame-timer (and saved (run-at-time 0 nil #'tandem-view--frame)))
       (mapc #'kill-buffer buffers))))
 
 (provide 'tandem-view-stream-tests)
