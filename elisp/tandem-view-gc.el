@@ -76,10 +76,11 @@ Compared at release: a value that differs was set by someone else
 
 (defun tandem-view-gc--limit ()
   "The threshold the streams held now call for, or nil for none."
-  (let ((limit tandem-view-stream-gc-cons-threshold))
+  (let ((limit tandem-view-stream-gc-cons-threshold)
+        ;; A value that is not a count (set by hand) counts one stream.
+        (most (if (natnump tandem-view-gc-max-streams) (max 1 tandem-view-gc-max-streams) 1)))
     (and (integerp limit)
-         (* limit (max 1 (min (length tandem-view-gc--streams)
-                              (max 1 tandem-view-gc-max-streams)))))))
+         (* limit (max 1 (min (length tandem-view-gc--streams) most))))))
 
 (defconst tandem-view-gc--after 0.2
   "Seconds after the last stream's end before the value is given back.
