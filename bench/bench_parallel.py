@@ -1,9 +1,11 @@
 """Parallel-session benchmark: ``parallel/create`` on a 20k-file repository.
 
-Figure: the wall time of `ParallelService.create` (the main tree's
-incremental checkpoint, the uncommitted-changes check, ``git worktree add
---no-checkout``, the checkout through the tree's own store, the base
-checkpoint, the journal and the record) beside its anchor measured in the
+Figure: the wall time of `ParallelService.create` (``git worktree add
+--no-checkout``, the tree's own store borrowing the repository's objects,
+the checkout through that store, beside it the main tree's incremental
+checkpoint and the uncommitted-changes check, then the base checkpoint
+kept from the checkout's index, the journal and the record) beside its
+anchor measured in the
 same run on the same repository: a plain ``git worktree add -b B DIR HEAD``
 (git's own checkout, nothing else). Target: within 1.3× the anchor. The
 main tree has been checkpointed once before (a project with a tandem

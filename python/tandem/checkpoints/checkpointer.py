@@ -122,6 +122,46 @@ class Checkpointer:
         """
         return maintenance.maintain(self.git, self.layout, retention, live, prune_now=prune_now)
 
+    def borrow(self, objects: Path) -> None:
+        """Read objects this store lacks from OBJECTS, a repository's object folder.
+
+        For a new parallel tree checked out from its project's commit: no copy
+        at creation; the next `maintain` copies what the checkpoints need and
+        drops the link (`maintenance.dissociate`). OBJECTS must be a folder
+        tandem computed from the project's git, never a path read from files
+        of the workspace (`Layout.borrow` checks its form).
+        """
+        if not isinstance(objects, Path):
+            raise TandemError("invalid", f"objects must be a path: {objects!r}")
+        with self.layout.locked():
+            self.layout.borrow(objects)
+
+    def adopt(self, tree: str, gaps: list[Gap], label: str, *,
+              owner: str | None = None) -> Checkpoint:
+        """Keep TREE as a checkpoint of the root as it is, without walking the root.
+
+        Only for a root just checked out from TREE by the store's own git,
+        whose private index that checkout wrote (`parallel.trees.seed_index`),
+        with GAPS the files left out of it, and no file of TREE matching the
+        root's ignore rules (the caller knows: a capture would drop such a
+        file). So the tracked files count as checked against the ignore rules
+        (`IgnoreWatch`), and the next capture compares the root with that
+        index as any capture does: a file changed since is captured then.
+        """
+        label = _check_label(label)
+        refs.check_owner(owner)
+        if not isinstance(tree, str) or not _ID.match(tree):
+            raise TandemError("invalid", f"not a tree id: {tree!r}")
+        if not isinstance(gaps, list) or not all(isinstance(g, Gap) for g in gaps):
+            raise TandemError("invalid", f"gaps must be a list of gaps: {gaps!r}")
+        with self.layout.locked():
+            self._recover_locked()
+            if not self.layout.index_for("").is_file() or self._excludes:
+                raise TandemError("invalid", f"{self.root} was not checked out into this "
+                                  "store: take a snapshot")
+            self._watch.mark("", self._watch.fingerprint())
+            return self._keep_locked(tree, sorted(gaps, key=lambda g: g.path), label, owner)
+
     def get(self, checkpoint_id: str) -> Checkpoint:
         """The checkpoint CHECKPOINT_ID of this workspace (``not-found`` if none)."""
         if not isinstance(checkpoint_id, str) or not _ID.match(checkpoint_id):

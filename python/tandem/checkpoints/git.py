@@ -67,6 +67,26 @@ def user_excludes_file() -> str | None:
     return value or None
 
 
+class Running:
+    """A git process `Git.start` started: `wait` for it, or `stop` it."""
+
+    def __init__(self, args: list[str], proc: subprocess.Popen[bytes]) -> None:
+        self.args = args
+        self.proc = proc
+
+    def wait(self) -> None:
+        """Wait for the process; raise `GitError` when it failed."""
+        _, err = self.proc.communicate()
+        if self.proc.returncode != 0:
+            raise GitError(self.args, self.proc.returncode, err.decode("utf-8", "replace"))
+
+    def stop(self) -> None:
+        """End the process now (git removes its lock files on SIGTERM) and reap it."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.communicate()
+
+
 class Git:
     """A git runner bound to one private repository (``git_dir``)."""
 
@@ -142,6 +162,15 @@ class Git:
         if check and proc.returncode != 0:
             raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc
+
+    def start(self, args: list[str], *, work_tree: Path | None = None,
+              index: Path | None = None) -> Running:
+        """Start ``git ARGS`` and return at once (its output is dropped; errors are kept)."""
+        cwd = work_tree if work_tree is not None else self.git_dir
+        proc = subprocess.Popen(self._prefix + args, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=self.env(work_tree, index), cwd=cwd)
+        return Running(args, proc)
 
     def run_parallel(
         self, calls: list[list[str]], *, work_tree: Path | None = None, index: Path | None = None

@@ -10,7 +10,10 @@
 * ``restore.json`` — present only while a restore is in progress;
 * ``lock`` — a ``flock`` that serialises snapshots, restores and maintenance;
 * ``maintained`` — its mtime is when the last pruning pass ran;
-* ``carried.json`` — the old roots whose checkpoints were carried here (`carry`).
+* ``carried.json`` — the old roots whose checkpoints were carried here (`carry`);
+* ``repo/objects/info/alternates`` — only while a new parallel tree's store
+  reads its project's objects in place (`Layout.borrow`), until maintenance
+  copies them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from tandem.checkpoints.git import Git
 from tandem.paths import checkpoints_dir
+from tandem.protocol.base import TandemError
 from tandem.store.fsutil import atomic_write, open_private, private_dir
 
 # Our own attributes win over every .gitattributes in the work tree: a
@@ -44,6 +48,19 @@ _CONFIG = [
     ("gc.auto", "0"),  # packing runs only from maintenance.py, off the turn's path
     ("index.version", "4"),  # path-prefix compression: a smaller index to read and write
 ]
+
+
+def _config_text() -> bytes:
+    """The store's ``config`` file: git's own first line, then `_CONFIG`."""
+    lines = ["[core]", "\trepositoryformatversion = 0"]
+    section = "core"
+    for key, value in _CONFIG:
+        name, _, var = key.partition(".")
+        if name != section:
+            lines.append(f"[{name}]")
+            section = name
+        lines.append(f"\t{var} = {value}")
+    return ("\n".join(lines) + "\n").encode()
 
 
 def workspace_key(root: Path) -> str:
@@ -69,6 +86,8 @@ class Layout:
         """What the ignore rules were when the tracked files were last checked (`IgnoreWatch`)."""
         self.carried = self.dir / "carried.json"
         """The old roots whose checkpoints were carried here (`carry`), a JSON list."""
+        self.alternates = self.git_dir / "objects" / "info" / "alternates"
+        """Present while the store reads objects from a repository's folder (`borrow`)."""
 
     def carried_roots(self) -> list[str]:
         """The roots this store holds carried checkpoints of (empty when none)."""
@@ -85,6 +104,26 @@ class Layout:
         if fresh:
             atomic_write(self.carried, json.dumps([*known, *fresh]).encode() + b"\n")
 
+    def borrow(self, objects: Path) -> None:
+        """Let the store read objects it lacks from OBJECTS, a git object folder.
+
+        OBJECTS must be absolute, an existing folder, and one line (the
+        alternates file is a list of lines: a newline in a name would add a
+        second entry). Idempotent. Maintenance copies what the store needs and
+        drops the link again (`maintenance.dissociate`).
+        """
+        text = str(objects)
+        if (not objects.is_absolute() or not objects.is_dir() or any(c in text for c in "\n\r")
+                or text.startswith('"')):
+            raise TandemError("invalid", f"not an object folder to borrow from: {text!r}")
+        data = text.encode() + b"\n"
+        try:
+            if self.alternates.read_bytes() == data:
+                return
+        except FileNotFoundError:
+            pass
+        atomic_write(self.alternates, data)
+
     def index_for(self, region: str) -> Path:
         """The private index of REGION (``""`` is the root)."""
         if not region:
@@ -100,11 +139,13 @@ class Layout:
         if not (self.git_dir / "HEAD").exists():
             private_dir(self.git_dir)
             git.run(["init", "-q", "--bare", str(self.git_dir)])
-            for key, value in _CONFIG:
-                git.run(["config", key, value])
             # Hooks are never run by plumbing; drop the samples anyway.
             for sample in (self.git_dir / "hooks").glob("*.sample"):
                 sample.unlink()
+        # The whole configuration in one write, not a `git config` per key (a
+        # process each: a tenth of a second on a new parallel tree's path).
+        # Before info/attributes, which marks a store as complete.
+        atomic_write(self.git_dir / "config", _config_text())
         info = self.git_dir / "info"
         private_dir(info)
         atomic_write(info / "attributes", _ATTRIBUTES.encode())

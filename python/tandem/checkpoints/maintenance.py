@@ -14,6 +14,10 @@ lock, and gives up at once when something else holds it):
   an object younger than that survives, so a checkpoint dropped by mistake
   can still be recovered by hand for that long).
 
+**dissociate** — a store that borrows its project's objects (a new parallel
+tree's, `Layout.borrow`) gets them copied in and the link dropped on its
+first pass, so a project removed later never breaks its checkpoints.
+
 The private indexes hold blobs no commit may reference yet (a capture for a
 diff or a plan writes objects but keeps no checkpoint): each index's tree is
 kept by a ref ``refs/tandem/index/<name>`` before pruning, so pruning never
@@ -82,6 +86,7 @@ def maintain(
         if not held:
             return None
         result = MaintenanceResult()
+        dissociate(git, layout)
         clock = time.time() if now is None else now
         if prune_now or _due(layout, clock):
             touch_private(layout.maintained)
@@ -95,6 +100,25 @@ def maintain(
                 return result
         pack(git)
         return result
+
+
+def dissociate(git: Git, layout: Layout) -> bool:
+    """Copy every object the store borrows into it and drop the link; True when it did.
+
+    A new parallel tree's store reads its project's objects in place
+    (`Layout.borrow`); the project may be removed, or pruned, later. So the
+    first maintenance pass packs everything the store's refs and indexes
+    reach, borrowed objects included (``repack -a`` without ``-l``; each
+    index's tree kept by a ref first, `_keep_indexes`), and only then
+    removes the alternates file. A pass cut short leaves the link, so the
+    next one does it again.
+    """
+    if not layout.alternates.exists():
+        return False
+    _keep_indexes(git, layout)
+    git.run(["repack", "-a", "-d", "-q", "--keep-unreachable"])
+    layout.alternates.unlink()
+    return True
 
 
 def pack(git: Git) -> None:

@@ -161,21 +161,23 @@ class ParallelService:
         branch = commit = None
         dirty: list[str] = []
         now: trees.Listing = {}
+        seeded: trees.Seeded | None = None
+        same = False  # the main tree's checkpoint is the commit's tree itself
         if git_dir is not None:
             user = Git.of_user_repository(git_dir)
             commit = trees.head_commit(user)
 
-            def main_tree() -> tuple[list[str], trees.Listing]:
+            def main_tree() -> tuple[list[str], trees.Listing, bool]:
                 snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
                 return trees.uncommitted(main, snap.tree, user, commit)
 
-            # The main tree's checkpoint runs beside the worktree's making (the other
-            # core); its verdict comes before any file is written.
+            # The main tree's checkpoint runs beside the worktree's making and checkout
+            # (the other core); a refusal stops the checkout and removes the tree.
             with ThreadPoolExecutor(1) as pool:
                 checked = pool.submit(main_tree)
 
                 def ready() -> None:
-                    found, _ = checked.result()
+                    found, _, _ = checked.result()
                     if found and not carry:
                         shown = ", ".join(found[:5]) + (" …" if len(found) > 5 else "")
                         raise TandemError(
@@ -185,11 +187,11 @@ class ParallelService:
 
                 branch = trees.BRANCH_PREFIX + name
                 try:
-                    trees.add_worktree(user, dest, branch, commit, self.checkpoints.for_root,
-                                       ready)
+                    seeded = trees.add_worktree(user, dest, branch, commit,
+                                                self.checkpoints.for_root, ready)
                 finally:
                     checked.exception()  # never leave it running behind a refusal
-                dirty, now = checked.result()
+                dirty, now, same = checked.result()
         else:
             snap = main.snapshot(f"parallel {name}: the main tree", owner=parent_session)
             trees.make_copy(main, snap.tree, dest)
@@ -197,7 +199,13 @@ class ParallelService:
             active = self.sessions.manager.new(str(dest), f"parallel {name}")
             sid = active.journal.id
             tree = self.checkpoints.for_root(dest)
-            base = tree.snapshot(f"parallel {name}: base", owner=sid)
+            if seeded is not None and same:
+                # The checkout is the commit, and the main tree's capture is the commit's
+                # tree: no committed file is ignored (a capture would have dropped it), so
+                # the base is known without walking and hashing the new tree again.
+                base = tree.adopt(seeded.tree, [], f"parallel {name}: base", owner=sid)
+            else:
+                base = tree.snapshot(f"parallel {name}: base", owner=sid)
             carried = None
             if dirty:
                 trees.carry(main, now, dirty, dest)

@@ -2,9 +2,10 @@
 
 A git project gets ``git worktree add --no-checkout -b tandem/NAME DIR HEAD``
 through `Git.of_user_repository` (no hook, no fsmonitor, tandem's scrubbed
-environment), then its files are written from the commit's blobs as git
-stores them (``cat-file --batch``: no smudge filter runs) and the worktree's
-own index is read from the commit (``read-tree``). Nothing else of the
+environment), then the new tree's own checkpoint store, borrowing the
+repository's objects, checks the commit out with its own git (its attributes
+turn every filter and conversion off: the bytes as stored) into the
+worktree's own index (`add_worktree`). Nothing else of the
 user's repository is touched: not the main index, not the stash, no other
 branch. A project that is no git repository gets a copy of what a
 checkpoint captures (the same ignore rules, size cap and gaps).
@@ -22,6 +23,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.checkpoints.checkpointer import Checkpointer
@@ -123,16 +125,17 @@ def _on_disk(path: Path, algorithm: str = "sha1") -> tuple[str, str] | None:
 
 
 def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
-                ) -> tuple[list[str], Listing]:
+                ) -> tuple[list[str], Listing, bool]:
     """Paths where the main tree (captured as MAIN_TREE) differs from COMMIT.
 
     A committed file the capture leaves out (it matches an ignore rule, or
     is over the size cap) is compared as it is on disk. Returns the paths,
-    sorted, and the capture's listing (what to carry).
+    sorted, the capture's listing (what to carry), and whether MAIN_TREE is
+    COMMIT's tree itself (then no committed file is ignored nor over the cap).
     """
     algorithm = user.out(["rev-parse", "--show-object-format"]) or "sha1"
     if algorithm == "sha1" and user.out(["rev-parse", f"{commit}^{{tree}}"]) == main_tree:
-        return [], {}  # the same tree id: the same files, byte for byte; nothing to carry
+        return [], {}, True  # the same tree id: the same files, byte for byte; nothing to carry
     now = listing(main.git, main_tree)
     then = listing(user, commit)
     changed = []
@@ -145,7 +148,7 @@ def uncommitted(main: Checkpointer, main_tree: str, user: Git, commit: str
             # ids are not the store's (SHA-256), so the file itself is hashed.
             continue
         changed.append(p)
-    return changed, now
+    return changed, now, False
 
 
 def carry(main: Checkpointer, now: Listing, paths: list[str], dest: Path) -> None:
@@ -164,86 +167,122 @@ def carry(main: Checkpointer, now: Listing, paths: list[str], dest: Path) -> Non
             shutil.copy2(source, target, follow_symlinks=False)
 
 
+@dataclass
+class Seeded:
+    """A new tree's first capture, known from its checkout without walking it.
+
+    ``tree`` is the commit's tree: what the store's first capture of the
+    checkout would find when no committed file is over the size cap (else
+    there is no `Seeded`) and none matches the tree's ignore rules (the
+    caller knows).
+    """
+
+    tree: str
+
+
 def add_worktree(user: Git, dest: Path, branch: str, commit: str,
                  store: Callable[[Path], Checkpointer] | None = None,
-                 ready: Callable[[], None] | None = None) -> None:
+                 ready: Callable[[], None] | None = None) -> Seeded | None:
     """``git worktree add`` DEST on a new BRANCH at COMMIT, its files checked out safely.
 
     With STORE (giving the new tree's own checkpoint store, which sets every path
     ``-filter -text -ident``, has no filter driver configured and runs no
-    hook), the commit's objects are copied into it and checked out from it
-    (`copy_objects`, `seed_checkout`): no program of the user's repository
-    can run, and the worktree's index and the store's first index come out
-    of the same checkout. Without it, or for a SHA-256 repository, the files
-    are written from their blobs one by one. READY, when given, is called
-    before any file is written; what it raises undoes the worktree and branch
-    (the caller's checks that ran meanwhile, in another thread).
+    hook), the store borrows the repository's objects (`borrow_objects`), its
+    git checks the commit out and the checkout's index seeds the store's
+    (`seed_index`): no program of the user's repository can run, and the
+    worktree's index and the store's first index are the same. Returns the
+    store's first capture when that checkout is it (`Seeded`), else None; so
+    for a SHA-256 repository or without STORE, where the files are written
+    from their blobs one by one. READY, when given, is called while the
+    checkout runs (the caller's checks, made meanwhile in another thread);
+    what it raises stops the checkout and undoes the worktree and branch.
     """
     if not branch.startswith(BRANCH_PREFIX):
         raise TandemError("invalid", f"tandem makes only {BRANCH_PREFIX}* branches: {branch}")
-    known = user.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], check=False)
-    if known.returncode == 0:
-        raise TandemError("exists", f"Branch {branch} exists already: choose another name")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    user.run(["worktree", "add", "--no-checkout", "-b", branch, str(dest), commit])
+    try:
+        user.run(["worktree", "add", "--no-checkout", "-b", branch, str(dest), commit])
+    except GitError:
+        # Looked up only now: one git process less on the way.
+        known = user.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+                         check=False)
+        if known.returncode == 0:
+            raise TandemError("exists", f"Branch {branch} exists already: choose another "
+                              "name") from None
+        raise
     try:
         # The worktree's own index (never the main one) holds the commit, as a checkout
         # would leave it.
         admin = git_dir_of(dest)
         if admin is None:
             raise TandemError("checkpoint-failed", f"git made no worktree at {dest}")
-        sha1 = (user.out(["rev-parse", "--show-object-format"]) or "sha1") == "sha1"
-        if store is not None and sha1:
+        # One process for the object format, the object folder and the commit's tree.
+        fmt, objects, root_tree = (user.out(["rev-parse", "--show-object-format", "--git-path",
+                                             "objects", f"{commit}^{{tree}}"]).splitlines()
+                                   + ["", "", ""])[:3]
+        if store is not None and fmt == "sha1":
             tree = store(dest)
-            root_tree, big = copy_objects(user, tree, commit)
-            if ready is not None:
-                ready()
-            seed_checkout(tree, root_tree, big, admin / "index")
-        else:
-            if ready is not None:
-                ready()
-            write_files(user, listing(user, commit), dest)
-            user.run(["read-tree", commit], index=admin / "index")
+            borrow_objects(tree, user.git_dir / objects)
+            # The checkout runs while the size check (a listing) and the caller's checks
+            # do; a refusal stops it, and the partial tree goes with the worktree.
+            checkout = tree.git.start(["read-tree", "--reset", "-u", root_tree],
+                                      work_tree=tree.root, index=admin / "index")
+            try:
+                big = [p for p, size in _sizes(tree.git, root_tree) if size > tree.size_cap]
+                if ready is not None:
+                    ready()
+                checkout.wait()
+            except BaseException:
+                checkout.stop()
+                raise
+            return seed_index(tree, root_tree, big, admin / "index")
+        if ready is not None:
+            ready()
+        write_files(user, listing(user, commit), dest)
+        user.run(["read-tree", commit], index=admin / "index")
+        return None
     except BaseException:
         remove_worktree(user, dest, branch)
         raise
 
 
-def copy_objects(user: Git, tree: Checkpointer, commit: str) -> tuple[str, list[str]]:
-    """Copy COMMIT's tree, every object of it, into TREE's store; its id and the big files.
+def borrow_objects(tree: Checkpointer, objects: Path) -> None:
+    """Let TREE's store read the repository's objects from OBJECTS (git alternates).
 
-    One pack (``pack-objects`` in the user's repository, ``index-pack`` in the
-    store: no delta search, the user's packed deltas reused). The big files
-    are those over TREE's size cap (checked out as stored, so a blob's size
-    is the file's): they stay out of the checkpoints, as gaps.
+    Nothing is copied at creation (a pack of every file of the commit cost a
+    few tenths of a second at 20,000 files); the store's maintenance copies
+    what its checkpoints need and drops the link (`Checkpointer.borrow`), so a
+    project removed later never breaks them. OBJECTS is the object folder git
+    names for the project's repository (``rev-parse --git-path objects``),
+    never a path read from the workspace's files.
     """
-    root_tree = user.out(["rev-parse", f"{commit}^{{tree}}"])
-    pack = user.run(["pack-objects", "--revs", "--stdout", "--window=0", "--depth=0", "-q"],
-                    input=root_tree.encode() + b"\n").stdout
-    tree.git.run(["index-pack", "--stdin"], input=pack)
-    big = [p for p, size in _sizes(tree.git, root_tree) if size > tree.size_cap]
-    return root_tree, big
+    tree.borrow(objects.resolve())
 
 
-def seed_checkout(tree: Checkpointer, root_tree: str, big: list[str], index: Path) -> None:
-    """Check ROOT_TREE (in TREE's store) out into TREE's root, and seed the store's index.
+def seed_index(tree: Checkpointer, root_tree: str, big: list[str], index: Path
+               ) -> Seeded | None:
+    """Seed TREE's private index from INDEX, which a checkout of ROOT_TREE just wrote.
 
-    The store's git, whose attributes win over every ``.gitattributes`` of the
-    tree, writes the files and INDEX (``read-tree --reset -u``: git's own
-    checkout, bytes as stored). The same index, with its stat data, becomes
-    the store's private index, so the base checkpoint hashes nothing it just
-    wrote; BIG (over the size cap) leave it again and become gaps as in any
-    first capture.
+    The checkout was the store's git's (``read-tree --reset -u``: its attributes
+    win over every ``.gitattributes`` of the tree, bytes as stored). The same
+    index, with its stat data (and its modification time, which git's racy-entry
+    check compares with), becomes the store's private index, so nothing just
+    written is hashed again; BIG (over the size cap) leave it and become gaps as
+    in any first capture. Returns the first capture this makes (None when the
+    store had an index already, or a file is over the cap: a capture decides).
     """
-    tree.git.run(["read-tree", "--reset", "-u", root_tree], work_tree=tree.root, index=index)
     seeded = tree.layout.index_for("")
-    if not seeded.exists():
-        shutil.copyfile(index, seeded)
-        os.chmod(seeded, 0o600)
-        if big:
-            tree.git.run(["update-index", "-z", "--force-remove", "--stdin"],
-                         work_tree=tree.root, index=seeded,
-                         input=b"".join(os.fsencode(p) + b"\0" for p in big))
+    if seeded.exists():
+        return None
+    shutil.copyfile(index, seeded)
+    os.chmod(seeded, 0o600)
+    st = os.stat(index)
+    os.utime(seeded, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if not big:
+        return Seeded(root_tree)
+    tree.git.run(["update-index", "-z", "--force-remove", "--stdin"], work_tree=tree.root,
+                 index=seeded, input=b"".join(os.fsencode(p) + b"\0" for p in big))
+    return None
 
 
 def _sizes(git: Git, tree: str) -> list[tuple[str, int]]:
