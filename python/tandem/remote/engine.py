@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,31 +165,34 @@ class RemoteProvider:
                                 ) -> _Opened:
         """The conversation this turn runs in, its state and its socket, open.
 
-        The state and the socket are read at once (two round trips, neither
-        waiting for the other); neither changes anything on the server.
+        The state is the snapshot the socket sends on connect (``GET`` only from
+        a server that sends none); a conversation the server no longer knows
+        (the socket's ``remote-gone``), or an id that is not the server's (not
+        a UUID: another engine's), is replaced by a new one. Nothing here
+        changes anything on the server but that start.
         """
         cid = None if isolated else self._conversation_id
+        if cid and _is_uuid(cid):
+            try:
+                return await self._connected(client, cid, new=False)
+            except RemoteError as e:
+                if e.code != "remote-gone":
+                    raise
         if cid:
-            stream = self._stream(client, cid)
-            state, opened = await asyncio.gather(client.conversation(cid), stream.open(),
-                                                 return_exceptions=True)
-            if isinstance(state, dict) and not isinstance(opened, BaseException):
-                return _Opened(client, cid, False, state, stream)
-            await _quietly(stream.close())
-            if isinstance(opened, BaseException) and not isinstance(state, BaseException):
-                raise opened
-            assert isinstance(state, BaseException)
-            if not (isinstance(state, RemoteError) and state.status in (404, 422)):
-                raise state  # not gone (nor an id of another engine): the turn fails
             log.info("remote conversation %s is gone; starting a new one", cid)
-        cid = await self._start(client)
+        return await self._connected(client, await self._start(client), new=True)
+
+    async def _connected(self, client: AgentServerClient, cid: str, new: bool) -> _Opened:
         stream = self._stream(client, cid)
         try:
-            state, _ = await asyncio.gather(client.conversation(cid), stream.open())
+            await stream.open()
+            state = stream.initial_state
+            if state is None:
+                state = await client.conversation(cid)
         except BaseException:
             await _quietly(stream.close())
             raise
-        return _Opened(client, cid, True, state, stream)
+        return _Opened(client, cid, new, state, stream)
 
     def _stream(self, client: AgentServerClient, cid: str) -> SessionStream:
         return SessionStream(self.target.url, cid, client.socket_headers, **self.stream_options)
@@ -430,6 +434,14 @@ class _Prepared:
     isolated: bool
     conversation_id: str | None
     task: asyncio.Future[_Opened]
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 async def _quietly(closing: Awaitable[None]) -> None:
