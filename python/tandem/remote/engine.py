@@ -161,15 +161,17 @@ class RemoteProvider:
         reply = await client.start_conversation(body)
         return str(reply["id"])
 
-    async def _conversation_for(self, client: AgentServerClient, isolated: bool
-                                ) -> _Opened:
+    async def _conversation_for(self, client: AgentServerClient, isolated: bool,
+                                may_start: bool) -> _Opened | None:
         """The conversation this turn runs in, its state and its socket, open.
 
         The state is the snapshot the socket sends on connect (``GET`` only from
         a server that sends none); a conversation the server no longer knows
         (the socket's ``remote-gone``), or an id that is not the server's (not
         a UUID: another engine's), is replaced by a new one. Nothing here
-        changes anything on the server but that start.
+        changes anything on the server but that start, which only MAY_START
+        makes (None without it: the server sets a new conversation's working
+        dir up, so never before the pre-turn checkpoint).
         """
         cid = None if isolated else self._conversation_id
         if cid and _is_uuid(cid):
@@ -178,6 +180,8 @@ class RemoteProvider:
             except RemoteError as e:
                 if e.code != "remote-gone":
                     raise
+        if not may_start:
+            return None
         if cid:
             log.info("remote conversation %s is gone; starting a new one", cid)
         return await self._connected(client, await self._start(client), new=True)
@@ -197,13 +201,16 @@ class RemoteProvider:
     def _stream(self, client: AgentServerClient, cid: str) -> SessionStream:
         return SessionStream(self.target.url, cid, client.socket_headers, **self.stream_options)
 
-    async def _open(self, isolated: bool) -> _Opened:
+    async def _open(self, isolated: bool, may_start: bool = True) -> _Opened | None:
         client = self._client()
         try:
-            return await self._conversation_for(client, isolated)
+            opened = await self._conversation_for(client, isolated, may_start)
         except BaseException:
             await client.aclose()
             raise
+        if opened is None:
+            await client.aclose()
+        return opened
 
     def prepare_turn(self, isolated: bool) -> None:
         """Start opening the next turn's conversation and socket (`PreparesTurns`).
@@ -218,8 +225,8 @@ class RemoteProvider:
             self._prepared = None
             self._closing.add(asyncio.ensure_future(_settle(stale.task)))
             self._closing = {t for t in self._closing if not t.done()}
-        self._prepared = _Prepared(isolated, self._conversation_id,
-                                   asyncio.ensure_future(self._open(isolated)))
+        self._prepared = _Prepared(isolated, self._conversation_id, asyncio.ensure_future(
+            self._open(isolated, may_start=False)))
 
     async def abandon_prepared(self) -> None:
         """Close what `prepare_turn` opened: the turn will not run."""
@@ -234,13 +241,17 @@ class RemoteProvider:
                 not request.isolated and prepared.conversation_id != self._conversation_id)):
             await _settle(prepared.task)  # prepared for another turn: not this one's
             prepared = None
-        if prepared is None:
-            return await self._open(request.isolated)
-        try:
-            return await prepared.task
-        except asyncio.CancelledError:
-            await _settle(prepared.task)
-            raise
+        opened = None
+        if prepared is not None:
+            try:
+                opened = await prepared.task
+            except asyncio.CancelledError:
+                await _settle(prepared.task)
+                raise
+        if opened is None:  # nothing prepared, or a conversation to start: now, after it
+            opened = await self._open(request.isolated)
+        assert opened is not None  # `_open` may start one
+        return opened
 
     async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
         """Run one turn on the server, reporting its events through SINK."""
@@ -433,7 +444,8 @@ class _Prepared:
 
     isolated: bool
     conversation_id: str | None
-    task: asyncio.Future[_Opened]
+    task: asyncio.Future[_Opened | None]
+    """None when the turn needs a new conversation: started in `run`, not here."""
 
 
 def _is_uuid(text: str) -> bool:
@@ -450,7 +462,7 @@ async def _quietly(closing: Awaitable[None]) -> None:
         await closing
 
 
-async def _settle(task: asyncio.Future[_Opened]) -> None:
+async def _settle(task: asyncio.Future[_Opened | None]) -> None:
     """Cancel TASK if it still runs, and close what it opened."""
     if not task.done():
         task.cancel()
@@ -458,5 +470,7 @@ async def _settle(task: asyncio.Future[_Opened]) -> None:
     if task.cancelled() or task.exception() is not None:
         return  # nothing left open (`_open` closes on failure)
     opened = task.result()
+    if opened is None:
+        return
     await _quietly(opened.stream.close())
     await opened.client.aclose()

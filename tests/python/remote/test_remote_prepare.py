@@ -35,6 +35,8 @@ from .engine_helpers import (
     chat,
     configure,
     conversation_state,
+    conversations_on,
+    directive,
     entries,
     run_command,
     server_events,
@@ -181,9 +183,11 @@ async def test_a_refused_checkpoint_closes_what_the_turn_opened(
     opened: list[Any] = []
     real_open = remote_engine.RemoteProvider._open
 
-    async def spy(self: remote_engine.RemoteProvider, isolated: bool) -> Any:
-        got = await real_open(self, isolated)
-        opened.append(got)
+    async def spy(self: remote_engine.RemoteProvider, isolated: bool,
+                  may_start: bool = True) -> Any:
+        got = await real_open(self, isolated, may_start)
+        if got is not None:
+            opened.append(got)
         return got
 
     monkeypatch.setattr(remote_engine.RemoteProvider, "_open", spy)
@@ -221,4 +225,34 @@ async def test_a_refused_checkpoint_closes_what_the_turn_opened(
         three = await chat(app, sid, "three")
         assert three.outcome == "succeeded", three.error
         assert three.answer == "third"
+    await app.turns.aclose()
+
+
+async def test_no_conversation_is_started_before_the_checkpoint(
+        server: RunningServer, app: App, project: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directive's (or a first turn's) conversation is started after the checkpoint:
+    the server sets its working dir up, which the before-snapshot must not see half done."""
+    with FakeOpenAI(agent_script(Reply(text="directive answer"))) as fake:
+        configure(app, server, fake)
+        sid, _wd = await attached_session(app, project, server)
+        before = {c["id"] for c in conversations_on(server)}
+        order: list[str] = []
+        real_sync, real_start = RemoteCheckpoints.sync, remote_engine.RemoteProvider._start
+
+        async def sync(self: RemoteCheckpoints, session: str) -> Any:
+            await asyncio.sleep(0.3)  # time for a prepared start to be sent, were it sent
+            order.append("sync")
+            return await real_sync(self, session)
+
+        async def start(self: remote_engine.RemoteProvider, client: Any) -> str:
+            order.append("start")
+            return await real_start(self, client)
+
+        monkeypatch.setattr(RemoteCheckpoints, "sync", sync)
+        monkeypatch.setattr(remote_engine.RemoteProvider, "_start", start)
+        ended = await directive(app, sid, "DIRECTIVE PROMPT", "implement")
+        assert ended.outcome == "succeeded", ended.error
+        assert order[:2] == ["sync", "start"]
+        assert len({c["id"] for c in conversations_on(server)} - before) == 1
     await app.turns.aclose()
