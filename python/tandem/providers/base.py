@@ -27,8 +27,8 @@ from tandem.tools.types import (
 
 __all__ = [
     "Conversation", "ImageRef", "Message", "Outcome", "PermissionAnswer", "PermissionMode",
-    "PermissionReply", "PermissionRequest", "Provider", "SteeredSink", "ToolCallRef",
-    "ToolKind", "ToolSource", "TurnRequest", "TurnResult", "TurnSink", "Usage",
+    "PermissionReply", "PermissionRequest", "PreparesTurns", "Provider", "SteeredSink",
+    "ToolCallRef", "ToolKind", "ToolSource", "TurnRequest", "TurnResult", "TurnSink", "Usage",
 ]
 """The permission types are `tools.types`'s, re-exported: providers import them from here."""
 
@@ -158,6 +158,10 @@ class TurnResult(BaseModel):
     """Root chat only: the ACP conversation to continue next time."""
     remote_turn: RemoteTurnStart | None = None
     """A remote engine's turn: where it started on the server (for Rewind)."""
+    workspace_untouched: bool = False
+    """The provider knows no action of the turn ran (every one waited for tandem's
+    confirmation and none was allowed): the agent changed no file. A remote
+    checkpoint then skips its after-turn sync (docs/remote.md)."""
 
 
 class TurnSink(Protocol):
@@ -205,6 +209,24 @@ class SteeredSink(Protocol):
 
     def steer_taken(self, text: str) -> bool:
         """The server took handed guidance TEXT: journal it there."""
+
+
+@runtime_checkable
+class PreparesTurns(Protocol):
+    """A provider that opens what a turn needs while the pre-turn checkpoint is taken.
+
+    The engine calls `prepare_turn` before the checkpoint (which for a remote
+    session is a round trip to the server) and then either runs the turn,
+    which takes what was prepared, or calls `abandon_prepared` (the checkpoint
+    failed, the journal refused the turn). Preparing only reads: nothing is
+    posted that could change the conversation or the workspace.
+    """
+
+    def prepare_turn(self, isolated: bool) -> None:
+        """Start opening the next turn's connections (ISOLATED: a directive's)."""
+
+    async def abandon_prepared(self) -> None:
+        """Close what `prepare_turn` opened; the turn will not run."""
 
 
 class Conversation(BaseModel):

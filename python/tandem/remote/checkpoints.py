@@ -3,7 +3,8 @@
 `RemoteCheckpoints` is the engine's `Checkpoints` for a session with a remote
 target: before a turn it syncs the session's mirror (`tandem.remote.mirror`)
 from the server and snapshots it with the one `CheckpointService`; after the
-turn it syncs again, snapshots and diffs, so the turn's patch, View changes
+turn it syncs again (not when no action of the turn ran: `TurnResult.
+workspace_untouched`), snapshots and diffs, so the turn's patch, View changes
 and the Rewind plan are the same records as for a local turn. The summary
 carries a ``remote`` part naming the host, the working dir and the mirror's
 gaps (what the archive leaves out). `tandem.remote.by_session` chooses per
@@ -124,8 +125,15 @@ class RemoteCheckpoints(Checkpoints):
         """Sync, snapshot and diff the mirror against CHECKPOINT."""
         if checkpoint is None or checkpoint not in self._open:
             return AfterTurn()
-        session, _ = self._open.pop(checkpoint)
-        mirror, synced = await self.sync(session)
+        session, before = self._open.pop(checkpoint)
+        if result.workspace_untouched:
+            # No action ran (the provider saw every one wait for tandem's confirmation,
+            # none allowed): the server's working dir is as the before-sync left it, so
+            # far as this turn goes. Anything else that changed it meanwhile is not the
+            # turn's; the next turn's before-sync brings it in, as any change between turns.
+            mirror, synced = self.mirror(session), before
+        else:
+            mirror, synced = await self.sync(session)
         found = await self.local.after(mirror.root, checkpoint, result)
         if found.patch is None:
             return found

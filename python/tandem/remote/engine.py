@@ -28,6 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +116,11 @@ class RemoteProvider:
         """The last confirmation was answered with a rejection (the server then idles)."""
         self.stream_options: StreamOptions = stream_options.copy() if stream_options else {}
         """Passed to `SessionStream` (attempts, backoff: tests make them short)."""
+        self._prepared: _Prepared | None = None
+        """The next turn's conversation and socket, opening (`prepare_turn`)."""
+        self._closing: set[asyncio.Future[None]] = set()
+        self._allowed = False
+        """This turn let an action run (a confirmation answered with accept)."""
 
     def __repr__(self) -> str:
         return f"RemoteProvider({self.name!r}, {self.target.host!r})"
@@ -153,27 +161,107 @@ class RemoteProvider:
         reply = await client.start_conversation(body)
         return str(reply["id"])
 
-    async def _conversation_for(self, client: AgentServerClient,
-                                request: TurnRequest) -> tuple[str, bool, dict[str, Any]]:
-        """(id, new?, state) of the conversation this turn runs in."""
-        if not request.isolated and self._conversation_id:
+    async def _conversation_for(self, client: AgentServerClient, isolated: bool,
+                                may_start: bool) -> _Opened | None:
+        """The conversation this turn runs in, its state and its socket, open.
+
+        The state is the snapshot the socket sends on connect (``GET`` only from
+        a server that sends none); a conversation the server no longer knows
+        (the socket's ``remote-gone``), or an id that is not the server's (not
+        a UUID: another engine's), is replaced by a new one. Nothing here
+        changes anything on the server but that start, which only MAY_START
+        makes (None without it: the server sets a new conversation's working
+        dir up, so never before the pre-turn checkpoint).
+        """
+        cid = None if isolated else self._conversation_id
+        if cid and _is_uuid(cid):
             try:
-                state = await client.conversation(self._conversation_id)
-                self._how = "resume"
-                return self._conversation_id, False, state
+                return await self._connected(client, cid, new=False)
             except RemoteError as e:
-                if e.status not in (404, 422):  # gone, or an id of another engine
+                if e.code != "remote-gone":
                     raise
-                log.info("remote conversation %s is gone; starting a new one",
-                         self._conversation_id)
-        cid = await self._start(client)
-        self._how = "seeded" if len(request.messages) > 1 else "new"
-        return cid, True, await client.conversation(cid)
+        if not may_start:
+            return None
+        if cid:
+            log.info("remote conversation %s is gone; starting a new one", cid)
+        return await self._connected(client, await self._start(client), new=True)
+
+    async def _connected(self, client: AgentServerClient, cid: str, new: bool) -> _Opened:
+        stream = self._stream(client, cid)
+        try:
+            await stream.open()
+            state = stream.initial_state
+            if state is None:
+                state = await client.conversation(cid)
+        except BaseException:
+            await _quietly(stream.close())
+            raise
+        return _Opened(client, cid, new, state, stream)
+
+    def _stream(self, client: AgentServerClient, cid: str) -> SessionStream:
+        return SessionStream(self.target.url, cid, client.socket_headers, **self.stream_options)
+
+    async def _open(self, isolated: bool, may_start: bool = True) -> _Opened | None:
+        client = self._client()
+        try:
+            opened = await self._conversation_for(client, isolated, may_start)
+        except BaseException:
+            await client.aclose()
+            raise
+        if opened is None:
+            await client.aclose()
+        return opened
+
+    def prepare_turn(self, isolated: bool) -> None:
+        """Start opening the next turn's conversation and socket (`PreparesTurns`).
+
+        Called by the engine before the pre-turn checkpoint, whose mirror sync
+        is a round trip to the same server: the two overlap. Nothing is posted.
+        """
+        if not isinstance(isolated, bool):
+            raise TypeError("isolated must be a bool")
+        if self._prepared is not None:  # never left by the engine; closed, not leaked
+            stale = self._prepared
+            self._prepared = None
+            self._closing.add(asyncio.ensure_future(_settle(stale.task)))
+            self._closing = {t for t in self._closing if not t.done()}
+        self._prepared = _Prepared(isolated, self._conversation_id, asyncio.ensure_future(
+            self._open(isolated, may_start=False)))
+
+    async def abandon_prepared(self) -> None:
+        """Close what `prepare_turn` opened: the turn will not run."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            await _settle(prepared.task)
+
+    async def _opened_for(self, request: TurnRequest) -> _Opened:
+        """What `prepare_turn` opened for REQUEST, else opened now."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and (prepared.isolated != request.isolated or (
+                not request.isolated and prepared.conversation_id != self._conversation_id)):
+            await _settle(prepared.task)  # prepared for another turn: not this one's
+            prepared = None
+        opened = None
+        if prepared is not None:
+            try:
+                opened = await prepared.task
+            except asyncio.CancelledError:
+                await _settle(prepared.task)
+                raise
+        if opened is None:  # nothing prepared, or a conversation to start: now, after it
+            opened = await self._open(request.isolated)
+        assert opened is not None  # `_open` may start one
+        return opened
 
     async def run(self, request: TurnRequest, sink: TurnSink) -> TurnResult:
         """Run one turn on the server, reporting its events through SINK."""
-        async with self._client() as client:
-            cid, new, state = await self._conversation_for(client, request)
+        opened = await self._opened_for(request)
+        client, cid, state, stream = opened.client, opened.cid, opened.state, opened.stream
+        try:
+            if opened.new:
+                self._how = "seeded" if len(request.messages) > 1 else "new"
+            else:
+                self._how = "resume"
             if not request.isolated:
                 self._conversation_id = cid
                 self._last = Conversation(id=cid, how=self._how)
@@ -183,20 +271,19 @@ class RemoteProvider:
             leaf = state.get("leaf_event_id")
             start = RemoteTurnStart(conversation_id=cid,
                                     after_event_id=leaf if isinstance(leaf, str) else None)
-            stream = SessionStream(self.target.url, cid, client.socket_headers,
-                                   **self.stream_options)
             events = EventMap(sink)
+            self._allowed = False
             try:
-                await stream.open()
-                await client.send_message(cid, prompt_text(request, new))
+                await client.send_message(cid, prompt_text(request, opened.new))
                 await self._follow(client, cid, stream, events, request)
             except asyncio.CancelledError:
                 await self._interrupt(client, cid)
                 raise
             finally:
                 events.finish()
-                with contextlib.suppress(Exception):
-                    await stream.close()
+                await _quietly(stream.close())
+        finally:
+            await client.aclose()
         result = self._result(events, baseline, cid, request)
         if not request.isolated:  # a directive's conversation is never resumed nor rewound
             result.remote_turn = start
@@ -306,6 +393,7 @@ class RemoteProvider:
                    else "the user refused")
             await client.respond_to_confirmation(cid, False, f"{why}: {'; '.join(refused)}")
         else:
+            self._allowed = True
             await client.respond_to_confirmation(cid, True, "allowed in tandem")
 
     async def _interrupt(self, client: AgentServerClient, cid: str) -> None:
@@ -324,9 +412,65 @@ class RemoteProvider:
             outcome = "failed"
             error = (f"the agent on {self.target.host} is {events.status}"
                      + (f": {events.error}" if events.error else ""))
+        # Every action waits for tandem's confirmation (``AlwaysConfirm``) but a lone
+        # finish or think, which change nothing: none allowed, none seen to run → no
+        # file of the workspace changed by this turn.
+        untouched = not self._allowed and not events.ran_tool
         return TurnResult(outcome=outcome, error=error, usage=usage,
-                          ran_shell=events.ran_shell,
+                          ran_shell=events.ran_shell, workspace_untouched=untouched,
                           acp_session_id=None if request.isolated else cid)
 
     async def close(self) -> None:
-        """Nothing held between turns (a client per turn); conversations stay on the server."""
+        """Close a prepared turn's connections; conversations stay on the server."""
+        await self.abandon_prepared()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+
+@dataclass
+class _Opened:
+    """One turn's client, conversation (NEW: started for it), its state and open socket."""
+
+    client: AgentServerClient
+    cid: str
+    new: bool
+    state: dict[str, Any]
+    stream: SessionStream
+
+
+@dataclass
+class _Prepared:
+    """A turn's `_Opened`, opening, and what it was opened for."""
+
+    isolated: bool
+    conversation_id: str | None
+    task: asyncio.Future[_Opened | None]
+    """None when the turn needs a new conversation: started in `run`, not here."""
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+async def _quietly(closing: Awaitable[None]) -> None:
+    """Await CLOSING, a socket's close: its failure changes nothing of the turn."""
+    with contextlib.suppress(Exception):
+        await closing
+
+
+async def _settle(task: asyncio.Future[_Opened | None]) -> None:
+    """Cancel TASK if it still runs, and close what it opened."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait([task])  # the caller's own cancellation still propagates
+    if task.cancelled() or task.exception() is not None:
+        return  # nothing left open (`_open` closes on failure)
+    opened = task.result()
+    if opened is None:
+        return
+    await _quietly(opened.stream.close())
+    await opened.client.aclose()

@@ -188,6 +188,8 @@ class EventMap:
     actions: dict[str, Action] = field(default_factory=dict)
     """Tool calls by call id, in order."""
     ran_shell: bool = False
+    ran_tool: bool = False
+    """A tool that can change files ran (an observation of a call but finish's or think's)."""
     seen: set[str] = field(default_factory=set)
     """Event ids already mapped (a duplicate is dropped)."""
     streamed: dict[str, Streamed] = field(default_factory=dict)
@@ -294,6 +296,8 @@ class EventMap:
         call.done = True
         if call.kind == "execute":
             self.ran_shell = True
+        if call.tool not in INERT_TOOLS:
+            self.ran_tool = True
         status = "failed" if observation.get("is_error") else "completed"
         self.sink.tool_result(call.call_id, status, _clip(output))
 
@@ -336,6 +340,9 @@ class EventMap:
             call.done = True
             self.sink.tool_result(call.call_id, "failed", "no result: the turn ended first")
 
+
+INERT_TOOLS = frozenset({"finish", "think"})
+"""The agent-server's tools that change no file; alone they run without a confirmation."""
 
 _HANDLERS = {
     "MessageEvent": EventMap._message,

@@ -14,6 +14,7 @@ a named error. The session API key goes in a header, never in the URL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -72,16 +73,42 @@ class SessionStream:
         """The seq of the last durable event delivered (None: none yet)."""
         self.reconnects = 0
         self._ws: ClientConnection | None = None
+        self.initial_state: dict[str, Any] | None = None
+        """The conversation's state when `open` connected (its ``full_state`` snapshot:
+        ``stats``, ``leaf_event_id`` …), None when the server sent none."""
+        self._first: dict[str, Any] | None = None
+        """The frame `open` read after ``sync``, still to be yielded by `frames`."""
 
     async def open(self) -> None:
         """Connect live and read the ``sync`` frame: the cursor is the log's end now.
 
         Call before posting the message, so every event of the turn is after it.
+        The frame after it, the state the server snapshots on connect (before the
+        ``sync`` frame is sent), is read too: `initial_state` (`frames` still
+        yields it first). A conversation the server does not know fails here,
+        ``remote-gone``.
         """
         self._ws = await self._connect(None)
-        sync = await self._sync(self._ws)
+        try:
+            sync = await self._sync(self._ws)
+        except ConnectionClosed as e:
+            gone = self._closed_error(e.rcvd.code if e.rcvd else None,
+                                      e.rcvd.reason if e.rcvd else None)
+            if gone is not None:
+                raise gone from None
+            raise
         through = sync.get("through_seq")
         self.cursor = through if isinstance(through, int) else -1
+        self._first = None
+        # None (another server; a close: `frames` reconnects): the caller asks for the state.
+        with contextlib.suppress(TimeoutError, ConnectionClosed):
+            self._first = _frame(await asyncio.wait_for(self._ws.recv(), self.open_timeout),
+                                 self.conversation_id)
+        event = self._first.get("event") if self._first else None
+        if (self._first is not None and self._first.get("type") == "transient"
+                and isinstance(event, dict) and event.get("key") == "full_state"
+                and isinstance(event.get("value"), dict)):
+            self.initial_state = event["value"]
 
     async def _connect(self, after_seq: int | None) -> ClientConnection:
         url = socket_url(self.base_url, self.conversation_id, after_seq)
@@ -133,10 +160,25 @@ class SessionStream:
                                                "session socket: the session API key is wrong")
         return None
 
+    def _deliver(self, frame: dict[str, Any]) -> bool:
+        """Whether FRAME is new (moving the cursor past a durable one); an error frame fails."""
+        if frame.get("type") == "durable":
+            seq = frame.get("seq")
+            if not isinstance(seq, int) or (self.cursor is not None and seq <= self.cursor):
+                return False  # already delivered before a reconnect
+            self.cursor = seq
+        elif frame.get("type") == "error":
+            raise RemoteError("remote-failed", f"the session socket of "
+                              f"{self.conversation_id}: {frame.get('detail')}")
+        return True
+
     async def frames(self) -> AsyncIterator[dict[str, Any]]:
         """Every frame after the cursor; ``{"type": "reconnected"}`` after each reconnect."""
         if self._ws is None:
             await self.open()
+        first, self._first = self._first, None
+        if first is not None and self._deliver(first):
+            yield first
         failures = 0
         while True:
             ws = self._ws
@@ -149,16 +191,8 @@ class SessionStream:
                     yield {"type": "reconnected"}
                 async for raw in ws:
                     frame = _frame(raw, self.conversation_id)
-                    if frame.get("type") == "durable":
-                        seq = frame.get("seq")
-                        if not isinstance(seq, int) or (self.cursor is not None
-                                                        and seq <= self.cursor):
-                            continue  # already delivered before a reconnect
-                        self.cursor = seq
-                    elif frame.get("type") == "error":
-                        raise RemoteError("remote-failed", f"the session socket of "
-                                          f"{self.conversation_id}: {frame.get('detail')}")
-                    yield frame
+                    if self._deliver(frame):
+                        yield frame
                 code, reason = ws.close_code, ws.close_reason
                 why = f"closed by the server ({code})"
             except ConnectionClosed as e:

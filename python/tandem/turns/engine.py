@@ -40,6 +40,7 @@ from tandem.providers.base import (
     PermissionAnswer,
     PermissionMode,
     PermissionReply,
+    PreparesTurns,
     Provider,
     TurnRequest,
     TurnResult,
@@ -220,6 +221,23 @@ class TurnEngine:
         provider = spec.runner if spec.runner is not None else self.provider_for(spec, journal)
         records = await self._keep_images(spec, provider, root)
         protected = self.facts.protected(root)
+        # A remote provider opens its socket while the checkpoint syncs the mirror
+        # (both round trips to the server); it posts nothing until `run`.
+        preparer = provider if isinstance(provider, PreparesTurns) else None
+        if preparer is not None:
+            preparer.prepare_turn(spec.directive is not None)
+        try:
+            return await self._accept_checkpointed(spec, asker, hold, journal, root, context,
+                                                   turn, provider, records, protected)
+        finally:
+            if preparer is not None and not hold.started:  # refused, or ended before it ran
+                await preparer.abandon_prepared()
+
+    async def _accept_checkpointed(
+            self, spec: TurnSpec, asker: Asker | None, hold: Hold, journal: Journal,
+            root: Path, context: list[Message], turn: int, provider: Provider,
+            records: list[dict[str, Any]], protected: tuple[str, ...]) -> int:
+        """`_accept` from the pre-turn checkpoint on."""
         try:
             checkpoint = await self.checkpoints.before(root, spec.session, turn)
         except OSError as e:  # a full or read-only home: one sentence, nothing written

@@ -62,6 +62,8 @@ class ServerShellAgent:
         self.client, self.http, self.wd = client, http, wd
         self.conv = conversation
         self.scripts = scripts
+        self.untouched: list[bool] = []
+        """What each next turn reports as `TurnResult.workspace_untouched` (default no)."""
 
     def reset_conversation(self, conversation_id: str | None = None) -> None:
         """Nothing kept here."""
@@ -78,8 +80,10 @@ class ServerShellAgent:
         assert r.status_code < 300, r.text
         code, out = await self.client.execute_bash(self.scripts.pop(0), self.wd)
         assert code == 0, out
-        return TurnResult(outcome="succeeded", remote_turn=RemoteTurnStart(
-            conversation_id=self.conv, after_event_id=before))
+        untouched = self.untouched.pop(0) if self.untouched else False
+        return TurnResult(outcome="succeeded", workspace_untouched=untouched,
+                          remote_turn=RemoteTurnStart(conversation_id=self.conv,
+                                                      after_event_id=before))
 
 
 async def last_event(http: httpx.AsyncClient, conversation: str) -> str | None:
@@ -557,3 +561,54 @@ async def test_a_sync_after_a_turn_fetches_only_what_changed(
             assert mirror_tree(mirror.root) == await server_tree(client, wd)
         finally:
             await app.aclose()
+
+
+async def test_a_turn_that_ran_no_action_skips_its_after_sync_and_misses_no_change(
+        server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No action ran (`workspace_untouched`): one sync, before the turn, not two.
+
+    What changed on the server meanwhile (here: while that turn ran, and between
+    turns) is in the mirror from the next turn's before-sync on, and in no turn's
+    patch: it is not the agent's.
+    """
+    outside = "printf 'theirs\\n' > outside.txt && printf 'alpha again\\n' > a.txt"
+    later = "printf 'later\\n' > later.txt"
+    app, sid, wd, _conv, client, http = await setup(
+        server, tmp_path, [outside, "true", "printf 'mine\\n' > mine.txt"])
+    agent = app.turns.engine.provider_for(None, None)  # type: ignore[arg-type]
+    agent.untouched = [True, True, False]
+    syncs: list[str] = []
+    real_sync = type(app.remote_checkpoints).sync
+
+    async def counted(self: Any, session: str) -> Any:
+        syncs.append(session)
+        return await real_sync(self, session)
+
+    monkeypatch.setattr(type(app.remote_checkpoints), "sync", counted)
+    try:
+        one = await turn(app, sid, "NOTHING RAN")
+        assert one.outcome == "succeeded", one.error
+        assert len(syncs) == 1  # the before-sync alone
+        assert one.files_changed == []  # the outside change is not this turn's
+        mirror = app.remote_checkpoints.mirror(sid)
+        assert (mirror.root / "a.txt").read_text() == "alpha\n"  # not synced yet
+        # Between turns, on the server, by someone else.
+        code, out = await client.execute_bash(later, wd)
+        assert code == 0, out
+        two = await turn(app, sid, "NOTHING AGAIN")
+        assert len(syncs) == 2 and two.files_changed == []
+        # The second turn's before-sync brought in both changes: the mirror is the server.
+        assert mirror_tree(mirror.root) == await server_tree(client, wd)
+        assert (mirror.root / "outside.txt").read_text() == "theirs\n"
+        assert (mirror.root / "later.txt").read_text() == "later\n"
+        three = await turn(app, sid, "A COMMAND RAN")
+        assert len(syncs) == 4  # before and after
+        assert three.files_changed == ["mine.txt"]
+        assert mirror_tree(mirror.root) == await server_tree(client, wd)
+        # Rewinding the third turn takes back its own file alone.
+        plan = await app.rewinds.plan(sid, 3)
+        assert sorted(plan.to_delete) == ["mine.txt"] and plan.to_restore == []
+    finally:
+        await http.aclose()
+        await client.aclose()
+        await app.aclose()
