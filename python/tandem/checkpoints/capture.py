@@ -219,14 +219,17 @@ def _capture_region(
     if update:
         # Many files at once (a first capture): packs, not loose files (bulk.py).
         many = len(update) >= bulk.BULK_FILES
-        opts = bulk.blob_options(git) if many else []
-        git.run(
-            [*SPLIT_INDEX, *opts, "update-index", "-z", "--add", "--remove", "--replace",
-             "--stdin"],
-            work_tree=work,
-            index=index,
-            input=_nul_join(update),
-        )
+        # Packed in calls of BULK_CHUNK files (bulk.py); the index stays whole
+        # until write-tree splits it once, leaving no stale shared file behind.
+        opts = [*bulk.blob_options(git), "-c", "core.splitIndex=false"] if many else SPLIT_INDEX
+        step = bulk.BULK_CHUNK if many else len(update)
+        for start in range(0, len(update), step):
+            git.run(
+                [*opts, "update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
+                work_tree=work,
+                index=index,
+                input=_nul_join(update[start : start + step]),
+            )
         if many:
             bulk.pack_trees(git, work, index)
     faults.point("capture.mid")
