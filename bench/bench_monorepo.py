@@ -10,7 +10,9 @@ beside it for the run, which changes files. Figures (ms, medians):
   fresh store, against the naive shadow repository's ``git add -A && git
   commit`` of the same tree (`bench_checkpoints.Shadow`), alternately, a
   sync before each, the first round discarded. Target 0.6× the anchor
-  (``target`` is that ratio's bound in ms, from the anchor).
+  (``target`` is that ratio's bound in ms, from the anchor). And
+  ``monorepo_checkpoint_first_cpu``: the same pair's CPU time (this process
+  and its git children), which the load spreads far less than the wall.
 * ``monorepo_turn_overhead_ten_files`` -- a turn at turn 1,000 of a real
   ``tandem serve`` (`bench_turn`: journal of 996 turns, the fake OpenAI
   server, the model's ten edits made during the turn), from ``turns/send``
@@ -37,12 +39,14 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +99,31 @@ def append_two(paths: list[Path], tag: int) -> None:
             f.write(f"wide_{tag}_a = 1\nwide_{tag}_b = 2\n")
 
 
+def cpu_ms() -> float:
+    """CPU seconds of this process and its waited-for children so far, in ms."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime) * 1000
+
+
+def with_cpu(fn: Callable[[], object], cpu: list[float]) -> float:
+    """Wall ms of FN; its CPU ms (this process and git) appended to CPU."""
+    c = cpu_ms()
+    ms = timed_ms(fn)
+    cpu.append(cpu_ms() - c)
+    return ms
+
+
 def first_checkpoints(base: Path, root: Path, home: Path, owner: str,
-                      rounds: int) -> tuple[float, float, Shadow]:
-    """Alternating first checkpoints; the last round's store is HOME's, kept."""
-    ours, theirs = [], []
+                      rounds: int) -> tuple[float, float, Shadow, tuple[float, float]]:
+    """Alternating first checkpoints; the last round's store is HOME's, kept.
+
+    Also the medians of their CPU time (ours, the anchor's): on a loaded
+    machine the wall times spread by 2-3x, the CPU times by far less."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    our_cpu: list[float] = []
+    their_cpu: list[float] = []
     shadow = None
     for n in range(rounds):
         last = n == rounds - 1
@@ -108,19 +133,20 @@ def first_checkpoints(base: Path, root: Path, home: Path, owner: str,
             subprocess.run(["sync"], check=False)
             if who == "tandem":
                 kept = owner if last else None
-                ours.append(timed_ms(lambda s=store, o=kept: Checkpointer(s, root).snapshot(
-                    "initial", owner=o, turn=None if o is None else 0)))
+                ours.append(with_cpu(lambda s=store, o=kept: Checkpointer(s, root).snapshot(
+                    "initial", owner=o, turn=None if o is None else 0), our_cpu))
             else:
-                theirs.append(timed_ms(shadow.commit))
-        print(f"first checkpoint round {n}: {ours[-1]:.0f} ms, shadow {theirs[-1]:.0f} ms",
-              file=sys.stderr)
+                theirs.append(with_cpu(shadow.commit, their_cpu))
+        print(f"first checkpoint round {n}: {ours[-1]:.0f} ms ({our_cpu[-1]:.0f} CPU), "
+              f"shadow {theirs[-1]:.0f} ms ({their_cpu[-1]:.0f} CPU)", file=sys.stderr)
         if not last:
             shutil.rmtree(store)
             shutil.rmtree(base / f"shadow-first-{n}")
     assert shadow is not None
     if rounds > 1:
-        del ours[0], theirs[0]  # the warm-up round
-    return statistics.median(ours), statistics.median(theirs), shadow
+        del ours[0], theirs[0], our_cpu[0], their_cpu[0]  # the warm-up round
+    return (statistics.median(ours), statistics.median(theirs), shadow,
+            (statistics.median(our_cpu), statistics.median(their_cpu)))
 
 
 def turn_series(client: Client, session: str, shadow: Shadow, root: Path, live: list[Path],
@@ -211,10 +237,12 @@ def main() -> None:
         print(f"copied {time.perf_counter() - t0:.1f} s ({len(live)} text files)",
               file=sys.stderr)
         journal = build_session(home, root)
-        first, shadow_first, shadow = first_checkpoints(base, root, home, journal.id,
-                                                        args.rounds)
+        first, shadow_first, shadow, cpu = first_checkpoints(base, root, home, journal.id,
+                                                             args.rounds)
         emit("monorepo_checkpoint_first", first, "shadow repo git add -A && git commit",
              shadow_first, round(0.6 * shadow_first, 1), digits=1)
+        emit("monorepo_checkpoint_first_cpu", cpu[0], "the same anchor's CPU time", cpu[1],
+             round(0.6 * cpu[1], 1), digits=1)
 
         probe_out = base / "probe.json"
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
