@@ -257,6 +257,8 @@ def main() -> None:
                                      argv=[sys.executable, str(BENCH / "turn_probe.py")])
                 try:
                     client = Client(proc.port)  # type: ignore[attr-defined]
+                    # A wide turn under load can be silent for more than epc_peer's 30 s.
+                    client.peer.sock.settimeout(600)
                     client.call("hello", {"token": TOKEN})
                     client.call("turns/configure", {"credentials": {"openai": {
                         "api_key": "sk-bench", "base_url": fake.base_url + "/v1"}},
