@@ -96,3 +96,36 @@ def test_nested_repository_captures_through_a_real_store(root: Path, make: Make)
     second = cp.snapshot("second")
     assert {f.path for f in cp.diff(first, second).files} == {"pkg/lib/lib.c"}
     assert cp.snapshot("third").tree == second.tree
+
+
+def test_the_workspace_repositories_config_runs_nothing(root: Path, make: Make,
+                                                        tmp_path: Path) -> None:
+    """An attack: the root's and a nested repository's config name programs (an
+    fsmonitor, hooks, a filter); captures, grafts, patches and a restore run none."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {marker}\nexit 0\n")
+    script.chmod(0o755)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("pre-commit", "post-index-change", "post-checkout", "reference-transaction"):
+        (hooks / hook).symlink_to(script)
+    for repo in (root, root / "pkg" / "lib"):
+        repo.mkdir(parents=True, exist_ok=True)
+        git(repo, "init", "-q")
+        for key, value in (("core.fsmonitor", str(script)), ("core.hooksPath", str(hooks)),
+                           ("filter.evil.clean", str(script)), ("core.splitIndex", "false")):
+            git(repo, "config", key, value)
+        write(repo, ".gitattributes", "* filter=evil\n")
+    write(root, "top.txt", "top\n")
+    write(root, "pkg/lib/lib.c", "int x;\n")
+    cp = make(root)
+    first = cp.snapshot("first")
+    write(root, "pkg/lib/lib.c", "int y;\n")
+    write(root, "top.txt", "changed\n")
+    second = cp.snapshot("second")
+    assert {f.path for f in cp.diff(first, second).files} == {"pkg/lib/lib.c", "top.txt"}
+    cp.restore(first)
+    assert (root / "pkg/lib/lib.c").read_text() == "int x;\n"
+    assert not marker.exists(), marker.read_text()
+    assert list(cp.layout.git_dir.glob("sharedindex.*"))  # our split, not their config
