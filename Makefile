@@ -6,7 +6,8 @@
 #   make info   the Info manual (doc/tandem.info, doc/dir)
 #   make package  a package.el tarball in .cache/dist/
 #   make bench [ONLY=startup,view]  performance figures as JSON lines (docs/performance.md);
-#               ONLY: those scripts alone
+#               ONLY: those scripts alone; the monorepo figures (minutes, 100k
+#               files) only with ONLY=monorepo or TANDEM_BENCH_MONOREPO=1
 #   make soak [SEED=1] [OPS=500]  the seeded soak with injected faults
 #               (docs/reliability.md); exits non-zero on a violation
 #   make bench-compare BASE=REF [ROUNDS=2] [ONLY=transport,view] [FIGURES=a,b]

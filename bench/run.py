@@ -32,7 +32,9 @@ def run(script: Path, only: set[str]) -> int:
     if only and script.stem not in only:
         return 0
     cmd = ([sys.executable, str(script)] if script.suffix == ".py" else _emacs_command(script))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    # TANDEM_BENCH_RUN/ONLY: an opt-in script (bench_monorepo) runs when named.
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), TANDEM_BENCH_RUN="1",
+               TANDEM_BENCH_ONLY=",".join(sorted(only)))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     for line in proc.stdout.splitlines():
         try:

@@ -247,20 +247,33 @@ class Checkpointer:
         outside: list[str],
     ) -> Patch:
         all_gaps = begin.gaps + end_gaps
+        text, cut = "", False
         # Equal trees (a turn that changed nothing): no git call can find a change.
-        changes = [] if begin.tree == end_tree else [
-            c
-            for c in diffing.raw_changes(self.git, begin.tree, end_tree, renames=True)
+        if begin.tree == end_tree:
+            raw, counts = [], {}
+        elif not all_gaps:
+            # The listing, the counts and the text at once (each diffs the same
+            # files; a 1,000-file patch's three took ~3x one's time in a row).
+            listing, stat, patch = self.git.run_parallel([
+                diffing.raw_args(begin.tree, end_tree, renames=True),
+                diffing.numstat_args(begin.tree, end_tree),
+                diffing.text_args(begin.tree, end_tree, None)])
+            raw, counts = diffing.parse_raw(listing.stdout), diffing.parse_numstat(stat.stdout)
+            text, cut = diffing.cut_text(patch.stdout, self.max_diff_chars)
+        else:
+            raw = diffing.raw_changes(self.git, begin.tree, end_tree, renames=True)
+        changes = [
+            c for c in raw
             if not diffing.covered(c.path, all_gaps)
             and not (c.old_path and diffing.covered(c.old_path, all_gaps))
         ]
-        counts = diffing.numstat(self.git, begin.tree, end_tree) if changes else {}
-        paths = None
-        if all_gaps:
+        if all_gaps and changes:
+            counts = diffing.numstat(self.git, begin.tree, end_tree)
             paths = sorted({c.path for c in changes} | {c.old_path for c in changes if c.old_path})
-        text, cut = diffing.diff_text(
-            self.git, begin.tree, end_tree, paths if changes else [], self.max_diff_chars
-        )
+            text, cut = diffing.diff_text(self.git, begin.tree, end_tree, paths,
+                                          self.max_diff_chars)
+        elif all_gaps:
+            counts = {}
         gaps = diffing.gap_changes(begin.gaps, end_gaps)
         if ran_shell:
             gaps.append(

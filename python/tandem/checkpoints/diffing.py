@@ -34,9 +34,19 @@ class RawChange:
 
 def raw_changes(git: Git, a: str, b: str, *, renames: bool) -> list[RawChange]:
     """Changes from tree A to tree B (with rename detection when RENAMES)."""
+    return parse_raw(git.run(raw_args(a, b, renames=renames)).stdout)
+
+
+def raw_args(a: str, b: str, *, renames: bool) -> list[str]:
+    """The ``diff-tree`` arguments of `raw_changes` (for `Git.run_parallel`)."""
     args = ["diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-ext-diff"]
     args += ["-M"] if renames else ["--no-renames"]
-    fields = git.run(args + [a, b]).stdout.split(b"\0")
+    return args + [a, b]
+
+
+def parse_raw(stdout: bytes) -> list[RawChange]:
+    """The changes of a ``diff-tree --raw -z`` output."""
+    fields = stdout.split(b"\0")
     out: list[RawChange] = []
     i = 0
     while i < len(fields):
@@ -59,8 +69,17 @@ def raw_changes(git: Git, a: str, b: str, *, renames: bool) -> list[RawChange]:
 
 def numstat(git: Git, a: str, b: str) -> dict[str, tuple[int | None, int | None]]:
     """Line counts per (new) path from A to B with renames; None, None when binary."""
-    fields = git.run(["diff-tree", "-r", "-z", "--numstat", "-M", "--no-ext-diff", a, b])
-    parts = fields.stdout.split(b"\0")
+    return parse_numstat(git.run(numstat_args(a, b)).stdout)
+
+
+def numstat_args(a: str, b: str) -> list[str]:
+    """The ``diff-tree`` arguments of `numstat`."""
+    return ["diff-tree", "-r", "-z", "--numstat", "-M", "--no-ext-diff", a, b]
+
+
+def parse_numstat(stdout: bytes) -> dict[str, tuple[int | None, int | None]]:
+    """The line counts of a ``diff-tree --numstat -z`` output."""
+    parts = stdout.split(b"\0")
     out: dict[str, tuple[int | None, int | None]] = {}
     i = 0
     while i < len(parts):
@@ -85,12 +104,22 @@ def diff_text(
     """Unified diff text from A to B (limited to PATHS when given), and whether cut."""
     if paths is not None and not paths:
         return "", False
+    return cut_text(git.run(text_args(a, b, paths, renames=renames)).stdout, max_chars)
+
+
+def text_args(a: str, b: str, paths: list[str] | None, *, renames: bool = True) -> list[str]:
+    """The ``diff-tree -p`` arguments of `diff_text`."""
     args = ["diff-tree", "-r", "-p", "--no-color", "--no-ext-diff", "--no-commit-id"]
     args += ["-M"] if renames else ["--no-renames"]
     args += [a, b]
     if paths is not None:
         args += ["--", *paths]
-    text = git.run(args).stdout.decode("utf-8", "replace")
+    return args
+
+
+def cut_text(stdout: bytes, max_chars: int) -> tuple[str, bool]:
+    """A ``diff-tree -p`` output as text, cut at a file boundary past MAX_CHARS."""
+    text = stdout.decode("utf-8", "replace")
     if len(text) <= max_chars:
         return text, False
     cut = text.rfind("\ndiff --git ", 0, max_chars)

@@ -32,10 +32,12 @@ def _loose_files(cp: Checkpointer) -> int:
     )
 
 
+@pytest.mark.parametrize("chunk", [bulk.BULK_CHUNK, 7])  # one packing call, or seven
 def test_bulk_capture_equals_loose_capture(
-    tmp_path: Path, root: Path, make: Make, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, root: Path, make: Make, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
     _tree(root)
+    monkeypatch.setattr(bulk, "BULK_CHUNK", chunk)
     monkeypatch.setattr(bulk, "BULK_FILES", 10**9)
     loose = Checkpointer(tmp_path / "home-loose", root).snapshot("loose")
     monkeypatch.setattr(bulk, "BULK_FILES", 10)
@@ -46,6 +48,9 @@ def test_bulk_capture_equals_loose_capture(
     # Blobs and trees are in packs: the empty blob (too small for bulk
     # check-in), the symlink's blob and the commit may be loose, not ~70 objects.
     assert _loose_files(cp) < 5
+    packs = len(list((cp.layout.git_dir / "objects" / "pack").glob("*.pack")))
+    assert packs == (2 if chunk > 100 else 8)  # the blobs' calls, and the trees'
+    assert len(list(cp.layout.git_dir.glob("sharedindex.*"))) == 1  # split once, at the end
     refs = cp.git.out(["for-each-ref", "--format=%(refname)"])
     assert "tmp" not in refs  # fast-import's scratch ref is gone
     # And the next (small, loose) capture still works against the packed store.

@@ -16,8 +16,8 @@ from tandem.protocol.checkpoints import RestoreStart
 
 Make = Callable[..., Checkpointer]
 
-# Dies right after the temporary copy of the second file written is fsynced,
-# before it is renamed over the file: the copy stays in the workspace.
+# Dies right after the temporary copies are fsynced, before the second is
+# renamed over its file: the copies not yet renamed stay in the workspace.
 _KILLER = """
 import os, sys
 from pathlib import Path
@@ -54,9 +54,9 @@ def test_kill_mid_write_leaves_no_temp_file_after_recovery(
     )
     assert proc.returncode == 17
     left = _temps(root)
-    assert len(left) == 1  # the copy that was never renamed
-    token = json.loads(cp.layout.pending.read_text())["token"]
-    assert left[0].endswith(f".tandem-{token}")
+    # The copies never renamed: b.txt's, and c.txt's (a batch is written before it moves).
+    assert left == [".b.txt.tandem-" + (token := json.loads(cp.layout.pending.read_text())[
+        "token"]), f".c.txt.tandem-{token}"]
     # Look-alikes that are not this restore's: a user's file, another token, a folder.
     write(root, ".b.txt.tandem-0123abcd", "a user's file\n")
     write(root, f".c.txt.tandem-{'f' * 16}", "another restore's name, not recorded\n")

@@ -292,3 +292,31 @@ def test_restore_never_writes_through_a_symlinked_parent(
     assert info.value.code == "restore-failed" and "symbolic link" in info.value.message
     assert list(outside.iterdir()) == []
     assert tree_state(root) == before
+
+
+def test_batches_restore_all_and_a_fault_in_a_later_batch_rolls_all_back(
+        root: Path, make: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tandem.checkpoints import restore
+
+    monkeypatch.setattr(restore, "STAGE_FILES", 3)  # ten files: four batches
+    for n in range(10):
+        write(root, f"d/f{n}.txt", f"{n} first\n")
+    cp = make(root)
+    start = cp.snapshot("pre")
+    for n in range(10):
+        write(root, f"d/f{n}.txt", f"{n} changed\n")
+    before = tree_state(root)
+    seen: list[str] = []
+
+    def fail_on_seventh(path: str) -> None:
+        seen.append(path)
+        if len(seen) == 7:
+            raise OSError(5, "I/O error (injected)")
+
+    with pytest.raises(TandemError):
+        cp.restore(start, before_file=fail_on_seventh)
+    assert tree_state(root) == before  # no temporary copy left either
+    done = cp.restore(start)
+    assert len(done.restored) == 10
+    assert all((root / f"d/f{n}.txt").read_text() == f"{n} first\n" for n in range(10))
+    assert not [p for p in root.rglob("*") if ".tandem-" in p.name]

@@ -26,18 +26,28 @@ from tandem.turns.service import GitCheckpoints
 def _count(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The git sub-commands run from now on (through `Git.run` and `Git.out`)."""
     seen: list[str] = []
-    run, out = Git.run, Git.out
+    run, out, parallel = Git.run, Git.out, Git.run_parallel
+
+    def name(args: list[str]) -> str:
+        while args[:1] == ["-c"]:  # per-call options (the split index): the command
+            args = args[2:]
+        return args[0]
 
     def counted_run(self: Git, args: list[str], **kw: Any) -> Any:
-        seen.append(args[0])
+        seen.append(name(args))
         return run(self, args, **kw)
 
     def counted_out(self: Git, args: list[str], **kw: Any) -> Any:
-        seen.append(args[0])
+        seen.append(name(args))
         return out(self, args, **kw)
+
+    def counted_parallel(self: Git, calls: list[list[str]], **kw: Any) -> Any:
+        seen.extend(name(args) for args in calls)
+        return parallel(self, calls, **kw)
 
     monkeypatch.setattr(Git, "run", counted_run)
     monkeypatch.setattr(Git, "out", counted_out)
+    monkeypatch.setattr(Git, "run_parallel", counted_parallel)
     return seen
 
 
@@ -81,7 +91,7 @@ def test_a_turn_reads_back_none_of_its_own_commits(
     summary = asyncio.run(turn())
     assert summary is not None and summary.paths() == ["a.txt"]
     assert "cat-file" not in seen, seen
-    assert seen.count("diff-tree") == 3  # changes, line counts, the diff text
+    assert seen.count("diff-tree") == 3  # changes, line counts, the diff text (at once)
 
 
 def test_an_unchanged_tree_needs_no_diff(tmp_path: Path,
