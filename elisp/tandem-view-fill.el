@@ -5,15 +5,15 @@
 
 ;;; Commentary:
 
-;; Loading thousands of older turns at once (`C-u o') draws the newest
-;; few screens of them and puts in a one-line placeholder for each of
-;; the others ("▸ Turn 12 …", marked `tandem-undrawn'): its text costs
-;; ~20 µs a turn in Lisp, most of the load.  The placeholders are drawn
-;; later, as the same text a load would have inserted:
+;; Loading thousands of older turns at once (`C-u o') draws the oldest
+;; and the newest few screens of them (what a window shows after it) and
+;; puts in a one-line placeholder for each of the others ("▸ Turn 12 …",
+;; marked `tandem-undrawn'): their text costs ~20 µs a turn in Lisp,
+;; most of the load.  The placeholders are drawn later, as the same text
+;; a load would have inserted:
 ;;
-;; * on idle, newest first (nearest what the window shows), a chunk at a
-;;   time, stopping as soon as input arrives (`tandem-view-fill-all'
-;;   draws the rest at once);
+;; * on idle, newest first, a chunk at a time, stopping as soon as input
+;;   arrives (`tandem-view-fill-all' draws the rest at once);
 ;; * when a search starts (`isearch-mode-hook'): search sees every turn;
 ;; * when one is displayed (jit-lock: `tandem-view--finish' marks it for
 ;;   the next frame, which renders it) or a command acts on it
@@ -34,8 +34,10 @@
 (defvar tandem-view-fill-min 400
   "A load of more blocks than this leaves the older ones as placeholders.")
 
-(defvar tandem-view-fill-drawn 60
-  "How many of a long load's newest blocks are drawn at once (a few screens).")
+(defvar tandem-view-fill-drawn 30
+  "How many of a long load's oldest, and of its newest, blocks are drawn at once.
+A few screens at each end: a window at the top of the buffer shows the
+session's start after the load, one below shows the newest loaded turns.")
 
 (defconst tandem-view-fill-chunk 200
   "How many placeholders one step of the idle drawing replaces.")
@@ -52,11 +54,12 @@
 (defun tandem-view-fill-choose (blocks)
   "Return the blocks of BLOCKS (oldest first) to insert as placeholders, or nil.
 Only a load longer than `tandem-view-fill-min' has any: every block but
-the newest `tandem-view-fill-drawn'.  A table, keyed by the block."
-  (let ((n (length blocks)))
-    (when (> n tandem-view-fill-min)
+the oldest and the newest `tandem-view-fill-drawn'.  A table, keyed by
+the block."
+  (let ((n (length blocks)) (keep tandem-view-fill-drawn))
+    (when (and (> n tandem-view-fill-min) (> n (* 2 keep)))
       (let ((table (make-hash-table :test #'eq :size n)))
-        (cl-loop for b in blocks repeat (- n tandem-view-fill-drawn)
+        (cl-loop for b in (nthcdr keep blocks) repeat (- n (* 2 keep))
                  do (puthash b t table))
         table))))
 

@@ -280,10 +280,10 @@ a cut timestamp are formatted from scratch, as before the cache."
 
 (defmacro tandem-view-history-test--with-placeholders (var &rest body)
   "Run BODY in a buffer of the test session whose older turns are placeholders.
-VAR is bound to the session's info; three of the older turns are drawn."
+VAR is bound to the session's info; the oldest and the newest older turn are drawn."
   (declare (indent 1) (debug t))
   `(tandem-view-history-test--with-session ,var
-     (let ((tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 3))
+     (let ((tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 1))
        (let ((buffer (tandem-view-show ,var t)))
          (unwind-protect (with-current-buffer buffer (tandem-view-load-older t) ,@body)
            (when (buffer-live-p buffer) (kill-buffer buffer)))))))
@@ -299,12 +299,14 @@ VAR is bound to the session's info; three of the older turns are drawn."
   "A long load leaves placeholders; drawn on idle, they look as if rendered at open."
   (tandem-view-history-test--with-session info
     (let ((eager (tandem-view-history-test--eager info))
-          (tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 3))
+          (tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 1))
       (with-current-buffer (tandem-view-show info t)
         (tandem-view-load-older t)
         (should (text-property-any (point-min) (point-max) 'tandem-undrawn t))
+        ;; The oldest turn (what a window at the top shows) is drawn.
         (goto-char (point-min))
-        (should (search-forward "▸ Turn 1 …\n" nil t))
+        (should (re-search-forward "^▸ Turn 1 · Directive D1 · " nil t))
+        (should (search-forward "▸ Turn 2 …\n" nil t))
         (should-not (search-forward "Read the file 6" nil t))
         ;; Every block is in the buffer, one placeholder each, in order.
         (goto-char (point-min))
