@@ -280,7 +280,8 @@ a cut timestamp are formatted from scratch, as before the cache."
 
 (defmacro tandem-view-history-test--with-placeholders (var &rest body)
   "Run BODY in a buffer of the test session whose older turns are placeholders.
-VAR is bound to the session's info; the oldest and the newest older turn are drawn."
+VAR is bound to the session's info; the oldest and the newest older turn
+are drawn."
   (declare (indent 1) (debug t))
   `(tandem-view-history-test--with-session ,var
      (let ((tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 1))
@@ -373,6 +374,30 @@ VAR is bound to the session's info; the oldest and the newest older turn are dra
       (should (timerp timer))
       (kill-buffer)
       (should-not (memq timer timer-idle-list)))))
+
+(ert-deftest tandem-view-fill-choose-leaves-both-ends-drawn ()
+  "Only a long load has placeholders, and never at its oldest or newest end."
+  (let ((tandem-view-fill-min 5) (tandem-view-fill-drawn 2)
+        (blocks (cl-loop for i from 1 to 9 collect (tandem-view-block-create :key i :turn i))))
+    (should-not (tandem-view-fill-choose (seq-take blocks 5)))
+    (let ((table (tandem-view-fill-choose blocks)))
+      (should (equal (cl-loop for b in blocks when (gethash b table) collect (tandem-view-block-turn b))
+                     '(3 4 5 6 7)))))
+  (let ((tandem-view-fill-min 5) (tandem-view-fill-drawn 4)
+        (blocks (cl-loop for i from 1 to 8 collect (tandem-view-block-create :key i :turn i))))
+    ;; Both ends would cover every block: none is left.
+    (should-not (tandem-view-fill-choose blocks))))
+
+(ert-deftest tandem-view-fill-refresh-forgets-placeholders ()
+  "`g' renders the buffer again: nothing is left to draw, the idle timer stops."
+  (tandem-view-history-test--with-placeholders info
+    (should tandem-view-fill--pending)
+    (let ((timer tandem-view-fill--timer))
+      (tandem-view-refresh)
+      (should-not tandem-view-fill--pending)
+      (should-not tandem-view-fill--timer)
+      (should-not (memq timer timer-idle-list))
+      (should-not (text-property-any (point-min) (point-max) 'tandem-undrawn t)))))
 
 (provide 'tandem-view-history-tests)
 ;;; tandem-view-history-tests.el ends here
