@@ -188,10 +188,14 @@ def _figures(r: dict[str, Any]) -> dict[str, float]:
             "idle_p99": _percentile(idle, 0.99), "stall": max([*gaps, *lat, 0.0]),
             "timer_p99": _percentile(gaps, 0.99), "keys": len(lat), "seconds": span,
             "chunks": r["chunks"], "gc_seconds": r["gc_seconds"], "gcs": r["gcs"],
+            "gc_max_ms": 1000 * max([g[1] for g in r.get("gc_log", [])] or [0.0]),
+            # One more collection after the window: its cost is nearly all marking.
+            "gc_after_ms": r.get("gc_after_ms", 0.0), "live_mb": r.get("live_mb", 0.0),
             "allocated_mb": sum(r["consed"]) / 1e6, "system_seconds": r["stime_ticks"] / CLK_TCK,
             "overview_refreshes": r.get("overview_refreshes", 0),
             "overview_running_max": r.get("overview_running_max", 0),
-            "overview_running_last": r.get("overview_running_last", 0)}
+            "overview_running_last": r.get("overview_running_last", 0),
+            "overview_max_ms": r.get("overview_max_ms", 0.0)}
 
 
 def _emit_x4(med: Any, load: float) -> None:
@@ -199,12 +203,17 @@ def _emit_x4(med: Any, load: float) -> None:
     one = "view_stream_tty"
     overview = {"overview_refreshes": med("tandem-x4", "overview_refreshes"),
                 "overview_running_max": med("tandem-x4", "overview_running_max"),
-                "overview_running_last": med("tandem-x4", "overview_running_last")}
+                "overview_running_last": med("tandem-x4", "overview_running_last"),
+                "overview_max_ms": round(med("tandem-x4", "overview_max_ms"), 1)}
     _emit("view_stream_tty_x4_cpu_ratio",
           med("tandem-x4", "cpu_seconds") / med("tandem", "cpu_seconds"), "x",
           f"{one}_cpu_seconds", med("tandem", "cpu_seconds"), 4,
           cpu_seconds=med("tandem-x4", "cpu_seconds"), cpu=round(med("tandem-x4", "cpu"), 2),
-          gcs=med("tandem-x4", "gcs"), load_average=load, **overview)
+          gcs=med("tandem-x4", "gcs"), gc_seconds=round(med("tandem-x4", "gc_seconds"), 3),
+          gc_max_ms=round(med("tandem-x4", "gc_max_ms"), 1),
+          gc_after_ms=round(med("tandem-x4", "gc_after_ms"), 1),
+          live_mb=round(med("tandem-x4", "live_mb"), 1),
+          allocated_mb=round(med("tandem-x4", "allocated_mb"), 1), load_average=load, **overview)
     _emit("view_stream_tty_x4_input_latency_p99", med("tandem-x4", "p99"), "ms",
           f"{one}_input_latency_p99", med("tandem", "p99"), 16,
           idle_p99=med("tandem-x4", "idle_p99"), load_average=load)

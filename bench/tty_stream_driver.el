@@ -50,6 +50,27 @@
 (defvar bench-tty-chunks 0 "Chunks (events) applied.")
 (defvar bench-tty-extra nil "More to report: a plist.")
 (defvar bench-tty-go nil "When the stream was asked for (the idle phase ends).")
+(defvar bench-tty-gc-log nil
+  "Each collection once the stream began: (END-TIME . GC-ELAPSED-BEFORE), newest first.
+`post-gc-hook' runs before `gc-elapsed' counts that collection: its
+duration is the next entry's `gc-elapsed' (or the last one's) minus its own.")
+(defvar bench-tty-marks nil
+  "Moments of the run worth setting beside the keys: (TIME . WHAT), newest first.
+WHAT is \"send\" (a prompt's send command returned; with how long it took),
+\"ended\" (a turn-ended event) or \"overview\" (a redraw; how long).")
+
+(defun bench-tty--gc-done ()
+  "Note a collection (from `post-gc-hook')."
+  (when bench-tty-first
+    (push (cons (float-time) gc-elapsed) bench-tty-gc-log)))
+
+(defun bench-tty--gc-durations ()
+  "Return each collection as [END-TIME SECONDS], oldest first."
+  (let ((next gc-elapsed) (out nil))
+    (dolist (g bench-tty-gc-log)        ; newest first
+      (push (vector (car g) (- next (cdr g))) out)
+      (setq next (cdr g)))
+    (vconcat out)))
 
 (defun bench-tty-key ()
   "Record when this key was handled."
@@ -102,6 +123,19 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
              (insert (json-encode (list :error (format "%s first=%S last=%S" (error-message-string err) bench-tty-first bench-tty-last)))))
            (kill-emacs 1))))
 
+(defun bench-tty--heap ()
+  "Collect once more (after the measured window) and return what it cost.
+A plist: :ms, the collection's duration, nearly all of it marking (little
+garbage is left by then), and :live_mb, the live heap it marked."
+  (let* ((t0 (float-time))
+         (stats (garbage-collect))
+         (ms (* 1000 (- (float-time) t0))))
+    (list :gc_after_ms ms
+          :live_mb (/ (apply #'+ (mapcar (lambda (s) (* (nth 1 s) (nth 2 s)))
+                                         (cl-remove-if-not (lambda (s) (integerp (nth 2 s)))
+                                                           stats)))
+                      1e6))))
+
 (defun bench-tty-report ()
   "Write the figures of this run and exit."
   (when (bench-tty-profile)
@@ -123,13 +157,20 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
                                                          bench-tty-overview)
                         :overview_running_max (apply #'max 0 (mapcar #'cdr bench-tty-overview))
                         :overview_running_last (or (cdar bench-tty-overview) 0)
+                        :overview_max_ms bench-tty-overview-ms
                         :gcs (- gcs-done (nth 2 bench-tty-first))
+                        ;; Each collection: [end-time seconds], oldest first.
+                        :gc_log (bench-tty--gc-durations)
+                        :marks (vconcat (mapcar (lambda (m) (vector (car m) (cdr m)))
+                                                (reverse bench-tty-marks)))
                         :gc_seconds (- gc-elapsed (nth 3 bench-tty-first))
                         :stime_ticks (- (bench-tty-cpu t) (nth 5 bench-tty-first))
                         :consed (vconcat (cl-mapcar #'- (bench-tty-consed)
                                                     (nth 4 bench-tty-first))))))
          (end (+ bench-tty-last bench-tty-tail))
-         (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first))))
+         (cpu (- (bench-tty-cpu) (nth 1 bench-tty-first)))
+         ;; Last: its collection is counted in none of the figures above.
+         (heap (bench-tty--heap)))
     (with-temp-file (getenv "BENCH_TTY_OUT")
       (insert (json-encode
                (append
@@ -138,7 +179,7 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
                       :wall (- (float-time) (car bench-tty-first))
                       :keys (vconcat (reverse bench-tty-keys))
                       :ticks (vconcat (reverse bench-tty-ticks)))
-                bench-tty-extra))))
+                bench-tty-extra heap))))
     (kill-emacs 0)))
 
 (defun bench-tty-after-last ()
@@ -151,8 +192,16 @@ With SYSTEM-ONLY, stime alone (time in the kernel)."
 (defvar bench-tty-overview nil
   "What the overview showed while the streams ran: (TIME . RUNNING-ROWS), newest first.")
 
-(defun bench-tty--overview-shown (rows)
-  "Note that the overview was redrawn with ROWS, and how many were running."
+(defvar bench-tty-overview-ms 0.0 "The longest redraw of the overview, in ms.")
+
+(defun bench-tty--overview-shown (show rows)
+  "Redraw the overview with ROWS by SHOW; note when, how long, how many were running."
+  (let ((t0 (float-time)) (gcs gcs-done))
+    (funcall show rows)
+    (let ((ms (* 1000 (- (float-time) t0))))
+      (setq bench-tty-overview-ms (max bench-tty-overview-ms ms))
+      (push (cons (float-time) (format "overview %.1f ms%s" ms (if (> gcs-done gcs) " (a collection in it)" "")))
+            bench-tty-marks)))
   (push (cons (float-time) (cl-count "running" rows :key (lambda (r) (plist-get r :state))
                                      :test #'equal))
         bench-tty-overview))
@@ -197,22 +246,30 @@ sessions' states while they stream."
     (cl-mapc #'set-window-buffer windows views)
     (select-window (car windows))
     (when (> n 1)
-      (advice-add 'tandem-overview--show :after #'bench-tty--overview-shown)
+      (advice-add 'tandem-overview--show :around #'bench-tty--overview-shown)
       (let ((overview (save-window-excursion (tandem-sessions-list))))
         (set-window-buffer (car (last windows)) overview)))
     (add-hook 'tandem-event-functions
               (lambda (e)
                 (pcase (plist-get e :kind)
                   ("delta" (bench-tty-chunk-arrived))
-                  ("turn-ended" (when (= (cl-incf ended) n) (bench-tty-after-last))))))
+                  ("turn-ended"
+                   (push (cons (float-time) "ended") bench-tty-marks)
+                   (when (= (cl-incf ended) n) (bench-tty-after-last))))))
     (lambda ()
       ;; One send a command, 50 ms apart (faster than a user switches and
       ;; types): four sends in one command held the keys up for 140-260 ms.
       (let ((delay 0))
         (dolist (view views)        ; a binding of its own for each closure
           (run-at-time delay nil (lambda ()
-                                   (with-current-buffer view
-                                     (tandem-view-test-send "Stream the long answer, please."))))
+                                   (let ((t0 (float-time)))
+                                     (with-current-buffer view
+                                       ;; The send key as typed: no waiting for the reply.
+                                       (goto-char (point-max))
+                                       (insert "Stream the long answer, please.")
+                                       (funcall (key-binding (kbd "C-c C-c"))))
+                                     (push (cons (float-time) (format "send %.1f ms" (* 1000 (- (float-time) t0))))
+                                           bench-tty-marks))))
           (setq delay (+ delay 0.05)))))))
 
 ;;;; Into a markdown-mode buffer (the anchor)
@@ -267,6 +324,7 @@ Emacs still handles the keys and the 10 ms timer, and redisplays."
     (global-set-key [f5] #'bench-tty-key)
     (run-at-time 0.01 0.01 (lambda () (push (float-time) bench-tty-ticks)))
     (garbage-collect)
+    (add-hook 'post-gc-hook #'bench-tty--gc-done)
     (with-temp-file (getenv "BENCH_TTY_READY") (insert (number-to-string (emacs-pid))))
     (run-at-time bench-tty-idle nil (lambda () (setq bench-tty-go (float-time)) (funcall go)))))
 

@@ -554,8 +554,9 @@ Each attachment is a button that removes it."
   "Send the draft in the current scope; it never cancels anything.
 While a turn is in flight, a chat draft is queued: it goes as the next
 turn once the running one ends well (`tandem-composer-queue-function').
-Return what the send or queue function returned (for a chat send: the
-turn number)."
+Return what the send or queue function returned (a session buffer's
+chat send returns nil at once: the turn is drawn when the backend
+accepts it)."
   (interactive nil tandem-view-mode)
   (let ((text (string-trim (tandem-composer-draft)))
         (scope tandem-composer--scope)

@@ -142,7 +142,9 @@ change stands: ready to land, landed, or removed."
       (format "%s ⑂ %s %s%s · %d file%s +%d −%d"
               (abbreviate-file-name (or (plist-get row :project) ""))
               (plist-get parallel :name)
-              (abbreviate-file-name (plist-get parallel :worktree))
+              (if (plist-get parallel :host) ; a host's path is no file here
+                  (format "%s:%s" (plist-get parallel :host) (plist-get parallel :worktree))
+                (abbreviate-file-name (plist-get parallel :worktree)))
               (if (plist-get parallel :base-commit)
                   (format " @%s" (substring (plist-get parallel :base-commit) 0 7))
                 " (copy)")

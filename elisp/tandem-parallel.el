@@ -66,6 +66,9 @@ from the project's parent folder.  It must lie outside the project."
   "Hook run with the `parallel/create' reply of each parallel session made.")
 
 (defvar-local tandem-land--session nil "The parallel session this landing buffer shows.")
+(defvar-local tandem-land--host nil
+  "The agent-server host the landing's trees are on, or nil.
+On a host, no local buffer visits the main tree's files.")
 (defvar-local tandem-land--project nil "The main tree the landing writes into.")
 (defvar-local tandem-land--name nil "The parallel session's name.")
 (defvar-local tandem-land--paths nil "Every file of the change shown.")
@@ -98,15 +101,23 @@ the `parallel/create' reply."
 changes"))
                    (tandem-request "parallel/create" (append params (list :carry t)) 300))))
          (record (plist-get reply :record)))
-    (message "tandem: parallel session %s in %s%s" name (plist-get record :worktree)
+    (message "tandem: parallel session %s in %s%s" name (tandem-parallel--where record)
              (if (plist-get reply :carried)
                  (format " (carried over %d files)" (length (plist-get reply :carried)))
                ""))
     (run-hook-with-args 'tandem-parallel-created-functions reply)
     (tandem-view-show (tandem-request "sessions/open-file"
                                       (list :path (plist-get reply :path)
-                                            :cwd (plist-get record :worktree))))
+                                            ;; A host's tree is no folder here.
+                                            :cwd (if (plist-get record :host) project
+                                                   (plist-get record :worktree)))))
     reply))
+
+(defun tandem-parallel--where (record)
+  "Where RECORD's tree is: its folder, or HOST:FOLDER on an agent-server host."
+  (if (plist-get record :host)
+      (format "%s:%s" (plist-get record :host) (plist-get record :worktree))
+    (plist-get record :worktree)))
 
 (defun tandem-parallel--session ()
   "This buffer's parallel session, else one of this project's, read.
@@ -165,7 +176,12 @@ the file at point, \\[tandem-land-all] everything shown, \\[tandem-land-reload] 
   (let* ((patch (plist-get reply :patch))
          (diff (or (plist-get patch :diff) "")))
     (insert (format "# Parallel session %s (%s) against its base, to land in %s\n"
-                    (plist-get reply :name) (plist-get reply :root) (plist-get reply :project))
+                    (plist-get reply :name) (tandem-parallel--where reply)
+                    (plist-get reply :project))
+            (if (plist-get reply :host)
+                (format "# (on %s; the files here are its mirror, read-only: %s)\n"
+                        (plist-get reply :host) (plist-get reply :root))
+              "")
             "# a takes the hunk at point, A the file, RET everything shown (one turn each)\n")
     (dolist (f (plist-get patch :files))
       (when (plist-get f :binary)
@@ -187,6 +203,7 @@ project's, read.  The buffer is selected unless NO-SELECT.  Return it."
      (lambda ()
        (setq tandem-land--session session
              tandem-land--project (plist-get reply :project)
+             tandem-land--host (plist-get reply :host)
              tandem-land--name (plist-get reply :name)
              tandem-land--paths (mapcar (lambda (f) (plist-get f :path))
                                         (plist-get (plist-get reply :patch) :files)))
@@ -221,20 +238,22 @@ project's, read.  The buffer is selected unless NO-SELECT.  Return it."
 (defun tandem-land--take (params paths what)
   "Land PARAMS (touching PATHS); report WHAT; return the `parallel/land' reply."
   (let ((project tandem-land--project) (session tandem-land--session)
-        (land-buffer (current-buffer)))
-    (tandem-land--check-buffers project paths)
+        (host tandem-land--host) (land-buffer (current-buffer)))
+    ;; A host's main tree is visited by no buffer here: nothing to check nor revert.
+    (unless host (tandem-land--check-buffers project paths))
     (let ((reply (tandem-request "parallel/land" (append (list :session session) params) 300)))
       (unless (equal (plist-get reply :outcome) "succeeded")
         (user-error "Landing %s failed: %s" what (plist-get reply :error)))
-      (tandem-revert-stale-buffers project)
+      (unless host (tandem-revert-stale-buffers project))
       (when (buffer-live-p land-buffer)
         (with-current-buffer land-buffer (tandem-land-reload)))
       (let* ((conflicts (plist-get reply :conflicts))
-             (buffers (tandem-land--conflicts project conflicts)))
+             (buffers (unless host (tandem-land--conflicts project conflicts))))
         (message "tandem: landed %s as turn %s of the project's session%s%s" what
                  (plist-get reply :turn)
-                 (if conflicts (format "; conflicts in %s (smerge-mode)"
-                                       (string-join conflicts ", "))
+                 (if conflicts (format (if host "; conflicts in %s (markers written on %s)"
+                                         "; conflicts in %s (smerge-mode)")
+                                       (string-join conflicts ", ") host)
                    "")
                  (if (plist-get reply :kept)
                      (format "; kept the main tree's %s" (string-join (plist-get reply :kept) ", "))
@@ -274,9 +293,9 @@ again, unless FORCE.  Return the record, or nil when nothing was removed."
   (interactive (list (tandem-parallel--session)))
   (let* ((record (tandem-request "parallel/record" (list :session session)))
          (what (if (plist-get record :branch)
-                   (format "worktree %s and branch %s" (plist-get record :worktree)
+                   (format "worktree %s and branch %s" (tandem-parallel--where record)
                            (plist-get record :branch))
-                 (format "copy %s" (plist-get record :worktree)))))
+                 (format "copy %s" (tandem-parallel--where record)))))
     (when (or force (funcall tandem-parallel-confirm-function
                              (format "Remove %s (the session's journal is kept)? " what)))
       (let ((done (condition-case err
@@ -285,7 +304,7 @@ again, unless FORCE.  Return the record, or nil when nothing was removed."
                      (when (funcall tandem-parallel-confirm-function
                                     (concat (tandem-error-message err) " "))
                        (tandem-request "parallel/remove" (list :session session :force t)))))))
-        (when done
+        (when (and done (not (plist-get record :host)))
           (tandem-parallel--leave-tree (plist-get record :worktree)
                                        (plist-get record :project))
           (message "tandem: removed %s" what))

@@ -9,6 +9,8 @@
 ;; which provider a turn uses:
 ;;
 ;;   (tandem-send TEXT &optional SESSION PROVIDER) -> (SESSION . TURN)
+;;   (tandem-send-async TEXT SESSION CALLBACK ERRBACK) -> nil, CALLBACK
+;;       gets (SESSION . TURN) later (the composer's send: Emacs goes on)
 ;;   (tandem-wait-turn SESSION TURN &optional TIMEOUT)
 ;;       -> (:outcome "succeeded" :files-changed ("a.txt") :error nil)
 ;;   `tandem-cancel-turn', `tandem-answer-interaction'.
@@ -86,10 +88,9 @@ Long because acceptance may first compact a long session."
                   :project-config-files (plist-get (cdr agent) :project-config-files)))
           tandem-acp-agents))
 
-(defun tandem-configure ()
-  "Send ACP agents, keys, remote hosts, defaults and settings to the backend.
-The settings are the options of tandem-settings.el that are set.
-Called before each turn, so that changes to the options take effect."
+(defun tandem--configure-params ()
+  "Return the parameters of the backend's configure request, a plist.
+Agents, keys, remote hosts, defaults and settings."
   (let ((credentials nil))
     (dolist (pair tandem-provider-hosts)
       (let ((key (tandem--auth-key (cdr pair))))
@@ -99,17 +100,21 @@ Called before each turn, so that changes to the options take effect."
                                           ;; The key is bound to the host it is for:
                                           ;; the backend sends it nowhere else.
                                           (list :api-key key :host (cdr pair))))))))
-    (tandem-request "turns/configure"
-                    (append (list :acp-agents (tandem--agents-list)
-                                  :credentials credentials
-                                  ;; Which agent-servers may receive the key.
-                                  :remote-hosts (tandem-remote-hosts-config))
-                            (and tandem-provider (list :default-provider tandem-provider))
-                            (let ((json (tandem-settings-json)))
-                              (and json (list :settings-json json)))
-                            (and tandem-permission-mode
-                                 (list :permission-mode
-                                       (symbol-name tandem-permission-mode)))))))
+    (append (list :acp-agents (tandem--agents-list)
+                  :credentials credentials
+                  ;; Which agent-servers may receive the key.
+                  :remote-hosts (tandem-remote-hosts-config))
+            (and tandem-provider (list :default-provider tandem-provider))
+            (let ((json (tandem-settings-json)))
+              (and json (list :settings-json json)))
+            (and tandem-permission-mode
+                 (list :permission-mode (symbol-name tandem-permission-mode))))))
+
+(defun tandem-configure ()
+  "Send ACP agents, keys, remote hosts, defaults and settings to the backend.
+The settings are the options of tandem-settings.el that are set.
+Called before each turn, so that changes to the options take effect."
+  (tandem-request "turns/configure" (tandem--configure-params)))
 
 (defun tandem-project-session (&optional directory)
   "Return the id of the session for DIRECTORY's project, creating one if needed.
@@ -133,18 +138,48 @@ IMAGES are the composer's attachments (plists with :path or :data, and
 not an image, is too big, or the provider takes no images."
   (tandem-configure)
   (let* ((session (or session (tandem-project-session)))
-         (wire (mapcar (lambda (a)
-                         (append (if (plist-get a :path) (list :path (plist-get a :path))
-                                   (list :data (plist-get a :data)))
-                                 (list :name (plist-get a :name))))
-                       images))
          ;; Sending may first compact the session (a provider round trip).
-         (reply (tandem-request "turns/send"
-                                (append (list :session session :text text)
-                                        (and provider (list :provider provider))
-                                        (and wire (list :images wire)))
+         (reply (tandem-request "turns/send" (tandem--send-params text session provider images)
                                 tandem-send-timeout)))
     (cons (plist-get reply :session) (plist-get reply :turn))))
+
+(defun tandem--send-params (text session provider images)
+  "Return the parameters of the backend's send request, a plist.
+For TEXT in SESSION, with PROVIDER and IMAGES (as `tandem-send' takes them)."
+  (let ((wire (mapcar (lambda (a)
+                        (append (if (plist-get a :path) (list :path (plist-get a :path))
+                                  (list :data (plist-get a :data)))
+                                (list :name (plist-get a :name))))
+                      images)))
+    (append (list :session session :text text)
+            (and provider (list :provider provider))
+            (and wire (list :images wire)))))
+
+(defun tandem-send-async (text session callback errback &optional provider images)
+  "Send TEXT as a chat turn of SESSION without waiting; return nil.
+Like `tandem-send' (PROVIDER and IMAGES as there), but Emacs goes on at
+once: CALLBACK receives (SESSION . TURN) once the backend has accepted
+the turn, ERRBACK the error as (CODE MESSAGE DATA COMMAND) when the
+configuration or the send fails (then nothing was sent).  The options
+go first (`turns/configure'), the send once they are in, so the turn
+sees them.  The backend times neither out; the turn's events may arrive
+before CALLBACK runs."
+  (unless (and (stringp text) (stringp session))
+    (signal 'wrong-type-argument (list 'stringp (if (stringp text) session text))))
+  (unless (and (functionp callback) (functionp errback))
+    (signal 'wrong-type-argument (list 'functionp (if (functionp callback) errback callback))))
+  (let ((params (tandem--send-params text session provider images))
+        (conn (tandem-ensure-connection)))
+    (tandem-request-async
+     "turns/configure" (tandem--configure-params)
+     (lambda (_)
+       (tandem-request-async
+        "turns/send" params
+        (lambda (reply)
+          (funcall callback (cons (plist-get reply :session) (plist-get reply :turn))))
+        errback conn))
+     errback conn)
+    nil))
 
 (defun tandem-wait-turn (session turn &optional timeout)
   "Wait for TURN of SESSION to end; return (:outcome :files-changed :error).

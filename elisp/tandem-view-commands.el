@@ -151,8 +151,10 @@ from there."
     (message "Answer with the key shown in brackets (or RET on a button)")))
 
 (defun tandem-view--send (text _scope)
-  "Send TEXT as a chat turn of this buffer's session; return the turn number.
-While a queued message is being edited, TEXT is saved as its text instead."
+  "Send TEXT as a chat turn of this buffer's session, without waiting.
+While a queued message is being edited, TEXT is saved as its text
+instead.  The turn is drawn when the backend accepts it
+\(`tandem-view--send-turn')."
   (if (tandem-view-queue-editing)
       (if tandem-composer-attachments
           (user-error "A queued message carries no image: C-u C-c C-a removes it")
@@ -162,18 +164,76 @@ While a queued message is being edited, TEXT is saved as its text instead."
 (put 'tandem-view--send 'tandem-composer-images t)
 (defvar tandem-composer-attachments)    ; tandem-composer.el
 
+(defvar-local tandem-view--sending nil
+  "The chat send on its way to the backend, (TEXT . ATTACHMENTS), or nil.")
+
+(defvar-local tandem-view-last-send nil
+  "How this buffer's last chat send ended, or nil.
+\(turn . N) once accepted, (error . CONDITION) once refused; nil also
+while a send is on its way (`tandem-view-sending-p').")
+
+(defun tandem-view-sending-p ()
+  "Return non-nil while this buffer's chat send awaits the backend's reply."
+  (and tandem-view--sending t))
+
 (defun tandem-view--send-turn (text)
-  "Send TEXT as a new chat turn of this buffer's session; return the turn number.
-The composer's attachments go with it (`tandem-composer-attachments')."
-  (let* ((reply (tandem-send text (tandem-view-state-session tandem-view--state) nil
-                             tandem-composer-attachments))
-         (turn (cdr reply))
-         (block (gethash turn (tandem-view-state-by-turn tandem-view--state))))
-    ;; Events may have ended the turn while `tandem-send' waited.
+  "Send TEXT as a new chat turn of this buffer's session; return nil at once.
+The composer's attachments go with it (`tandem-composer-attachments').
+Nothing waits for the backend (a send may first configure it, and
+compact the session): the turn is marked running and drawn when the
+reply comes (`tandem-view--sent'); a refusal puts TEXT and the
+attachments back in the composer and says why (`tandem-view--send-failed').
+A second send while one is on its way is queued, as while a turn runs."
+  (if tandem-view--sending
+      (tandem-view-queue-submit text)
+    (let ((buffer (current-buffer))
+          (images tandem-composer-attachments))
+      (setq tandem-view--sending (cons text images)
+            tandem-view-last-send nil)
+      (condition-case err
+          (tandem-send-async
+           text (tandem-view-state-session tandem-view--state)
+           (lambda (reply)
+             (when (buffer-live-p buffer)
+               (with-current-buffer buffer (tandem-view--sent (cdr reply)))))
+           (lambda (failure)
+             (when (buffer-live-p buffer)
+               (with-current-buffer buffer
+                 (tandem-view--send-failed
+                  (condition-case c (apply #'tandem--signal failure) (tandem-error c))))))
+           nil images)
+        ;; Not even sent (no backend could start): the draft stays, as before.
+        (error (setq tandem-view--sending nil)
+               (signal (car err) (cdr err))))
+      nil)))
+
+(defun tandem-view--sent (turn)
+  "The backend accepted this buffer's send as TURN: mark it running, draw it."
+  (setq tandem-view--sending nil
+        tandem-view-last-send (cons 'turn turn))
+  (let ((block (gethash turn (tandem-view-state-by-turn tandem-view--state))))
+    ;; Events may have ended the turn before the reply came.
     (unless (and block (tandem-view-block-end-entry block))
-      (tandem-view--set-running turn))
-    (tandem-view-flush)
-    turn))
+      (tandem-view--set-running turn)))
+  ;; The next frame draws it, with whatever else is pending.
+  (tandem-view--schedule))
+
+(defun tandem-view--send-failed (condition)
+  "This buffer's send was refused with CONDITION: give the draft back, say why.
+The text and attachments go back into the composer unless something was
+typed there meanwhile (then
+\\<tandem-composer-mode-map>\\[tandem-composer-history-previous] recalls the text)."
+  (let ((sent tandem-view--sending))
+    (setq tandem-view--sending nil
+          tandem-view-last-send (cons 'error condition))
+    (when sent
+      (if (string-empty-p (string-trim (tandem-composer-draft)))
+          (progn (tandem-composer-set-draft (car sent))
+                 (setq tandem-composer-attachments (cdr sent))
+                 (tandem-composer-refresh))
+        (setf (tandem-view-state-composer-dirty tandem-view--state) t)))
+    (message "%s" (error-message-string condition))
+    (ding t)))
 
 (defun tandem-view--tools-run (turn)
   "Return how many tools ran in TURN so far (a refused one did nothing)."

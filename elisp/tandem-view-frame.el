@@ -6,8 +6,8 @@
 ;;; Commentary:
 
 ;; Events only change the model (tandem-view-model.el) and mark what
-;; is dirty here; one timer per buffer (`tandem-view-frame-interval')
-;; then applies everything at once: doomed blocks go, dirty ones are
+;; is dirty here; one timer for every session buffer
+;; (`tandem-view-frame-interval') then applies everything at once: doomed blocks go, dirty ones are
 ;; re-rendered, streamed text is appended at its markers, the progress
 ;; row and the composer prefix are redrawn.  Also here: the turn in flight
 ;; (its one-second clock, backend death) and keeping point and window
@@ -153,11 +153,50 @@ clock; the progress row then says so until `g'."
       (push block (tandem-view-state-dirty st))))
   (tandem-view--schedule))
 
+(defvar tandem-view--frame-timer nil
+  "The one frame timer of every session buffer, or nil when none is due.")
+
+(defvar tandem-view--frame-buffers nil
+  "The session buffers the next frame applies, in the order they asked.")
+
+(defconst tandem-view--frame-min-gap 0.005
+  "Fewest seconds between two buffers' frames (many sessions streaming).")
+
 (defun tandem-view--schedule ()
-  "Arrange one frame soon, shared by every call made before it fires."
+  "Arrange one frame soon, shared by every call made before it fires.
+One timer serves every session buffer (`tandem-view--frame'), one
+buffer a firing, so that sessions streaming at once take turns."
   (unless (tandem-view-state-timer tandem-view--state)
-    (setf (tandem-view-state-timer tandem-view--state)
-          (run-at-time tandem-view-frame-interval nil #'tandem-view--tick (current-buffer)))))
+    (setf (tandem-view-state-timer tandem-view--state) t)
+    (setq tandem-view--frame-buffers (nconc tandem-view--frame-buffers (list (current-buffer))))
+    ;; Still pending, not merely set: a timer cancelled by someone else
+    ;; would otherwise stop every session buffer's frames for good.
+    (unless (and tandem-view--frame-timer (memq tandem-view--frame-timer timer-list))
+      (setq tandem-view--frame-timer
+            (run-at-time tandem-view-frame-interval nil #'tandem-view--frame)))))
+
+(defun tandem-view--unschedule ()
+  "Take this buffer out of the next frame (it is being killed)."
+  (setf (tandem-view-state-timer tandem-view--state) nil)
+  (setq tandem-view--frame-buffers (delq (current-buffer) tandem-view--frame-buffers)))
+
+(defun tandem-view--frame ()
+  "Apply what is pending in the buffer that asked first; the others follow.
+Each buffer still gets a frame every `tandem-view-frame-interval', but
+with several asking their frames are spread over that interval instead
+of run back to back: a key typed meanwhile waits for one session's
+frame (its appended text, or its turn's end settling), not for all of
+them, and four turns ending together settle in four firings."
+  (setq tandem-view--frame-timer nil)
+  (let ((buffer (pop tandem-view--frame-buffers)))
+    (when tandem-view--frame-buffers
+      (setq tandem-view--frame-timer
+            (run-at-time (max tandem-view--frame-min-gap
+                              (/ tandem-view-frame-interval
+                                 (1+ (length tandem-view--frame-buffers))))
+                         nil #'tandem-view--frame)))
+    (when (buffer-live-p buffer)
+      (with-demoted-errors "tandem view frame: %S" (tandem-view--tick buffer)))))
 
 (defun tandem-view--tick (buffer)
   "Apply what is pending in BUFFER."

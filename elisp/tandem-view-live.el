@@ -321,7 +321,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-running turn)
          (tandem-view--mark b)))
       ("delta"
-       (tandem-view-gc-hold)
+       (tandem-view-gc-hold (current-buffer))
        (let* ((b (tandem-view--block-for-turn turn))
               (reasoning (equal (plist-get event :stream) "reasoning"))
               (text (or (plist-get event :text) "")))
@@ -345,7 +345,7 @@ Entries the refresh already rendered are skipped by seq; the symbol
          (tandem-view--set-waiting turn (or (plist-get event :title) "a question"))
          (tandem-view--mark b)))
       ("turn-ended"
-       (tandem-view-gc-release)
+       (tandem-view-gc-release (current-buffer))
        (let ((b (gethash turn (tandem-view-state-by-turn st))))
          (when b
            (setf (tandem-view-block-files-changed b) (plist-get event :files-changed))

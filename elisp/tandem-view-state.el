@@ -64,7 +64,7 @@ backend that publishes its session's events.")
   (refresh-pending nil
                    :documentation "Non-nil when the next frame re-renders from the journal.
 A compaction arrived: it replaces turns above it.")
-  (timer nil :documentation "The pending frame timer, or nil.")
+  (timer nil :documentation "Non-nil while the next frame will apply this buffer.")
   (running nil :documentation "The turn in flight, or nil.
 A plist (:turn N :since TIME :waiting TITLE).")
   (clock nil :documentation "Repeating one-second timer while a turn runs.")

@@ -115,8 +115,11 @@ In the composer:
   (setq-local tandem-composer-queue-function #'tandem-view-queue-submit)
   (setq-local tandem-composer-steer-function #'tandem-view-steer-submit)
   (setq-local tandem-composer-cancel-function #'tandem-view-cancel)
+  ;; A send on its way counts: a second C-c C-c queues, as while a turn runs.
   (setq-local tandem-composer-busy-function
-              (lambda () (and (tandem-view-state-running tandem-view--state) t)))
+              (lambda () (and (or (tandem-view-state-running tandem-view--state)
+                                  (tandem-view-sending-p))
+                              t)))
   ;; @ mentions complete the session root's files and this buffer's turns.
   (setq-local tandem-composer-root-function #'tandem-view--root)
   (setq-local tandem-composer-turns-function #'tandem-view--mention-turns)
@@ -222,7 +225,7 @@ named after its first request until you rename it."
   (let* ((st tandem-view--state)
          (session (tandem-view-state-session st))
          (conn (tandem-view--connection)))
-    (when (tandem-view-state-timer st) (cancel-timer (tandem-view-state-timer st)))
+    (tandem-view--unschedule)
     (when (tandem-view-state-clock st) (cancel-timer (tandem-view-state-clock st)))
     (when (eq (gethash session tandem-view--buffers) (current-buffer))
       (remhash session tandem-view--buffers)

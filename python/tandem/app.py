@@ -192,8 +192,9 @@ class App:
         """Parallel sessions in their own trees, and their landings."""
         from tandem.parallel.service import ParallelService
 
+        # A session on an agent-server host gets its parallel sessions there.
         return ParallelService(self.home, self.sessions, self.turns.engine, self.checkpoints,
-                               self.gate)
+                               self.gate, remote=lambda: self.remote_checkpoints)
 
     def _remote_key(self, target: RemoteTarget) -> SecretStr | None:
         """The session API key of the user's entry for TARGET's host, if any."""

@@ -48,5 +48,41 @@
           (should (string-match-p "Second answer after the restart"
                                   (tandem-view-test-text))))))))
 
+(ert-deftest tandem-chat-send-key-returns-before-the-reply ()
+  "C-c C-c returns at once; the turn is drawn when the backend accepts it.
+No request is waited for (the draft is cleared, the send is on its
+way); a second C-c C-c meanwhile queues; a refusal puts the draft back
+and says why in the echo area."
+  (tandem-view-test-with-session tandem-chat-test--script
+    (let ((waited nil))
+      (cl-letf* ((sync (symbol-function 'tandem-request))
+                 ((symbol-function 'tandem-request)
+                  (lambda (method &rest args) (push method waited) (apply sync method args))))
+        (goto-char (point-max))
+        (insert "Tell me about tandem")
+        (should-not (funcall (key-binding (kbd "C-c C-c"))))
+        (should-not waited)
+        (should (tandem-view-sending-p))
+        (should (equal (tandem-composer-draft) ""))
+        (should (tandem-composer-busy-p)))
+      (tandem-test-wait-until (lambda () (not (tandem-view-sending-p))) 30)
+      (should (equal tandem-view-last-send '(turn . 1)))
+      (tandem-view-test-wait-turn 1 30)
+      (should (string-match-p "Tell me about tandem" (tandem-view-test-text))))
+    ;; Refused by the backend (a session it does not know): the draft comes back.
+    (let ((messages nil))
+      (cl-letf (((symbol-function 'message)
+                 (lambda (fmt &rest args) (push (apply #'format fmt args) messages)))
+                ((symbol-function 'ding) #'ignore))
+        (setf (tandem-view-state-session tandem-view--state) "no-such-session")
+        (goto-char (point-max))
+        (insert "Lost words")
+        (funcall (key-binding (kbd "C-c C-c")))
+        (should (equal (tandem-composer-draft) ""))
+        (tandem-test-wait-until (lambda () (not (tandem-view-sending-p))) 30))
+      (should (eq (car tandem-view-last-send) 'error))
+      (should (equal (tandem-composer-draft) "Lost words"))
+      (should (cl-some (lambda (m) (string-prefix-p "tandem: " m)) messages)))))
+
 (provide 'tandem-chat-tests)
 ;;; tandem-chat-tests.el ends here

@@ -113,7 +113,7 @@
         (with-temp-file file (insert "now text\n"))
         (goto-char (point-max))
         (insert "Look at this")
-        (let ((err (should-error (funcall (key-binding (kbd "C-c C-c"))))))
+        (let ((err (should-error (tandem-view-test-press-send))))
           (should (string-match-p "later.png: it is not a PNG, JPEG, GIF or WebP"
                                   (error-message-string err))))
         (should (equal (tandem-composer-draft) "Look at this"))

@@ -137,5 +137,37 @@
                                "")))))
         (ignore-errors (delete-directory trees t))))))
 
+;; A tree on an agent-server host is no folder here: the session opens in the project.
+(ert-deftest tandem-parallel-on-a-host-opens-in-the-project-and-names-the-host ()
+  (let* ((project (file-name-as-directory (make-temp-file "tandem-par-host-" t)))
+         (record (list :session "s2" :name "A" :host "box" :kind "worktree"
+                       :worktree "/srv/p.tandem-worktrees/A" :branch "tandem/A"
+                       :project project))
+         sent shown)
+    (unwind-protect
+        (cl-letf (((symbol-function 'tandem-request)
+                   (lambda (method params &rest _)
+                     (push (cons method params) sent)
+                     (pcase method
+                       ("parallel/create" (list :record record :path "/j/s2.jsonl"))
+                       ("sessions/open-file" (list :id "s2")))))
+                  ((symbol-function 'tandem-project-session) (lambda (&rest _) "s1"))
+                  ((symbol-function 'tandem-view-show) (lambda (info) (setq shown info))))
+          (with-temp-buffer
+            (setq default-directory project)
+            (tandem-parallel "A"))
+          (let ((open (cdr (assoc "sessions/open-file" sent))))
+            (should (equal (plist-get open :cwd) (directory-file-name project)))
+            (should (equal shown '(:id "s2"))))
+          (should (equal (tandem-parallel--where record) "box:/srv/p.tandem-worktrees/A"))
+          (should (string-match-p
+                   "⑂ A box:/srv/p.tandem-worktrees/A @1a2b3c4 · 1 file \\+1 −0"
+                   (tandem-overview--project
+                    (list :project project
+                          :parallel (list :name "A" :host "box" :base-commit "1a2b3c4d"
+                                          :worktree "/srv/p.tandem-worktrees/A"
+                                          :files 1 :additions 1 :deletions 0))))))
+      (delete-directory project t))))
+
 (provide 'tandem-parallel-tests)
 ;;; tandem-parallel-tests.el ends here

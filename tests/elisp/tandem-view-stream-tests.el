@@ -322,7 +322,9 @@ never lowered, and one the user set while held is kept."
             (should (= gc-cons-threshold (* 32 1024 1024)))
             (delta " world")
             (tandem-view-stream-test--send (list (list :kind "turn-ended" :turn 1 :status "succeeded")))
-            (should (= gc-cons-threshold 800000))
+            ;; Given back once the turn's end has settled (a few frames).
+            (should (= gc-cons-threshold (* 32 1024 1024)))
+            (tandem-test-wait-until (lambda () (= gc-cons-threshold 800000)) 2)
             (should-not tandem-view-gc--timer)
             ;; No turn end (the backend went away): a quiet second releases it.
             (delta "more")
@@ -335,7 +337,8 @@ never lowered, and one the user set while held is kept."
             (delta "more")
             (let ((gc-cons-threshold (* 512 1024 1024)))
               (tandem-view-stream-test--send
-               (list (list :kind "turn-ended" :turn 1 :status "succeeded"))))
+               (list (list :kind "turn-ended" :turn 1 :status "succeeded")))
+              (tandem-view-gc--give-back))
             (should (= gc-cons-threshold (* 32 1024 1024)))
             (setq tandem-view-gc--last (- (float-time) 2))
             (tandem-view-gc--check)
@@ -359,6 +362,88 @@ never lowered, and one the user set while held is kept."
               (delta "more")
               (should (= gc-cons-threshold 800000))))
         (tandem-view-gc--drop)))))
+
+(ert-deftest tandem-view-stream-hold-scales-with-the-streams ()
+  "Each session streaming at once adds its share; the last turn's end gives back.
+One stream's end while others stream lowers nothing (that would collect
+mid-stream); a stream whose end never came is forgotten after a quiet
+second; the number of streams counted is capped."
+  (tandem-view-gc--drop)
+  (let ((gc-cons-threshold 800000)
+        (tandem-view-stream-gc-cons-threshold (* 32 1024 1024))
+        (tandem-view-gc-max-streams 3)
+        (mb (* 1024 1024)))
+    (unwind-protect
+        (progn
+          (tandem-view-gc-hold 'a)
+          (should (= gc-cons-threshold (* 32 mb)))
+          (tandem-view-gc-hold 'b)
+          (tandem-view-gc-hold 'a)
+          (should (= gc-cons-threshold (* 64 mb)))
+          (tandem-view-gc-hold 'c)
+          (tandem-view-gc-hold 'd)
+          (should (= gc-cons-threshold (* 96 mb)))     ; capped at three
+          (tandem-view-gc-release 'a)
+          (tandem-view-gc-release 'b)
+          (tandem-view-gc-release 'c)
+          (should (= gc-cons-threshold (* 96 mb)))
+          ;; d's end never comes; e keeps streaming: d is forgotten, nothing lowered.
+          (tandem-view-gc-hold 'e)
+          (setcdr (assq 'd tandem-view-gc--streams) (- (float-time) 2))
+          (tandem-view-gc--check)
+          (should (equal (mapcar #'car tandem-view-gc--streams) '(e)))
+          (should (= gc-cons-threshold (* 96 mb)))
+          (tandem-view-gc-release 'e)
+          (should (= gc-cons-threshold (* 96 mb)))   ; once the end has settled
+          (should tandem-view-gc--pending)
+          (tandem-view-gc--give-back)
+          (should (= gc-cons-threshold 800000))
+          (should-not tandem-view-gc--timer)
+          (should-not tandem-view-gc--streams))
+      (tandem-view-gc--drop))))
+
+(ert-deftest tandem-view-frames-of-several-buffers-take-turns ()
+  "One timer serves every session buffer, one buffer a firing, in the order asked.
+Asking again before the frame changes nothing; with three asking, the
+frames are spread over one `tandem-view-frame-interval', not run back to back."
+  ;; The real queue and timer (a let would hand a frame already pending,
+  ;; firing meanwhile, this test's queue): set aside, then put back.
+  (let ((saved tandem-view--frame-buffers)
+        (tandem-view-frame-interval 0.06)
+        (ticks nil)
+        (buffers (mapcar (lambda (name) (generate-new-buffer name)) '("a" "b" "c"))))
+    (when tandem-view--frame-timer (cancel-timer tandem-view--frame-timer))
+    (setq tandem-view--frame-buffers nil tandem-view--frame-timer nil)
+    (unwind-protect
+        (cl-letf (((symbol-function 'tandem-view--tick)
+                   (lambda (b)
+                     (push (cons (buffer-name b) (float-time)) ticks)
+                     (with-current-buffer b (setf (tandem-view-state-timer tandem-view--state) nil)))))
+          (dolist (b buffers)
+            (with-current-buffer b
+              (setq tandem-view--state (tandem-view-state-create))
+              (tandem-view--schedule)
+              (tandem-view--schedule)))
+          (should (= 3 (length tandem-view--frame-buffers)))
+          (tandem-test-wait-until (lambda () (= 3 (length ticks))) 2)
+          (setq ticks (nreverse ticks))
+          (should (equal (mapcar #'car ticks) (mapcar #'buffer-name buffers)))
+          ;; b and c came a third and two thirds of an interval later (not at once).
+          (should (> (- (cdr (nth 1 ticks)) (cdr (nth 0 ticks))) 0.01))
+          (should (> (- (cdr (nth 2 ticks)) (cdr (nth 1 ticks))) 0.01))
+          (should-not tandem-view--frame-timer)
+          ;; A killed buffer leaves the queue.
+          (with-current-buffer (car buffers) (tandem-view--schedule) (tandem-view--unschedule))
+          (should-not tandem-view--frame-buffers)
+          ;; A frame timer cancelled by someone else does not stop the frames.
+          (cancel-timer tandem-view--frame-timer)
+          (setq ticks nil)
+          (with-current-buffer (nth 1 buffers) (tandem-view--schedule))
+          (tandem-test-wait-until (lambda () ticks) 2))
+      (when tandem-view--frame-timer (cancel-timer tandem-view--frame-timer))
+      (setq tandem-view--frame-buffers saved
+            tandem-view--frame-timer (and saved (run-at-time 0 nil #'tandem-view--frame)))
+      (mapc #'kill-buffer buffers))))
 
 (provide 'tandem-view-stream-tests)
 ;;; tandem-view-stream-tests.el ends here

@@ -84,10 +84,31 @@ buffer is current during BODY."
      (or timeout 20))))
 
 (defun tandem-view-test-send (text)
-  "Type TEXT in the composer and send it with the send key; return the turn."
+  "Type TEXT in the composer and send it with the send key; return the turn.
+The send key returns at once; this waits for the backend's reply, draws
+the turn, and signals the send's failure as the send key would have had
+it waited (the draft is back in the composer by then)."
   (goto-char (point-max))
   (insert text)
-  (funcall (key-binding (kbd "C-c C-c"))))
+  (tandem-view-test-press-send))
+
+(defun tandem-view-test-press-send ()
+  "Press the send key, wait for the send, return the turn or signal its failure.
+A send key that queues (a turn runs) returns what it returned."
+  (let ((sending (tandem-view-sending-p))
+        (result (funcall (key-binding (kbd "C-c C-c")))))
+    (if (or sending (not (tandem-view-sending-p)))
+        (tandem-view-test--send-outcome result)
+      (tandem-test-wait-until (lambda () (not (tandem-view-sending-p))) 60)
+      (tandem-view-flush)
+      (tandem-view-test--send-outcome result))))
+
+(defun tandem-view-test--send-outcome (result)
+  "The turn of the last send, or signal its failure; else RESULT."
+  (pcase tandem-view-last-send
+    (`(turn . ,turn) (setq tandem-view-last-send nil) turn)
+    (`(error . ,err) (setq tandem-view-last-send nil) (signal (car err) (cdr err)))
+    (_ result)))
 
 (defun tandem-view-test-text ()
   "Return the buffer's text without properties."

@@ -148,13 +148,21 @@ def check(w: World) -> None:
     """Every invariant, once."""
     t0 = time.monotonic()
     home = w.backend.home
-    settle(w)
-    found = [*invariants.journals(home, w.model, w.projects),
-             *invariants.listing(w.client, w.projects),
-             *invariants.temp_files(w.projects),
-             *invariants.private_modes(home)]
+    found: list[str] = []
+
+    def part(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        t = time.monotonic()
+        out = fn(*args, **kwargs)
+        w.stats.timed(w.stats.check_parts, name, time.monotonic() - t)
+        return out
+
+    part("settle", settle, w)
+    found += part("journals", invariants.journals, home, w.model, w.projects)
+    found += part("listing", invariants.listing, w.client, w.projects)
+    found += part("temp files", invariants.temp_files, w.projects)
+    found += part("modes", invariants.private_modes, home)
     for p in w.projects:
-        for v in invariants.files_match_journal(w.client, p, armed=bool(w.armed)):
+        for v in part("files", invariants.files_match_journal, w.client, p, armed=bool(w.armed)):
             if invariants.STORE_MISS in v:
                 w.stats.store_misses += 1
             else:
@@ -256,6 +264,7 @@ def step(w: World, i: int, op: Op) -> None:
     w.stats.ops += 1
     w.stats.kinds[kind] = w.stats.kinds.get(kind, 0) + 1
     n_violations = len(w.stats.violations)
+    started = time.monotonic()
     try:
         if kind == "kill":
             w.stats.fired("between-ops kill")
@@ -291,6 +300,7 @@ def step(w: World, i: int, op: Op) -> None:
         w.violation(f"{kind}: recovery failed: {e.code} {e.message}")
     except AssertionError as e:
         w.violation(f"{kind}: {e}")
+    w.stats.timed(w.stats.op_seconds, kind, time.monotonic() - started)
     if len(w.stats.violations) > n_violations:
         w.stats.first_violation_op = (w.stats.first_violation_op
                                       if w.stats.first_violation_op is not None else i)

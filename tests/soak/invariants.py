@@ -146,8 +146,8 @@ def files_match_journal(client: Client, p: Project, armed: bool = False) -> list
     ARMED: a fault is armed in the backend, so the plan's own capture may be
     where it fires (a full disk, an I/O error); the next check looks again.
     """
-    rows = client.call("sessions/turns", {"session": p.sid})["turns"] or []
-    visible = [r for r in rows if not r.get("rewound")]
+    visible = client.call("sessions/turns", {"session": p.sid, "last": 1,
+                                             "hide_rewound": True})["turns"] or []
     if not visible:
         return []
     try:

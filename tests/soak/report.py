@@ -34,6 +34,14 @@ class Stats:
     """Time spent checking invariants."""
     store_misses: int = 0
     """Checks where a moved session's latest turn had no checkpoint in the new store."""
+    op_seconds: dict[str, float] = field(default_factory=dict)
+    """Time spent in operations, by kind (faults' restarts included in theirs)."""
+    check_parts: dict[str, float] = field(default_factory=dict)
+    """Time spent in each invariant's check."""
+
+    def timed(self, table: dict[str, float], what: str, seconds: float) -> None:
+        """Add SECONDS to WHAT's time in TABLE (`op_seconds` or `check_parts`)."""
+        table[what] = table.get(what, 0.0) + seconds
 
     def fired(self, what: str) -> None:
         """Count one fault WHAT."""
@@ -53,6 +61,8 @@ class Stats:
             f"recoveries: {self.recoveries}, invariant checks: {self.checks}, "
             f"projection checks: {self.projections}",
             f"  time: restarts {self.recovery_seconds:.1f} s, checks {self.check_seconds:.1f} s",
+            "  time by operation: " + _seconds(self.op_seconds),
+            "  time by check: " + _seconds(self.check_parts),
             f"  store misses after a move (counted, not violations): {self.store_misses}",
             "  operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kinds.items())),
             "  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
@@ -63,6 +73,11 @@ class Stats:
         if self.shrunk is not None:
             lines.append(f"  shortest reproducing list ({len(self.shrunk)} ops): {self.shrunk}")
         return "\n".join(lines)
+
+
+def _seconds(table: dict[str, float]) -> str:
+    """TABLE's entries, the longest first."""
+    return ", ".join(f"{k} {v:.1f} s" for k, v in sorted(table.items(), key=lambda kv: -kv[1]))
 
 
 def shrink(seed: int, ops: list[Op], fails: Callable[[list[Op]], bool],

@@ -40,9 +40,8 @@ if TYPE_CHECKING:
 
 async def create(app: App, p: CreateParams) -> Created:
     """Handler of ``parallel/create``."""
-    made: Created = await run_blocking(lambda: app.parallel.create(
-        p.project, p.name, p.parent_session, p.carry, p.directory, p.place))
-    return made
+    return await app.parallel.make(p.project, p.name, p.parent_session, p.carry, p.directory,
+                                   p.place)
 
 
 async def list_(app: App, p: ListParams) -> Records:
@@ -56,7 +55,8 @@ async def record(app: App, p: SessionParams) -> ParallelRecord:
 
 
 async def patch(app: App, p: SessionParams) -> ParallelPatch:
-    """Handler of ``parallel/patch``."""
+    """Handler of ``parallel/patch`` (a host's tree: its mirror synced first)."""
+    await app.parallel.refresh(p.session)
     return await run_blocking(app.parallel.patch, p.session)  # type: ignore[no-any-return]
 
 
@@ -67,7 +67,7 @@ async def land(app: App, p: LandParams) -> Landed:
 
 async def remove(app: App, p: RemoveParams) -> ParallelRecord:
     """Handler of ``parallel/remove``."""
-    return await run_blocking(app.parallel.remove, p.session, p.force)  # type: ignore[no-any-return]
+    return await app.parallel.discard(p.session, p.force)
 
 
 async def run_test(app: App, p: ParallelTestParams) -> ParallelTestResult:
@@ -107,7 +107,8 @@ async def compare(app: App, p: GroupParams) -> BestOf:
 
 METHODS: list[MethodSpec] = [
     MethodSpec("parallel/create", CreateParams, create,
-               "Start a parallel session in its own git worktree (or a copy).", Created),
+               "Start a parallel session in its own git worktree (or a copy), here or on "
+               "the project session's agent-server host.", Created),
     MethodSpec("parallel/list", ListParams, list_, "Every parallel session's record.", Records),
     MethodSpec("parallel/record", SessionParams, record,
                "One parallel session's record.", ParallelRecord),

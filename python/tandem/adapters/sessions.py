@@ -211,7 +211,7 @@ async def turn_patch(app: App, p: TurnPatchParams) -> TurnPatch:
 
 async def turns(app: App, p: TurnsParams) -> Turns:
     """The turns of a session, for a prompt to offer."""
-    return turn_rows(app.sessions, p.session)
+    return turn_rows(app.sessions, p.session, p.last, p.hide_rewound)
 
 
 async def overview(app: App, p: OverviewParams) -> Overview:

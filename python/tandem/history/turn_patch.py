@@ -67,12 +67,22 @@ def _as_recorded(result: Patch, recorded: PatchSummary) -> Patch:
                                      "gaps": recorded.gaps})
 
 
-def turn_rows(sessions: SessionService, session: str) -> Turns:
-    """The turns of SESSION, oldest first: request, outcome, files changed, rewound."""
+def turn_rows(sessions: SessionService, session: str, last: int | None = None,
+              hide_rewound: bool = False) -> Turns:
+    """The turns of SESSION, oldest first: request, outcome, files changed, rewound.
+
+    LAST: only the newest LAST rows (the older ones are never built).
+    HIDE_REWOUND: leave out the turns a rewind hid.
+    """
     journal = sessions.journal(session)
     index = sessions.index(journal)
+    numbers = sorted(index.seen)
+    if hide_rewound:
+        numbers = [n for n in numbers if n not in index.hidden]
+    if last is not None:
+        numbers = numbers[-last:]
     rows = []
-    for number in sorted(index.seen):
+    for number in numbers:
         rec = index.turns[number]
         start, end, user = rec.start, rec.last_end, rec.user
         request = (user.text if user else "").strip().split("\n", 1)[0][:80]

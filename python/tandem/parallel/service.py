@@ -6,6 +6,8 @@ checkpoint. `land` runs one turn of the project's own session whose runner
 (`LandingRunner`) writes the parts taken (`landing`), so the engine's
 checkpoints bracket it and Rewind of that turn undoes it. `remove` deletes
 the tree and the ``tandem/NAME`` branch; the journal and the record stay.
+A parallel session of a session that runs on an agent-server host is made
+there (`on_host`): `make` chooses.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import datetime as dt
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.checkpoints.git import Git
 from tandem.checkpoints.service import CheckpointService
 from tandem.parallel import bestof, landing, records, trees
+from tandem.parallel.on_host import HostParallel
 from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import Patch
 from tandem.protocol.parallel import (
@@ -41,6 +45,9 @@ from tandem.sessions.gate import SessionGate
 from tandem.sessions.projection import visible_turns
 from tandem.sessions.service import SessionService
 from tandem.turns.engine import TurnEngine, TurnSpec, run_blocking
+
+if TYPE_CHECKING:
+    from tandem.remote.checkpoints import RemoteCheckpoints
 
 
 def default_folder(project: Path) -> Path:
@@ -86,31 +93,59 @@ class ParallelService:
     """Every parallel session of one backend."""
 
     def __init__(self, home: Path, sessions: SessionService, engine: TurnEngine,
-                 checkpoints: CheckpointService, gate: SessionGate) -> None:
+                 checkpoints: CheckpointService, gate: SessionGate,
+                 remote: Callable[[], RemoteCheckpoints] | None = None) -> None:
         self.home = home
         self.sessions = sessions
         self.engine = engine
         self.checkpoints = checkpoints
         self.gate = gate
         self._followers: set[asyncio.Task[None]] = set()
+        self.host = HostParallel(home, sessions, checkpoints, remote or self._no_remote)
+        """The parallel sessions on agent-server hosts (REMOTE: the app's remote side)."""
+
+    @staticmethod
+    def _no_remote() -> RemoteCheckpoints:
+        raise TandemError("unsupported", "This backend has no remote side")
 
     # -- create --------------------------------------------------------------
 
-    def create(self, project: str, name: str, parent_session: str | None, carry: bool,
-               directory: str | None, place: Place = "auto") -> Created:
-        """Make parallel session NAME of PROJECT (blocking: run it in a thread)."""
+    async def make(self, project: str, name: str, parent_session: str | None, carry: bool,
+                   directory: str | None, place: Place = "auto") -> Created:
+        """Make parallel session NAME of PROJECT where PLACE says (`create` locally).
+
+        On a host (``remote``, or ``auto`` for a session that runs on one) the
+        tree goes beside the host's project; DIRECTORY is for local trees."""
+        trees.check_name(name)
+        root, parent = self._project_of(project, parent_session)
+        if place != "local" and parent is not None and has_target(self.home, parent):
+            return await self.host.create(root, name, parent, carry)
+        made: Created = await run_blocking(lambda: self.create(
+            project, name, parent_session, carry, directory, place))
+        return made
+
+    def _project_of(self, project: str, parent_session: str | None
+                    ) -> tuple[Path, str | None]:
+        """PROJECT's main tree and its session: a parallel tree or session names its own."""
         root = Path(project).expanduser()
         if not root.is_absolute() or not root.is_dir():
             raise TandemError("invalid", f"Not a project directory: {project}")
         root = root.resolve()
         # From a parallel session's tree, or naming one as parent: its project's.
         for r in records.every(self.home):
-            if not r.removed and Path(r.worktree) == root:
+            if not r.removed and r.host is None and Path(r.worktree) == root:
                 root, parent_session = Path(r.project), r.parent_session
                 break
         parent_record = records.read(self.home, parent_session) if parent_session else None
         if parent_record is not None:
             parent_session = parent_record.parent_session
+        return root, parent_session
+
+    def create(self, project: str, name: str, parent_session: str | None, carry: bool,
+               directory: str | None, place: Place = "auto") -> Created:
+        """Make parallel session NAME of PROJECT here (blocking: run it in a thread)."""
+        trees.check_name(name)
+        root, parent_session = self._project_of(project, parent_session)
         self._check_place(place, parent_session)
         dest = (Path(directory).expanduser() if directory else default_folder(root)) / name
         if not dest.is_absolute():
@@ -226,14 +261,24 @@ class ParallelService:
     def _tree(self, record: ParallelRecord) -> Checkpointer:
         if record.removed:
             raise TandemError("invalid", f"Parallel session {record.name} was removed")
+        if record.host is not None:
+            return self.host.tree(record)
         return self.checkpoints.for_root(record.worktree)
+
+    async def refresh(self, session: str) -> None:
+        """Bring SESSION's tree up to date where it is kept (a host's: its mirror)."""
+        record = self.record(session)
+        if record.host is not None and not record.removed:
+            await self.host.sync(record)
 
     def patch(self, session: str) -> ParallelPatch:
         """SESSION's whole change against its base (blocking)."""
         record = self.record(session)
         patch = self._tree(record).diff(record.base_checkpoint)
-        return ParallelPatch(session=session, name=record.name, root=record.worktree,
-                             project=record.project, patch=patch, landed=record.landed)
+        return ParallelPatch(session=session, name=record.name,
+                             root=record.mirror or record.worktree, project=record.project,
+                             patch=patch, landed=record.landed, host=record.host,
+                             worktree=record.worktree)
 
     def summaries(self) -> dict[str, ParallelSummary]:
         """Every parallel session as the overview shows it, by session id (blocking)."""
@@ -241,8 +286,9 @@ class ParallelService:
         for r in map(self._live, records.every(self.home)):
             summary = ParallelSummary(name=r.name, project=r.project, worktree=r.worktree,
                                       kind=r.kind, branch=r.branch, base_commit=r.base_commit,
-                                      state="removed" if r.removed else "")
-            if not r.removed and Path(r.worktree).is_dir():
+                                      state="removed" if r.removed else "", host=r.host)
+            # A host's tree is read from its mirror as its last sync left it.
+            if not r.removed and Path(r.mirror or r.worktree).is_dir():
                 try:
                     patch = self._tree(r).diff(r.base_checkpoint)
                 except TandemError:
@@ -265,9 +311,10 @@ class ParallelService:
                               "agent-server; use place local (or auto)")
         if place != "local" and remote:
             # Why refused rather than made locally: a local tree of a remote project would
-            # hold none of the host's files.
+            # hold none of the host's files. `make` builds them on the host.
             raise TandemError("unsupported", "The project's session runs on an agent-server "
-                              "host: parallel sessions there are not built yet")
+                              "host: its parallel sessions are made there one at a time "
+                              "(parallel/create); best-of-N on a host is not built yet")
 
     # -- landing -------------------------------------------------------------
 
@@ -289,7 +336,10 @@ class ParallelService:
                               f"({holder.purpose}): land it when it is idle")
         tree = self._tree(record)
         main = self._main_session(record)
-        if has_target(self.home, main):
+        if record.host is not None:
+            self.host.check_main(record, main)
+            await self.host.sync(record)
+        elif has_target(self.home, main):
             raise TandemError("unsupported", "The project's session runs on a remote host: "
                               "detach it to land a parallel session into the project")
         now = await run_blocking(
@@ -303,10 +353,15 @@ class ParallelService:
         versions = await run_blocking(lambda: landing.prepare(tree, base.tree, now.tree, takes))
         done: list[landing.Outcome] = []
 
+        label = record.branch or f"tandem/{record.name}"
+
         async def work() -> str:
-            out: landing.Outcome = await run_blocking(lambda: landing.land(
-                tree.git, versions, Path(record.project),
-                record.branch or f"tandem/{record.name}"))
+            out: landing.Outcome
+            if record.host is not None:  # the main tree is the host's: its mirror, pushed
+                out = await self.host.land(main, versions, tree, label)
+            else:
+                out = await run_blocking(lambda: landing.land(
+                    tree.git, versions, Path(record.project), label))
             done.append(out)
             return out.sentence(record.name)
 
@@ -335,6 +390,9 @@ class ParallelService:
         """Run the user's test COMMAND in SESSION's tree (at most TIMEOUT seconds)."""
         record = self.record(session)
         self._tree(record)  # refuses a removed one
+        if record.host is not None:
+            raise TandemError("unsupported", f"Parallel session {record.name} is on "
+                              f"{record.host}: running a test there is not built yet")
         return await bestof.run_test(self.home, session, Path(record.worktree), command,
                                      timeout)
 
@@ -407,21 +465,49 @@ class ParallelService:
 
     # -- removing ------------------------------------------------------------
 
-    def remove(self, session: str, force: bool) -> ParallelRecord:
-        """Remove SESSION's tree and branch; its journal and record stay (blocking)."""
+    async def discard(self, session: str, force: bool) -> ParallelRecord:
+        """Remove SESSION's tree and branch wherever it is (`remove` for a local one)."""
         record = self.record(session)
-        if record.removed:
-            return record
-        holder = self.gate.holder(session)
+        if record.host is None or record.removed:
+            done: ParallelRecord = await run_blocking(self.remove, session, force)
+            return done
+        self._check_idle(record)
+        try:
+            await self.host.sync(record)
+        except TandemError:
+            pass  # a tree removed by hand: the check reads the mirror as last synced
+        await run_blocking(self._check_landed, record, force)
+        if record.session in self.sessions.manager.journals:
+            self.sessions.manager.close(record.session)
+        await self.host.remove(record)
+        record.removed = True
+        records.write(self.home, record)
+        return record
+
+    def _check_idle(self, record: ParallelRecord) -> None:
+        holder = self.gate.holder(record.session)
         if holder is not None:
             raise TandemError("busy", f"Parallel session {record.name} is busy "
                               f"({holder.purpose}): remove it when it is idle")
-        if not force and Path(record.worktree).is_dir():
+
+    def _check_landed(self, record: ParallelRecord, force: bool) -> None:
+        if not force and Path(record.mirror or record.worktree).is_dir():
             patch = self._tree(record).diff(record.base_checkpoint)
             if not self._all_landed(record, patch):
                 raise TandemError("conflict", f"Parallel session {record.name} has changes "
                                   "that were never landed; remove it anyway?",
                                   {"unlanded": [f.path for f in patch.files]})
+
+    def remove(self, session: str, force: bool) -> ParallelRecord:
+        """Remove SESSION's local tree and branch; its journal and record stay (blocking)."""
+        record = self.record(session)
+        if record.removed:
+            return record
+        if record.host is not None:
+            raise TandemError("invalid", f"Parallel session {record.name} is on {record.host}: "
+                              "remove it with `discard`")
+        self._check_idle(record)
+        self._check_landed(record, force)
         if session in self.sessions.manager.journals:
             self.sessions.manager.close(session)
         if record.kind == "worktree" and record.branch:

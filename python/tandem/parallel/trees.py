@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +27,25 @@ from pathlib import Path
 from tandem.checkpoints.checkpointer import Checkpointer
 from tandem.checkpoints.git import Git, GitError
 from tandem.protocol.base import TandemError
+from tandem.protocol.parallel import NAME_PATTERN
 
 BRANCH_PREFIX = "tandem/"
+_NAME = re.compile(NAME_PATTERN)
 Listing = dict[str, tuple[str, str]]
 """path → (git mode, blob id) of every file of a tree."""
+
+
+def check_name(name: object) -> str:
+    """NAME when it is one path and one branch component, else ``invalid``.
+
+    The protocol's pattern (a letter or digit first: no leading ``-`` or
+    ``.``; no ``/``, space or shell character) and what git refuses in a
+    branch name (``..``, a trailing ``.`` or ``.lock``)."""
+    if (not isinstance(name, str) or not _NAME.match(name) or ".." in name
+            or name.endswith((".", ".lock"))):
+        raise TandemError("invalid", f"Not a parallel session name (one path and branch "
+                          f"component: letters, digits, '.', '_', '-'): {name!r}")
+    return name
 
 
 def git_dir_of(project: Path) -> Path | None:

@@ -66,6 +66,12 @@ class ParallelRecord(Reply):
     """Every landing, oldest first (one the main session rewound is dropped when read)."""
     removed: bool = False
     """The worktree and branch (or the copy) were removed; the journal is kept."""
+    host: str | None = None
+    """The agent-server host the tree is on (None: this machine); its turns run there."""
+    remote_root: str | None = None
+    """On a host: the main remote session's working dir there (the tree goes beside it)."""
+    mirror: str | None = None
+    """On a host: the parallel session's private mirror (its checkpoints are of it)."""
 
 
 class CreateParams(Params):
@@ -81,9 +87,8 @@ class CreateParams(Params):
     """Carry the main tree's uncommitted changes over as the first checkpoint; without it,
     a main tree with uncommitted changes is refused (``dirty``)."""
     place: Place = "auto"
-    """Where the parallel tree is made (see ``Place``). Only ``local`` is built: ``remote``
-    is refused (``unsupported``), and ``invalid`` when the project's session has no
-    agent-server."""
+    """Where the parallel tree is made (see ``Place``): ``remote`` is on the agent-server
+    host of the project's session (``invalid`` when it has none)."""
 
 
 class Created(Reply):
@@ -120,9 +125,14 @@ class ParallelPatch(Reply):
     session: str
     name: str
     root: str
-    """The parallel tree (the patch's paths are relative to it)."""
+    """The parallel tree (the patch's paths are relative to it); for a tree on a host, its
+    private mirror here (a copy as last synced: edits there never reach the host)."""
     project: str
     patch: Patch
+    host: str | None = None
+    """The agent-server host the tree is on (None: this machine)."""
+    worktree: str = ""
+    """The tree where it is (on the host for a host's)."""
     landed: list[LandedPart] = Field(default_factory=list)
 
 
@@ -182,6 +192,8 @@ class ParallelSummary(Reply):
     files: int = 0
     additions: int = 0
     deletions: int = 0
+    host: str | None = None
+    """The agent-server host the tree is on (None: this machine)."""
 
 
 PermissionModeName = Literal["ask", "auto-edit", "read-only"]

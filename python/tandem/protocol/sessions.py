@@ -207,9 +207,16 @@ class TurnPatch(Reply):
 
 
 class TurnsParams(Params):
-    """``sessions/turns``: the turns of ``session``, oldest first, for choosing one."""
+    """``sessions/turns``: the turns of ``session``, oldest first, for choosing one.
+
+    ``last`` keeps only the newest LAST rows (after ``hide_rewound``), so a
+    caller that wants the latest turns of a long history does not pay for
+    every row; ``hide_rewound`` leaves out the turns a rewind hid.
+    """
 
     session: str = SessionId
+    last: int | None = Field(default=None, ge=1, le=100_000)
+    hide_rewound: bool = False
 
 
 class TurnRow(Reply):

@@ -25,7 +25,7 @@ from tandem.protocol.base import TandemError
 from tandem.protocol.checkpoints import MirrorGapRecord, MirrorPatch
 from tandem.providers.base import TurnResult
 from tandem.remote.mirror import Mirror, MirrorSync, mirror_scope
-from tandem.remote.push import push_pending
+from tandem.remote.push import PushResult, PushState, push, push_pending, save_pending
 from tandem.remote.service import RemoteService
 
 
@@ -91,6 +91,22 @@ class RemoteCheckpoints(Checkpoints):
                 raise TandemError(e.code, f"Checkpoint of {target.host}:"
                                   f"{target.resolved_working_dir}: {e.message}", e.data) from e
         return mirror, synced
+
+    def record_push(self, session: str, working_dir: str, paths: list[str]) -> None:
+        """Record PATHS as to be made equal to SESSION's mirror, before any of its files move.
+
+        What a crash leaves recorded is pushed before the session's next sync."""
+        save_pending(self.mirror(session), PushState(working_dir=working_dir, paths=paths))
+
+    async def push(self, session: str, working_dir: str, paths: list[str]) -> PushResult:
+        """Make PATHS of SESSION's WORKING_DIR on its server equal to its mirror now."""
+        found = self.remote.session_client(session)
+        if found is None:
+            raise TandemError("not-found", f"session {session} has no remote target")
+        _, client = found
+        async with self.lock(session), client:
+            return await push(self.mirror(session), client,
+                              PushState(working_dir=working_dir, paths=paths))
 
     async def background_done(self) -> None:
         """Wait for the mirror store's maintenance (LOCAL's)."""

@@ -161,6 +161,23 @@ class RemoteService:
         self.remember_key(session, api_key)
         return target
 
+    def attach_beside(self, session: str, other: str, working_dir: str) -> RemoteTarget:
+        """Make SESSION run on OTHER's host in WORKING_DIR (absolute), with OTHER's key.
+
+        No request: the host and its key are OTHER's, and WORKING_DIR is a path
+        the caller computed (a parallel session's tree beside OTHER's dir)."""
+        base = self.target(other)
+        if base is None:
+            raise TandemError("not-found", f"session {other} has no remote target")
+        if not working_dir.startswith("/") or any(ord(c) < 32 for c in working_dir):
+            raise TandemError("invalid", f"not an absolute POSIX working dir: {working_dir!r}")
+        target = RemoteTarget(session=session, host=base.host, url=base.url,
+                              working_dir=working_dir, resolved_working_dir=working_dir)
+        save_target(self.home, target)
+        if other in self._keys:
+            self._keys[session] = self._keys[other]
+        return target
+
     def remember_key(self, session: str, api_key: Key) -> None:
         """Keep SESSION's session API key in memory for its turns, checkpoints and Rewind."""
         if api_key is None:

@@ -231,5 +231,14 @@ async def test_turns_lists_what_a_prompt_offers(
             await app.rewinds.rewind(sid, 2, plan.digest)
             again = (await turns(app, TurnsParams(session=sid))).turns
             assert [r.turn for r in again if r.rewound] == [2, 3]
+            # The newest rows only, and the shown ones only: what a long history's
+            # caller asks for instead of every row.
+            newest = (await turns(app, TurnsParams(session=sid, last=2))).turns
+            assert [r.turn for r in newest] == [2, 3]
+            shown = (await turns(app, TurnsParams(session=sid, last=2, hide_rewound=True))).turns
+            assert [(r.turn, r.rewound) for r in shown] == [(1, False)]
+            for bad in ({"last": 0}, {"last": -1}, {"last": "x"}, {"last": 100_001}):
+                with pytest.raises(ValueError):
+                    TurnsParams.model_validate({"session": sid, **bad})
         finally:
             await app.turns.aclose()
