@@ -15,6 +15,14 @@
   ``tandem ask`` while a ``tandem serve`` of the same state root runs (as
   when Emacs has started one): the turn goes through its private socket
   (`tandem.ask_client`); same anchor and target, alternating in the same run.
+* ``ask_floor_without_tandem``: the part of the cold case that is not
+  tandem's: a script that imports, in the same order, every module a cold
+  ``tandem ask`` imports except tandem's own (read from its
+  ``python -X importtime`` log; the standard library's included), then
+  streams one chat completion from the same fake server through
+  ``httpx.AsyncClient``. Same anchor, alternating; no target (reported):
+  the cold ``ask`` cannot cost less than this without dropping one of
+  those packages. ``ask_cpu_floor_without_tandem``: the same in CPU time.
 * ``serve_port_line``: from spawning ``tandem serve`` (the token written on
   its stdin, as Emacs does) to reading its port line; same anchor, no
   target (reported).
@@ -107,6 +115,40 @@ def _serve_ms(env: dict[str, str], cwd: Path) -> tuple[float, float]:
     return port_ms, hello_ms
 
 
+def _floor_script(ask: list[str], env: dict[str, str], url: str, path: Path) -> int:
+    """Write to PATH the floor of the cold ASK (see ``ask_floor_without_tandem``).
+
+    Return how many modules it imports."""
+    log = subprocess.run([ask[0], "-X", "importtime", *ask[1:]], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True).stderr
+    modules: list[str] = []
+    for line in log.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            name = line.rsplit("|", 1)[1].strip()
+            # A module is logged after what it imports: this order is the process's.
+            if name.split(".")[0] != "tandem" and name not in modules:
+                modules.append(name)
+    body = {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hello"}]}
+    path.write_text(
+        "import importlib\n"
+        f"for name in {modules!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except ImportError:  # another platform's module, tried and refused there too\n"
+        "        pass\n"
+        "import asyncio, httpx, ssl\n"
+        "async def turn():\n"
+        "    # As tandem's client of an http:// server: no CA bundle loaded.\n"
+        "    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)\n"
+        "    async with httpx.AsyncClient(verify=tls) as client:\n"
+        f"        async with client.stream('POST', {url!r}, json={body!r}) as reply:\n"
+        "            reply.raise_for_status()\n"
+        "            async for _ in reply.aiter_lines():\n"
+        "                pass\n"
+        "asyncio.run(turn())\n")
+    return len(modules)
+
+
 def _running_backend(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     """A ``tandem serve`` whose ``tandem ask`` socket is up (its token file written)."""
     proc = _spawn_serve(env, cwd)
@@ -148,10 +190,15 @@ def main() -> None:
         _wall_ms(ask, env, ROOT)  # the store, its first checkpoint and the byte code exist now
         _wall_ms(anchor_cmd, env, ROOT)
         _serve_ms(env, ROOT)
-        asks, anchors, ports, hellos, warm = [], [], [], [], []
+        floor = base / "floor.py"
+        modules = _floor_script(ask, env, fake.base_url + "/v1/chat/completions", floor)
+        floor_cmd = [sys.executable, str(floor)]
+        _wall_ms(floor_cmd, env, ROOT)
+        asks, anchors, ports, hellos, warm, floors = [], [], [], [], [], []
         for _ in range(args.runs):
             anchors.append(_wall_ms(anchor_cmd, env, ROOT, "anchor"))
             asks.append(_wall_ms(ask, env, ROOT, "ask"))
+            floors.append(_wall_ms(floor_cmd, env, ROOT, "floor"))
             port_ms, hello_ms = _serve_ms(env, ROOT)
             ports.append(port_ms)
             hellos.append(hello_ms)
@@ -172,6 +219,11 @@ def main() -> None:
         emit("ask_cpu_instant_fake", statistics.median(CPU["ask"]),
              'python -c "import httpx, pydantic" (CPU)', statistics.median(CPU["anchor"]),
              None, digits=1)
+        emit("ask_floor_without_tandem", statistics.median(floors),
+             'python -c "import httpx, pydantic"', anchor, None, digits=1)
+        emit("ask_cpu_floor_without_tandem", statistics.median(CPU["floor"]),
+             'python -c "import httpx, pydantic" (CPU)', statistics.median(CPU["anchor"]),
+             None, digits=1)
         emit("ask_wall_backend_running", statistics.median(warm),
              'python -c "import httpx, pydantic"', anchor, round(1.5 * anchor, 1), digits=1)
         emit("ask_cpu_backend_running", statistics.median(CPU["warm"]),
@@ -181,7 +233,8 @@ def main() -> None:
              'python -c "import httpx, pydantic"', anchor, None, digits=1)
         emit("serve_first_hello", statistics.median(hellos),
              'python -c "import httpx, pydantic"', anchor, None, digits=1)
-        print(f"load average {os.getloadavg()}", file=sys.stderr)
+        print(f"load average {os.getloadavg()}; the floor imports {modules} modules",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 ;;                               (anchor: open it rendering every turn at once)
 ;;   view_open_5k_whole_history  open it and load the whole history: fetch
 ;;                               and render (anchor: fetching the entries alone)
+;;   view_open_5k_history_drawn_later  what that load leaves to idle time: its
+;;                               placeholders, all drawn at once (reported)
 ;;   view_open_5k_whole_history_gc  the garbage collection inside that load
 ;;   sessions_history_fetch_all  that fetch alone, `sessions/history'
 ;;                               (anchor: the same with `sessions/entries')
@@ -85,7 +87,7 @@
 
 (defun bench-view-open (info)
   "Figures for opening the session INFO and loading its whole history."
-  (let (first all whole fetch gc old-fetch read read-gc old-read old-read-gc)
+  (let (first all whole fill fetch gc old-fetch read read-gc old-read old-read-gc)
     (dotimes (_ 5)
       (bench-view-kill)
       (let (buffer (open 0) (g0 gc-elapsed))
@@ -95,7 +97,10 @@
           (push (+ open (bench-view-ms (lambda () (setq g0 gc-elapsed) (tandem-view-load-older t))))
                 whole)
           (push (* 1000 (- gc-elapsed g0)) gc)
-          (cl-assert (= 5000 (length (tandem-view-state-blocks tandem-view--state)))))))
+          (cl-assert (= 5000 (length (tandem-view-state-blocks tandem-view--state))))
+          ;; What the load left to idle time: every placeholder drawn at once.
+          (push (bench-view-ms #'tandem-view-fill-all) fill)
+          (cl-assert (not (text-property-any (point-min) (point-max) 'tandem-undrawn t))))))
     (dotimes (_ 3)
       (bench-view-kill)
       ;; Anchor: the same buffer built with every turn rendered at open.
@@ -119,6 +124,8 @@
                      "view_open_5k_render_all_at_open" (bench-view-median all) 150)
     (bench-view-emit "view_open_5k_whole_history" (bench-view-median whole) "ms"
                      "sessions_history_fetch_all" (bench-view-median fetch) 300)
+    (bench-view-emit "view_open_5k_history_drawn_later" (bench-view-median fill) "ms"
+                     "view_open_5k_whole_history" (bench-view-median whole) nil)
     (bench-view-emit "view_open_5k_whole_history_gc" (bench-view-median gc) "ms"
                      "view_open_5k_whole_history" (bench-view-median whole) nil)
     (bench-view-emit "sessions_history_fetch_all" (bench-view-median fetch) "ms"

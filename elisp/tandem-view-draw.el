@@ -24,6 +24,8 @@
 (declare-function tandem-view-load-older "tandem-view-live" (&optional all))
 ;; A turn that no longer renders to its text waits for the next frame (above).
 (declare-function tandem-view--mark "tandem-view-frame" (block))
+;; A placeholder a command acts on is drawn first (tandem-view-fill.el, above).
+(declare-function tandem-view-fill-draw "tandem-view-fill" (blocks))
 
 ;;;; Keymaps of the transcript
 
@@ -74,6 +76,10 @@ Each row adds the keys of its answers; they act only while point is on it.")
 (defun tandem-view--live-p (block)
   "Return non-nil when BLOCK has streamed text (its markers must live here)."
   (tandem-view-block-live-p block))
+
+(defvar tandem-view--undrawn nil
+  "Nil, or a table of the blocks to insert as placeholders (tandem-view-fill.el).
+Bound while a long load of older turns is inserted.")
 
 (defconst tandem-view--bulk-gc-blocks 200
   "Above this many blocks one insertion collects garbage less often.")
@@ -131,7 +137,9 @@ turns go in undecorated and other bodies unscanned."
                   (progn
                     (unless plain (setq plain (tandem-view--scratch state)))
                     (push (cons b (with-current-buffer plain (point))) pending)
-                    (tandem-view--render-plain b plain))
+                    (if (and tandem-view--undrawn (gethash b tandem-view--undrawn))
+                        (tandem-view--render-placeholder b plain)
+                      (tandem-view--render-plain b plain)))
                 (when pending
                   (setq offsets (tandem-view--copy-plain pending plain offsets) pending nil))
                 (let ((start (point)))
@@ -159,7 +167,9 @@ newest first.  Return OFFSETS with (BLOCK . OFFSET) of each pushed on."
     (with-current-buffer plain (erase-buffer))
     (dolist (p pending)
       (let ((start (+ base (cdr p))))
-        (tandem-view--undecorate start end (car p))
+        (tandem-view--undecorate start end (car p)
+                                 (and tandem-view--undrawn
+                                      (gethash (car p) tandem-view--undrawn)))
         (setq end start)))
     (goto-char (point-max))
     (dolist (p (nreverse pending) offsets)
@@ -182,6 +192,14 @@ interval tree: the text costs its characters only."
     (let ((tandem-view-render-plain t))
       (tandem-view-render-block block (lambda (part) (tandem-view--folded-p block part))))))
 
+(defun tandem-view--render-placeholder (block buffer)
+  "Insert BLOCK's one-line placeholder at the end of the scratch BUFFER."
+  (with-current-buffer buffer
+    (goto-char (point-max))
+    (let ((turn (tandem-view-block-turn block)))
+      (insert "▸ Turn " (if (integerp turn) (number-to-string turn) (format "%s" turn))
+              " …\n\n"))))
+
 ;;;; Turns inserted undecorated
 
 ;; Loading a whole history inserts thousands of settled turns at once.
@@ -198,16 +216,18 @@ A settled turn only: no streamed text, no question waiting for its buttons."
   (and (tandem-view-block-turn block) (tandem-view-block-end-entry block)
        (not (tandem-view--live-p block))))
 
-(defun tandem-view--undecorate (start end block)
+(defun tandem-view--undecorate (start end block &optional undrawn)
   "Mark START..END, BLOCK rendered as plain text, as BLOCK's and undecorated.
 The header line gets its part and header marks (navigation, folding);
 whatever properties a renderer added regardless are dropped (the text
-is not fontified either): they all come when it is finished."
+is not fontified either): they all come when it is finished.  With
+UNDRAWN the text is BLOCK's placeholder (tandem-view-fill.el)."
   ;; With what `tandem-view--protect' adds, in the one plist of the block.
   (set-text-properties start end (list 'tandem-block block 'tandem-undecorated t
                                        'fontified nil 'read-only t
                                        'front-sticky '(read-only)
-                                       'keymap tandem-view-transcript-map))
+                                       'keymap tandem-view-transcript-map
+                                       'tandem-undrawn undrawn))
   (add-text-properties start (min end (1+ (progn (goto-char start) (line-end-position))))
                        (list 'tandem-part 'turn 'tandem-header t))
   (goto-char end))
@@ -216,6 +236,18 @@ is not fontified either): they all come when it is finished."
   "Give BLOCK's undecorated text the properties of its full rendering now.
 When the text no longer is what BLOCK renders to (its fold state or the
 newest turn changed meanwhile), BLOCK is re-rendered at the next frame."
+  (if (get-text-property (tandem-view-block-start block) 'tandem-undrawn)
+      ;; A placeholder (tandem-view-fill.el): drawn by the next frame, as
+      ;; this runs inside redisplay, where the text had better not change.
+      (let ((start (marker-position (tandem-view-block-start block))) (inhibit-read-only t))
+        (with-silent-modifications
+          (remove-list-of-text-properties start (tandem-view--block-end block)
+                                          '(tandem-undecorated)))
+        (tandem-view--mark block))
+    (tandem-view--finish-drawn block)))
+
+(defun tandem-view--finish-drawn (block)
+  "Finish BLOCK, whose undecorated text is drawn (`tandem-view--finish')."
   (let* ((start (marker-position (tandem-view-block-start block)))
          (end (tandem-view--block-end block))
          (state tandem-view--state)
@@ -265,6 +297,8 @@ finished text as they would have at insertion."
 
 (defun tandem-view--finish-at (pos)
   "Finish the undecorated turn at POS (if any) for a command to act on."
+  (when (get-text-property pos 'tandem-undrawn)
+    (tandem-view-fill-draw (list (get-text-property pos 'tandem-block))))
   (when (get-text-property pos 'tandem-undecorated)
     (tandem-view--finish (get-text-property pos 'tandem-block))))
 

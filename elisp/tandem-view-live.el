@@ -26,6 +26,7 @@
 (require 'tandem-view-model)
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
+(require 'tandem-view-fill)
 (require 'tandem-view-gc)
 (require 'tandem-view-queue)
 (require 'tandem-notify)
@@ -142,6 +143,7 @@ The buffer follows the connection it fetched from from now on."
                 (tandem-view-block-interactions b) (tandem-view-block-interactions live)))))
     (unless (tandem-view-state-running st) (tandem-view--adopt-running))
     (dolist (b old-blocks) (tandem-view--release b))
+    (tandem-view-fill-forget)
     (if had-composer
         (delete-region (point-min) tandem-composer--start)
       (erase-buffer))
@@ -224,9 +226,13 @@ A 5,000-turn load stays below it; above it, collections resume as usual.")
                                                      (tandem-view-state-blocks st))))))
           (tandem-view--keeping-place
             (setf (tandem-view-state-first-seq st) (plist-get (car entries) :seq))
-            (let ((first (car (tandem-view-state-blocks st))))
+            (let ((first (car (tandem-view-state-blocks st)))
+                  ;; A long load draws its newest few screens now, the rest
+                  ;; on idle or when needed (tandem-view-fill.el).
+                  (tandem-view--undrawn (tandem-view-fill-choose blocks)))
               (tandem-view--insert-blocks
-               blocks (if first (tandem-view-block-start first) (tandem-view-state-tail st)) t))
+               blocks (if first (tandem-view-block-start first) (tandem-view-state-tail st)) t)
+              (when tandem-view--undrawn (tandem-view-fill-schedule blocks)))
             (tandem-view--place-rows (append blocks (tandem-view-state-blocks st)))
             (tandem-view--redraw-older-row))
           (tandem-view--index)

@@ -66,6 +66,7 @@
 (require 'tandem-view-render)
 (require 'tandem-view-draw)
 (require 'tandem-view-frame)
+(require 'tandem-view-fill)
 (require 'tandem-view-live)
 (require 'tandem-view-commands)
 (require 'tandem-view-shape)
@@ -98,6 +99,10 @@ In the composer:
   ;; unscanned scanned next (depths -60, -50): then fontified as usual.
   (add-hook 'jit-lock-functions #'tandem-view--finish-region -60 t)
   (add-hook 'jit-lock-functions #'tandem-view-lazy-scan -50 t)
+  ;; Placeholders of a long load are drawn before a search, and their
+  ;; idle drawing stops with the buffer (tandem-view-fill.el).
+  (add-hook 'isearch-mode-hook #'tandem-view-fill-all nil t)
+  (add-hook 'kill-buffer-hook #'tandem-view-fill-stop nil t)
   (tandem-view-fontify-warm)
   (setq-local scroll-conservatively 101)
   (setq-local truncate-lines nil)

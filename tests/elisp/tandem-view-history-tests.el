@@ -66,6 +66,11 @@
     (dolist (fn jit-lock-functions)
       (unless (eq fn t) (funcall fn (point-min) end)))))
 
+(defun tandem-view-history-test--display-region (beg end)
+  "Run on BEG..END what jit-lock runs when that text is displayed."
+  (dolist (fn jit-lock-functions)
+    (unless (eq fn t) (funcall fn beg end))))
+
 (defun tandem-view-history-test--snapshot ()
   "Return the transcript as runs of (TEXT BLOCK-ID PROPERTY-VALUES...)."
   (let ((pos (point-min)) (end (marker-position (tandem-view-state-tail tandem-view--state)))
@@ -270,6 +275,129 @@ a cut timestamp are formatted from scratch, as before the cache."
     (should (equal (tandem-view-block-end-entry b) nil))
     (push (list :type "turn_end" :turn 1 :outcome "succeeded") (tandem-view-block-entries b))
     (should (equal (plist-get (tandem-view-block-end-entry b) :outcome) "succeeded"))))
+
+;;;; Placeholders of a long load (tandem-view-fill.el)
+
+(defmacro tandem-view-history-test--with-placeholders (var &rest body)
+  "Run BODY in a buffer of the test session whose older turns are placeholders.
+VAR is bound to the session's info; the oldest and the newest older turn
+are drawn."
+  (declare (indent 1) (debug t))
+  `(tandem-view-history-test--with-session ,var
+     (let ((tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 1))
+       (let ((buffer (tandem-view-show ,var t)))
+         (unwind-protect (with-current-buffer buffer (tandem-view-load-older t) ,@body)
+           (when (buffer-live-p buffer) (kill-buffer buffer)))))))
+
+(defun tandem-view-history-test--eager (info)
+  "Return the snapshot of INFO's session with every turn rendered at open."
+  (let ((tandem-view-initial-entries 100000))
+    (with-current-buffer (tandem-view-show info t)
+      (prog1 (progn (tandem-view-history-test--display) (tandem-view-history-test--snapshot))
+        (kill-buffer)))))
+
+(ert-deftest tandem-view-fill-placeholders-drawn-on-idle-as-the-eager-path ()
+  "A long load leaves placeholders; drawn on idle, they look as if rendered at open."
+  (tandem-view-history-test--with-session info
+    (let ((eager (tandem-view-history-test--eager info))
+          (tandem-view-initial-entries 30) (tandem-view-fill-min 5) (tandem-view-fill-drawn 1))
+      (with-current-buffer (tandem-view-show info t)
+        (tandem-view-load-older t)
+        (should (text-property-any (point-min) (point-max) 'tandem-undrawn t))
+        ;; The oldest turn (what a window at the top shows) is drawn.
+        (goto-char (point-min))
+        (should (re-search-forward "^▸ Turn 1 · Directive D1 · " nil t))
+        (should (search-forward "▸ Turn 2 …\n" nil t))
+        (should-not (search-forward "Read the file 6" nil t))
+        ;; Every block is in the buffer, one placeholder each, in order.
+        (goto-char (point-min))
+        (dolist (n '(1 2 3))
+          (tandem-view-next-turn)
+          (should (looking-at (format "[▾▸] Turn %d " n)))
+          (should (eq (tandem-view-block-turn (get-text-property (point) 'tandem-block)) n)))
+        (should tandem-view-fill--timer)
+        ;; What the idle timer runs: every placeholder drawn, the timer gone.
+        (tandem-view-fill--idle (current-buffer))
+        (should-not tandem-view-fill--pending)
+        (should-not tandem-view-fill--timer)
+        (should-not (text-property-any (point-min) (point-max) 'tandem-undrawn t))
+        (tandem-view-history-test--display)
+        (should (equal (tandem-view-history-test--snapshot) eager))
+        (kill-buffer)))))
+
+(ert-deftest tandem-view-fill-search-and-display-draw-placeholders ()
+  "A search draws every placeholder first; displaying one draws it at the next frame."
+  (tandem-view-history-test--with-placeholders info
+    ;; Displayed (jit-lock): the turn is drawn by the next frame, not inside
+    ;; redisplay; the turns around it stay placeholders.
+    (goto-char (point-min))
+    (search-forward "▸ Turn 2 …")
+    (let ((beg (line-beginning-position)))
+      (tandem-view-history-test--display-region beg (1+ (line-end-position)))
+      (should (get-text-property beg 'tandem-undrawn))
+      (tandem-view-flush)
+      (goto-char beg)
+      (should (looking-at "▾ Turn 2 · You · "))
+      (should-not (get-text-property beg 'tandem-undrawn))
+      ;; Turn 3 never ended (drawn at once); turn 4 is still a placeholder.
+      (should (search-forward "▸ Turn 4 …" nil t)))
+    ;; A search: the hook draws every one before it looks.
+    (should (memq #'tandem-view-fill-all isearch-mode-hook))
+    (set-window-buffer (selected-window) (current-buffer))
+    (goto-char (point-min))
+    (isearch-mode t)
+    (unwind-protect
+        (should-not (text-property-any (point-min) (point-max) 'tandem-undrawn t))
+      (isearch-done))
+    (goto-char (point-min))
+    (should (search-forward "Read the file 6" nil t))))
+
+(ert-deftest tandem-view-fill-commands-draw-the-turn-they-act-on ()
+  "Folding a placeholder draws its turn; point and the other blocks stay."
+  (tandem-view-history-test--with-placeholders info
+    (goto-char (point-min))
+    (search-forward "▸ Turn 6 …")
+    (beginning-of-line)
+    (let ((block (get-text-property (point) 'tandem-block)))
+      ;; Unfolded by default: TAB on its header folds it, drawn first.
+      (tandem-view-toggle-fold)
+      (should (looking-at "▸ Turn 6 · You · .* — Read the file 6  ✔ succeeded"))
+      (should (eq (get-text-property (point) 'tandem-block) block))
+      (tandem-view-toggle-fold)
+      (should (looking-at "▾ Turn 6 · You · "))
+      (forward-line 1)
+      (should (looking-at "Read the file 6")))
+    ;; The next turn is still a placeholder, where it was.
+    (should (search-forward "▸ Turn 7 …" nil t))
+    ;; Killing the buffer stops its idle drawing.
+    (let ((timer tandem-view-fill--timer))
+      (should (timerp timer))
+      (kill-buffer)
+      (should-not (memq timer timer-idle-list)))))
+
+(ert-deftest tandem-view-fill-choose-leaves-both-ends-drawn ()
+  "Only a long load has placeholders, and never at its oldest or newest end."
+  (let ((tandem-view-fill-min 5) (tandem-view-fill-drawn 2)
+        (blocks (cl-loop for i from 1 to 9 collect (tandem-view-block-create :key i :turn i))))
+    (should-not (tandem-view-fill-choose (seq-take blocks 5)))
+    (let ((table (tandem-view-fill-choose blocks)))
+      (should (equal (cl-loop for b in blocks when (gethash b table) collect (tandem-view-block-turn b))
+                     '(3 4 5 6 7)))))
+  (let ((tandem-view-fill-min 5) (tandem-view-fill-drawn 4)
+        (blocks (cl-loop for i from 1 to 8 collect (tandem-view-block-create :key i :turn i))))
+    ;; Both ends would cover every block: none is left.
+    (should-not (tandem-view-fill-choose blocks))))
+
+(ert-deftest tandem-view-fill-refresh-forgets-placeholders ()
+  "`g' renders the buffer again: nothing is left to draw, the idle timer stops."
+  (tandem-view-history-test--with-placeholders info
+    (should tandem-view-fill--pending)
+    (let ((timer tandem-view-fill--timer))
+      (tandem-view-refresh)
+      (should-not tandem-view-fill--pending)
+      (should-not tandem-view-fill--timer)
+      (should-not (memq timer timer-idle-list))
+      (should-not (text-property-any (point-min) (point-max) 'tandem-undrawn t)))))
 
 (provide 'tandem-view-history-tests)
 ;;; tandem-view-history-tests.el ends here
