@@ -186,7 +186,9 @@ def settle(w: World) -> None:
 
 def check_projection(w: World) -> None:
     """The first request of each turn sent since the last check matches the journal."""
-    requests = [r.body for r in w.fake.api_requests("/v1/chat/completions")]
+    # A request the backend was killed while sending has no body that parses.
+    requests = [r.body for r in w.fake.api_requests("/v1/chat/completions")
+                if isinstance(r.body, dict)]
     for p, op, turn in w.pending:
         mark = f"[soak {op} "
         first = next((b for b in requests if (b.get("messages") or [{}])[-1].get("role") == "user"
