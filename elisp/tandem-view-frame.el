@@ -162,10 +162,17 @@ clock; the progress row then says so until `g'."
 (defconst tandem-view--frame-min-gap 0.005
   "Fewest seconds between two buffers' frames (many sessions streaming).")
 
+(defvar tandem-view--last-frame 0.0
+  "When the last frame began (`float-time'): a frame due long after it comes at once.")
+
 (defun tandem-view--schedule ()
   "Arrange one frame soon, shared by every call made before it fires.
 One timer serves every session buffer (`tandem-view--frame'), one
-buffer a firing, so that sessions streaming at once take turns."
+buffer a firing, so that sessions streaming at once take turns.  The
+frame comes `tandem-view-frame-interval' from now, or at once when no
+frame began for that long: the first text after a quiet spell shows
+without waiting.  (Timing it from the last frame instead kept a stream
+at a full 20 frames a second: a third more CPU while streaming.)"
   (unless (tandem-view-state-timer tandem-view--state)
     (setf (tandem-view-state-timer tandem-view--state) t)
     (setq tandem-view--frame-buffers (nconc tandem-view--frame-buffers (list (current-buffer))))
@@ -173,7 +180,11 @@ buffer a firing, so that sessions streaming at once take turns."
     ;; would otherwise stop every session buffer's frames for good.
     (unless (and tandem-view--frame-timer (memq tandem-view--frame-timer timer-list))
       (setq tandem-view--frame-timer
-            (run-at-time tandem-view-frame-interval nil #'tandem-view--frame)))))
+            (run-at-time (if (> (- (float-time) tandem-view--last-frame)
+                                tandem-view-frame-interval)
+                             0
+                           tandem-view-frame-interval)
+                         nil #'tandem-view--frame)))))
 
 (defun tandem-view--unschedule ()
   "Take this buffer out of the next frame (it is being killed)."
@@ -187,7 +198,8 @@ with several asking their frames are spread over that interval instead
 of run back to back: a key typed meanwhile waits for one session's
 frame (its appended text, or its turn's end settling), not for all of
 them, and four turns ending together settle in four firings."
-  (setq tandem-view--frame-timer nil)
+  (setq tandem-view--frame-timer nil
+        tandem-view--last-frame (float-time))
   (let ((buffer (pop tandem-view--frame-buffers)))
     (when tandem-view--frame-buffers
       (setq tandem-view--frame-timer

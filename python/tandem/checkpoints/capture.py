@@ -222,13 +222,17 @@ def _capture_region(
         # Packed in calls of BULK_CHUNK files (bulk.py); the index stays whole
         # until write-tree splits it once, leaving no stale shared file behind.
         opts = [*bulk.blob_options(git), "-c", "core.splitIndex=false"] if many else SPLIT_INDEX
-        step = bulk.BULK_CHUNK if many else len(update)
-        for start in range(0, len(update), step):
+        if many and len(update) >= bulk.HALVES_FILES and not index.exists():
+            # A first capture: hashed on two cores (the paths are sorted, git's order).
+            bulk.add_halves(git, work, index, update, opts)
+        elif many:
+            bulk.add(git, work, index, update, opts)
+        else:
             git.run(
                 [*opts, "update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
                 work_tree=work,
                 index=index,
-                input=_nul_join(update[start : start + step]),
+                input=_nul_join(update),
             )
         if many:
             bulk.pack_trees(git, work, index)

@@ -2,7 +2,8 @@
 
 Domain code calls `EventPusher.publish` (the `EventSink` protocol) with a
 typed event (`tandem.protocol.events`) from the event loop. Events wait in
-one queue; every `INTERVAL` seconds a distributor encodes them and puts
+one queue; a distributor encodes them, at most every `INTERVAL` seconds
+while deltas keep coming (at once after a quiet spell), and puts
 them into each connection's `Outbox`, which numbers, batches (bounded by
 bytes) and sends them on its own, so a slow client holds up no one.
 Consecutive text deltas of a session merge, up to `DELTA_CHARS`, so a token
@@ -28,11 +29,13 @@ from tandem.server.outbox import Outbox
 log = logging.getLogger("tandem.events")
 
 INTERVAL = 0.05
-"""Seconds the distributor waits after a delta, for more deltas to merge with it.
+"""Fewest seconds between two distributions while deltas keep coming.
 
 The view draws at most 20 frames a second (``tandem-view-frame-interval``),
 so deltas sent more often only cost Emacs a read and a dispatch each: at
-16 ms a 200 KB answer was ~590 calls, at 50 ms ~195, for the same frames."""
+16 ms a 200 KB answer was ~590 calls, at 50 ms ~195, for the same frames.
+A delta after a quiet spell (none distributed for INTERVAL) goes at once:
+a stream's first tokens are not held back; what follows merges."""
 DELTA_CHARS = 256 * 1024
 """A merged delta grows to this many characters; a longer text is cut in pieces."""
 
@@ -85,6 +88,8 @@ class EventPusher:
         self._task: asyncio.Task[None] | None = None
         self._open: dict[str, _Pending] = {}
         """Each session's last queued delta, while nothing else of it follows."""
+        self._last = float("-inf")
+        """Loop time of the last distribution (deltas wait for INTERVAL after it)."""
 
     @property
     def connections(self) -> list[Any]:
@@ -131,16 +136,19 @@ class EventPusher:
         return len(self._queue)
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if not self._urgent:
+            wait = self._last + INTERVAL - loop.time()
+            if not self._urgent and wait > 0:
                 # Wait for more deltas, but not past a non-delta event: a turn's
                 # end must not trail the reply that says the turn is over.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._flush.wait(), INTERVAL)
+                    await asyncio.wait_for(self._flush.wait(), wait)
             self._flush.clear()
             self._urgent = False
+            self._last = loop.time()
             queue, self._queue = self._queue, []
             self._open = {}
             self.outboxes = [o for o in self.outboxes if not o.closed]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tandem.protocol.events import AnyEvent
@@ -16,15 +17,23 @@ from tandem.server import framing
 from tandem.server.connection import Connection
 from tandem.server.pusher import EventPusher
 
+Batches = list[list[dict[str, Any]]]
 
-async def deliver(publish: list[AnyEvent | tuple[str, AnyEvent]], until: str,
+
+async def deliver(publish: list[AnyEvent | tuple[str, AnyEvent]],
+                  until: str | Callable[[Batches], bool],
                   later: list[AnyEvent] | None = None,
-                  ) -> tuple[list[list[dict[str, Any]]], float]:
+                  steps: list[tuple[float, list[AnyEvent]]] | None = None,
+                  ) -> tuple[Batches, float]:
     """Publish PUBLISH (then LATER, 0.1 s on); read batches until an event of kind UNTIL.
 
     An item of PUBLISH is an event of session "s" or a (SESSION, EVENT) pair.
+    STEPS instead of LATER: each (SECONDS, EVENTS) is published SECONDS after
+    the one before. UNTIL may also be a test of the batches read so far.
     Return (batches, seconds).
     """
+    done = until if callable(until) else (
+        lambda batches: any(e["kind"] == until for b in batches for e in b))
     pusher = EventPusher()
     conns: list[Connection] = []
 
@@ -43,12 +52,12 @@ async def deliver(publish: list[AnyEvent | tuple[str, AnyEvent]], until: str,
     started = time.monotonic()
     for item in publish:
         pusher.publish(*(item if isinstance(item, tuple) else ("s", item)))
-    if later:
-        await asyncio.sleep(0.1)  # the distributor is waiting for more deltas now
-        for event in later:
+    for seconds, events in ([(0.1, later)] if later else []) + (steps or []):
+        await asyncio.sleep(seconds)
+        for event in events:
             pusher.publish("s", event)
-    batches: list[list[dict[str, Any]]] = []
-    while not any(e["kind"] == until for b in batches for e in b):
+    batches: Batches = []
+    while not done(batches):
         msg = await asyncio.wait_for(framing.read_frame(reader), 30)
         assert msg[0] == "call"
         batches.append(msg[3][0])
