@@ -163,7 +163,8 @@ clock; the progress row then says so until `g'."
   "Fewest seconds between two buffers' frames (many sessions streaming).")
 
 (defvar tandem-view--last-frame 0.0
-  "When the last frame began (`float-time'): a frame due long after it comes at once.")
+  "When the last frame began (`float-time').
+A frame asked for an interval or more after it comes at once.")
 
 (defun tandem-view--schedule ()
   "Arrange one frame soon, shared by every call made before it fires.
