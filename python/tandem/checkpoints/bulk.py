@@ -44,12 +44,16 @@ HALVES_FILES = 10_000
 """From this many files a new index is hashed in two halves at once (`add_halves`)."""
 
 
+def nul_join(paths: list[str]) -> bytes:
+    """PATHS as ``--stdin -z`` reads them."""
+    return b"".join(os.fsencode(p) + b"\0" for p in paths)
+
+
 def add(git: Git, work: Path, index: Path, paths: list[str], opts: list[str]) -> None:
     """``update-index --add`` PATHS into INDEX, `BULK_CHUNK` files a call."""
     for start in range(0, len(paths), BULK_CHUNK):
         git.run([*opts, "update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
-                work_tree=work, index=index,
-                input=b"".join(os.fsencode(p) + b"\0" for p in paths[start : start + BULK_CHUNK]))
+                work_tree=work, index=index, input=nul_join(paths[start : start + BULK_CHUNK]))
 
 
 def add_halves(git: Git, work: Path, index: Path, paths: list[str], opts: list[str]) -> None:

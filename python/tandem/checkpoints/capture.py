@@ -214,7 +214,7 @@ def _capture_region(
             [*SPLIT_INDEX, "update-index", "-z", "--force-remove", "--stdin"],
             work_tree=work,
             index=index,
-            input=_nul_join(drop),
+            input=bulk.nul_join(drop),
         )
     if update:
         # Many files at once (a first capture): packs, not loose files (bulk.py).
@@ -225,15 +225,8 @@ def _capture_region(
         if many and len(update) >= bulk.HALVES_FILES and not index.exists():
             # A first capture: hashed on two cores (the paths are sorted, git's order).
             bulk.add_halves(git, work, index, update, opts)
-        elif many:
+        else:  # below BULK_FILES that is one call
             bulk.add(git, work, index, update, opts)
-        else:
-            git.run(
-                [*opts, "update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
-                work_tree=work,
-                index=index,
-                input=_nul_join(update),
-            )
         if many:
             bulk.pack_trees(git, work, index)
     faults.point("capture.mid")
@@ -370,7 +363,3 @@ def _graft_one(git: Git, tree: str | None, parts: list[str], sub: str) -> str:
         child = _graft_one(git, inner, parts[1:], sub)
     entries[name] = b"040000 tree " + child.encode() + b"\t" + name
     return git.out(["mktree", "-z"], input=b"".join(e + b"\0" for e in entries.values()))
-
-
-def _nul_join(paths: list[str]) -> bytes:
-    return b"".join(os.fsencode(p) + b"\0" for p in paths)

@@ -40,8 +40,8 @@ class IndexFormatError(ValueError):
     """An index file this module does not read (version, a split index, a bad checksum)."""
 
 
-def entries(data: bytes) -> tuple[int, bytes, bytes, bytes]:
-    """(count, raw entries, first path, last path) of the index bytes DATA."""
+def entries(data: bytes) -> tuple[int, int, bytes, bytes, bytes]:
+    """(version, count, raw entries, first path, last path) of the index bytes DATA."""
     if len(data) < _HEADER.size + 20 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
         raise IndexFormatError("index checksum does not match")
     signature, version, count = _HEADER.unpack_from(data)
@@ -61,7 +61,7 @@ def entries(data: bytes) -> tuple[int, bytes, bytes, bytes]:
         last = name
         # Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
         pos += ((end - pos) // 8 + 1) * 8
-    return count, data[_HEADER.size : pos], first, last
+    return version, count, data[_HEADER.size : pos], first, last
 
 
 def join(parts: list[Path], dest: Path) -> None:
@@ -72,11 +72,10 @@ def join(parts: list[Path], dest: Path) -> None:
     previous: bytes | None = None
     oldest: int | None = None
     for part in parts:
-        data = part.read_bytes()
-        version = max(version, _HEADER.unpack_from(data)[1]) if len(data) >= 12 else version
-        count, raw, first, last = entries(data)
+        part_version, count, raw, first, last = entries(part.read_bytes())
         if count == 0:
             continue
+        version = max(version, part_version)
         if previous is not None and not previous < first:
             raise IndexFormatError("index parts overlap or are out of order")
         previous = last

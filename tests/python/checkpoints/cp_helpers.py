@@ -57,3 +57,17 @@ def write(root: Path, rel: str, data: str | bytes, mode: int | None = None) -> P
     if mode is not None:
         path.chmod(mode)
     return path
+
+
+def write_varied_tree(root: Path) -> None:
+    """Forty files in nested folders and the awkward ones: quoted, backslashed,
+    newline and non-ASCII names, an executable, an empty file, a symbolic link."""
+    for i in range(40):
+        write(root, f"pkg{i % 4}/sub{i % 3}/f{i}.py", f"x = {i}\n" * (i + 1))
+    write(root, "odd/new\nline.txt", "newline in the name\n")
+    write(root, 'odd/"quoted".txt', "quote first\n")
+    write(root, "odd/back\\slash \"and\" space.txt", "both\n")
+    write(root, "odd/é accent.txt", "non-ascii\n")
+    write(root, "bin/run.sh", "#!/bin/sh\n", mode=0o755)
+    write(root, "empty.txt", "")
+    os.symlink("pkg0/sub0/f0.py", root / "link.py")

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cp_helpers import write
+from cp_helpers import write, write_varied_tree
 
 from tandem.checkpoints import Checkpointer, bulk
 
 Make = Callable[..., Checkpointer]
-
-
-def _tree(root: Path) -> None:
-    for i in range(40):
-        write(root, f"pkg{i % 4}/sub{i % 3}/f{i}.py", f"x = {i}\n" * (i + 1))
-    write(root, "odd/new\nline.txt", "newline in the name\n")
-    write(root, 'odd/"quoted".txt', "quote first\n")
-    write(root, "odd/back\\slash \"and\" space.txt", "both\n")
-    write(root, "bin/run.sh", "#!/bin/sh\n", mode=0o755)
-    write(root, "empty.txt", "")
-    os.symlink("pkg0/sub0/f0.py", root / "link.py")
 
 
 def _loose_files(cp: Checkpointer) -> int:
@@ -36,7 +24,7 @@ def _loose_files(cp: Checkpointer) -> int:
 def test_bulk_capture_equals_loose_capture(
     tmp_path: Path, root: Path, make: Make, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    _tree(root)
+    write_varied_tree(root)
     monkeypatch.setattr(bulk, "BULK_CHUNK", chunk)
     monkeypatch.setattr(bulk, "BULK_FILES", 10**9)
     loose = Checkpointer(tmp_path / "home-loose", root).snapshot("loose")
@@ -65,7 +53,7 @@ def test_old_git_keeps_blobs_loose(
     root: Path, make: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before 2.37 each big blob would be a pack of its own: such a git stays loose."""
-    _tree(root)
+    write_varied_tree(root)
     monkeypatch.setattr(bulk, "BULK_FILES", 10)
     monkeypatch.setattr(bulk, "git_version", lambda exe: (2, 34))
     cp = make(root)

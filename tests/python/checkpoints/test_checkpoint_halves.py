@@ -8,22 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cp_helpers import write
+from cp_helpers import write, write_varied_tree
 
 from tandem.checkpoints import Checkpointer, bulk, indexjoin
 from tandem.checkpoints.git import GitError
 
 Make = Callable[..., Checkpointer]
-
-
-def _tree(root: Path) -> None:
-    for i in range(60):
-        write(root, f"pkg{i % 5}/sub{i % 3}/f{i}.py", f"x = {i}\n" * (i + 1))
-    write(root, "odd/new\nline.txt", "newline in the name\n")
-    write(root, "odd/é accent.txt", "non-ascii\n")
-    write(root, "bin/run.sh", "#!/bin/sh\n", mode=0o755)
-    write(root, "empty.txt", "")
-    os.symlink("pkg0/sub0/f0.py", root / "link.py")
 
 
 def _ls_stage(cp: Checkpointer) -> bytes:
@@ -42,7 +32,7 @@ def test_halves_capture_equals_one_process(
     tmp_path: Path, root: Path, make: Make, monkeypatch: pytest.MonkeyPatch,
     halves: None, chunk: int,
 ) -> None:
-    _tree(root)
+    write_varied_tree(root)
     monkeypatch.setattr(bulk, "BULK_CHUNK", chunk)
     joined: list[int] = []
     real_join = indexjoin.join
@@ -130,7 +120,7 @@ def test_a_failed_half_leaves_no_index_and_no_part(
     root: Path, make: Make, halves: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A half that fails fails the capture (as one process would), and leaves nothing behind."""
-    _tree(root)
+    write_varied_tree(root)
     cp = make(root)
     real_run = cp.git.run
 
