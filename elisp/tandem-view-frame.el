@@ -166,14 +166,29 @@ clock; the progress row then says so until `g'."
   "When the last frame began (`float-time').
 A frame asked for an interval or more after it comes at once.")
 
+(defvar tandem-view--frame-at-once nil
+  "Non-nil while the pending frame, or else the last one, came at once.")
+
+(defun tandem-view--frame-delay ()
+  "Seconds until the frame asked for now.
+At once after a quiet spell (no frame began for an interval).  The
+frame after one that came at once keeps the interval from it: the rest
+of a burst whose start showed at once follows one interval later, not
+two.  Otherwise an interval from now."
+  (let ((since (- (float-time) tandem-view--last-frame)))
+    (cond ((> since tandem-view-frame-interval) (setq tandem-view--frame-at-once t) 0)
+          (tandem-view--frame-at-once
+           (setq tandem-view--frame-at-once nil)
+           (- tandem-view-frame-interval since))
+          (t tandem-view-frame-interval))))
+
 (defun tandem-view--schedule ()
   "Arrange one frame soon, shared by every call made before it fires.
 One timer serves every session buffer (`tandem-view--frame'), one
-buffer a firing, so that sessions streaming at once take turns.  The
-frame comes `tandem-view-frame-interval' from now, or at once when no
-frame began for that long: the first text after a quiet spell shows
-without waiting.  (Timing it from the last frame instead kept a stream
-at a full 20 frames a second: a third more CPU while streaming.)"
+buffer a firing, so that sessions streaming at once take turns.  When
+the frame comes: `tandem-view--frame-delay'.  (Timing every frame from
+the last one kept a stream at a full 20 frames a second: a third more
+CPU while streaming.)"
   (unless (tandem-view-state-timer tandem-view--state)
     (setf (tandem-view-state-timer tandem-view--state) t)
     (setq tandem-view--frame-buffers (nconc tandem-view--frame-buffers (list (current-buffer))))
@@ -181,11 +196,7 @@ at a full 20 frames a second: a third more CPU while streaming.)"
     ;; would otherwise stop every session buffer's frames for good.
     (unless (and tandem-view--frame-timer (memq tandem-view--frame-timer timer-list))
       (setq tandem-view--frame-timer
-            (run-at-time (if (> (- (float-time) tandem-view--last-frame)
-                                tandem-view-frame-interval)
-                             0
-                           tandem-view-frame-interval)
-                         nil #'tandem-view--frame)))))
+            (run-at-time (tandem-view--frame-delay) nil #'tandem-view--frame)))))
 
 (defun tandem-view--unschedule ()
   "Take this buffer out of the next frame (it is being killed)."

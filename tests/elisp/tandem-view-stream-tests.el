@@ -402,6 +402,23 @@ second; the number of streams counted is capped."
           (should-not tandem-view-gc--streams))
       (tandem-view-gc--drop))))
 
+(ert-deftest tandem-view-frame-delay-after-a-quiet-spell ()
+  "At once after a quiet spell; the next frame an interval after that one.
+Only then an interval from when it is asked: the rest of a burst whose
+first text showed at once waits one interval, not two."
+  (let* ((tandem-view-frame-interval 0.05)
+         (tandem-view--frame-at-once nil)
+         (tandem-view--last-frame (- (float-time) 1)))
+    (should (= 0 (tandem-view--frame-delay)))
+    (should tandem-view--frame-at-once)
+    ;; That frame began 10 ms ago: the next comes 40 ms from now.
+    (setq tandem-view--last-frame (- (float-time) 0.01))
+    (let ((delay (tandem-view--frame-delay)))
+      (should (< 0.03 delay 0.0401)))
+    (should-not tandem-view--frame-at-once)
+    ;; Streaming on: an interval from now.
+    (should (= 0.05 (tandem-view--frame-delay)))))
+
 (ert-deftest tandem-view-frames-of-several-buffers-take-turns ()
   "One timer serves every session buffer, one buffer a firing, in the order asked.
 Asking again before the frame changes nothing; with three asking, the

@@ -55,7 +55,7 @@ def test_a_stream_s_first_deltas_go_at_once_and_the_rest_wait_to_merge(
     """After a quiet spell deltas are not held back; within the interval they merge.
 
     The first tokens of an answer show without waiting; what streams after
-    them goes at most once an interval, merged (a 200 KB answer in ~195 calls).
+    them goes at most once an interval, merged (a 200 KB answer in ~320 calls).
     """
     monkeypatch.setattr(pusher_module, "INTERVAL", 0.5)
     firsts: list[AnyEvent] = [delta(1, "text", t) for t in ("a", "b")]
