@@ -184,11 +184,13 @@ before CALLBACK runs."
 (defun tandem-wait-turn (session turn &optional timeout)
   "Wait for TURN of SESSION to end; return (:outcome :files-changed :error).
 Wait at most TIMEOUT seconds (default 300); a turn still running then
-returns :outcome nil."
+returns :outcome nil.  The reply comes after the turn's events: the hooks
+of `tandem-event-functions' have seen them all when this returns."
   (let* ((timeout (or timeout 300))
+         ;; The backend may hold the reply up to 10 s more, behind the events.
          (status (tandem-request "turns/wait" (list :session session :turn turn
                                                     :timeout timeout)
-                                 (+ timeout 10))))
+                                 (+ timeout 20))))
     (list :outcome (plist-get status :outcome)
           :files-changed (plist-get status :files-changed)
           :error (plist-get status :error))))

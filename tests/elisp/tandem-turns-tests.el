@@ -69,6 +69,29 @@
           (should (tandem-cancel-turn session))
           (should (equal (plist-get (tandem-wait-turn session turn2 30) :outcome) "aborted")))))))
 
+;; `tandem-wait-turn' then reading what the hooks saw is what every test
+;; of a turn does; a busy Emacs (slow to return each event batch) once got
+;; the reply before the turn's last entries and read a journal without them.
+(ert-deftest tandem-turns-wait-returns-after-the-turns-events ()
+  "With Emacs slow to take each event batch, the wait still returns last."
+  (tandem-test-with-fake-openai tandem-turns-test--script
+    (let* ((kinds nil)
+           (tandem-permission-mode 'auto-edit)
+           (hook (lambda (e)
+                   (push (or (plist-get (plist-get e :entry) :type) (plist-get e :kind))
+                         kinds)
+                   (sleep-for 0.1))))
+      (add-hook 'tandem-event-functions hook)
+      (unwind-protect
+          (let* ((session (tandem-project-session project))
+                 (turn (cdr (tandem-send "Please write notes" session))))
+            (should (equal (plist-get (tandem-wait-turn session turn 60) :outcome)
+                           "succeeded"))
+            (should (member "tool_result" kinds))
+            (should (member "turn_end" kinds))
+            (should (equal (car kinds) "turn-ended")))
+        (remove-hook 'tandem-event-functions hook)))))
+
 (ert-deftest tandem-turns-bad-requests ()
   "Bad sends are refused with readable errors and change nothing."
   (tandem-test-with-backend

@@ -118,7 +118,7 @@ METHODS = [
     MethodSpec("turns/cancel", SessionParams, cancel, "Cancel the turn in flight."),
     MethodSpec("turns/answer", AnswerParams, answer, "Answer a permission question."),
     MethodSpec("turns/status", TurnParams, status, "Where a turn stands."),
-    MethodSpec("turns/wait", TurnParams, wait, "Wait for a turn to end."),
+    MethodSpec("turns/wait", TurnParams, wait, "Wait for a turn to end.", after_events=True),
     MethodSpec("turns/configure", ConfigureParams, configure,
                "Set ACP agents, credentials and defaults (memory only)."),
     MethodSpec("turns/set-provider", SetProviderParams, set_provider,

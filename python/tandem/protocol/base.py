@@ -137,6 +137,9 @@ class MethodSpec:
     handler: Handler
     doc: str
     reply: type[BaseModel] | None = None
+    after_events: bool = False
+    """The reply goes out only after the events published before it have reached
+    the caller: a reply that says a turn ended never overtakes that turn's events."""
 
 
 class TurnStatus(Reply):

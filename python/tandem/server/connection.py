@@ -10,11 +10,12 @@ replies over `MAX_FRAME` are paged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import itertools
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from tandem.app import App
 
 log = logging.getLogger("tandem.server")
+
+AFTER_EVENTS_WAIT = 10.0
+"""Most seconds a reply of `MethodSpec.after_events` waits for the events before it
+(a peer that called from inside an event handler holds its own events back)."""
 
 _UID = re.compile(r"\s*\(\s*[a-z-]+\s+([0-9]{1,15})(?![0-9])")
 
@@ -102,6 +107,9 @@ class Connection:
         self._uids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.events_delivered: Callable[[], Awaitable[None]] | None = None
+        """Awaits every event published so far reaching this peer (set when the
+        event pusher attaches it); replies of `MethodSpec.after_events` wait on it."""
 
     # -- writing ---------------------------------------------------------
 
@@ -248,6 +256,11 @@ class Connection:
         CURRENT.set(self)
         try:
             value = await self._invoke(name, args)
+            spec = self.methods.get(name)
+            if spec is not None and spec.after_events and self.events_delivered is not None:
+                # Bounded: a peer that stops taking events still gets its reply.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.events_delivered(), AFTER_EVENTS_WAIT)
             try:
                 payload = framing.encode_payload([_sym("return"), uid, value])
             except sexp.SexpError as e:

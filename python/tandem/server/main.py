@@ -131,7 +131,7 @@ async def serve(token: str, home: Path, port: int = 0, watch_stdin: bool = True)
 
             def on_auth(conn: Connection) -> None:
                 waiting.release(transport)
-                greeter.pusher.attach(conn)
+                conn.events_delivered = greeter.pusher.attach(conn)
                 greeted.set()
 
             if services.done() and not services.cancelled():

@@ -7,6 +7,8 @@ delivered (the push failed, it is too large to frame, or the client fell
 too far behind) still uses up its number, and a ``resync`` event follows:
 the client sees the jump, runs ``tandem-event-gap-functions`` and the view
 refetches the journal, so nothing — ``turn-ended`` included — is lost for good.
+`Outbox.sent` awaits everything put so far: what a reply that must follow
+its events waits on (`tandem.protocol.base.MethodSpec.after_events`).
 """
 
 from __future__ import annotations
@@ -42,11 +44,17 @@ class Outbox:
     def __init__(self, conn: Any, backlog_bytes: int = BACKLOG_BYTES) -> None:
         self.conn = conn
         self.backlog_bytes = backlog_bytes
-        self._items: deque[tuple[str, bytes]] = deque()
+        self._items: deque[tuple[int, str, bytes]] = deque()
+        """(put serial, session, encoded event), oldest first."""
         self._bytes = 0
         self._seq: dict[str, int] = defaultdict(int)
         self._gaps: set[str] = set()
         self._wake = asyncio.Event()
+        self._put = 0
+        """Events put so far (a lost one counts: its gap is what the client sees)."""
+        self._sent = 0
+        """Of those, how many have been pushed (or failed to be): they go in order."""
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     @property
@@ -56,15 +64,16 @@ class Outbox:
 
     def put(self, session: str, event: bytes | None) -> None:
         """Queue EVENT (a plist without ``:seq``, encoded); None marks it undeliverable."""
+        self._put += 1
         if event is None or len(event) > MAX_EVENT:
             self._lose(session)
         else:
-            self._items.append((session, event))
+            self._items.append((self._put, session, event))
             self._bytes += len(event)
             if self._bytes > self.backlog_bytes:
                 log.warning("event backlog over %d bytes: dropped, client will refetch",
                             self.backlog_bytes)
-                for s, _ in self._items:
+                for _, s, _ in self._items:
                     self._lose(s)
                 self._items.clear()
                 self._bytes = 0
@@ -78,13 +87,15 @@ class Outbox:
         self._seq[session] += 1
         return b"(:seq %d " % self._seq[session] + event[1:]
 
-    def _next_batch(self) -> tuple[list[bytes], set[str]]:
+    def _next_batch(self) -> tuple[list[bytes], set[str], int]:
+        """The next call's events, their sessions, and how many puts it settles."""
         batch = [self._number(s, _resync(s)) for s in sorted(self._gaps)]
         sessions = set(self._gaps)
         self._gaps.clear()
         size = sum(map(len, batch))
+        settles = self._sent
         while self._items and len(batch) < MAX_BATCH:
-            session, event = self._items[0]
+            serial, session, event = self._items[0]
             if batch and size + len(event) > BATCH_BYTES:
                 break
             self._items.popleft()
@@ -92,19 +103,45 @@ class Outbox:
             batch.append(self._number(session, event))
             sessions.add(session)
             size += len(event) + 1
-        return batch, sessions
+            settles = serial
+        # The last batch settles every put, the lost ones (sent as its resyncs) too.
+        return batch, sessions, settles if self._items else self._put
+
+    async def sent(self) -> None:
+        """Return once every event put so far has been pushed, or failed or was lost."""
+        if self._sent >= self._put or self.closed:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append((self._put, future))
+        await future
+
+    def _settle(self, upto: int) -> None:
+        self._sent = max(self._sent, upto)
+        waiting = []
+        for serial, future in self._waiters:
+            if serial <= self._sent or self.closed:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((serial, future))
+        self._waiters = waiting
 
     async def _run(self) -> None:
-        while not self.closed:
-            await self._wake.wait()
-            self._wake.clear()
-            while (self._items or self._gaps) and not self.closed:
-                batch, sessions = self._next_batch()
-                args = b"((" + b" ".join(batch) + b"))"
-                try:
-                    await self.conn.call_encoded("tandem--events", args, timeout=PUSH_TIMEOUT)
-                except Exception as e:  # slow, gone or failing: this client refetches
-                    if self.closed:
-                        return
-                    log.warning("event push failed (%s): %s", type(e).__name__, e)
-                    self._gaps.update(sessions)
+        try:
+            while not self.closed:
+                await self._wake.wait()
+                self._wake.clear()
+                while (self._items or self._gaps) and not self.closed:
+                    batch, sessions, settles = self._next_batch()
+                    args = b"((" + b" ".join(batch) + b"))"
+                    try:
+                        await self.conn.call_encoded("tandem--events", args,
+                                                     timeout=PUSH_TIMEOUT)
+                    except Exception as e:  # slow, gone or failing: this client refetches
+                        if self.closed:
+                            return
+                        log.warning("event push failed (%s): %s", type(e).__name__, e)
+                        self._gaps.update(sessions)
+                    self._settle(settles)
+        finally:
+            self._settle(self._put)  # gone: nobody waits on it any more

@@ -18,6 +18,7 @@ from tandem.protocol import errors_el
 from tandem.protocol.base import MethodSpec
 from tandem.protocol.errors import CLIENT_CODES, CODES, COMMANDS
 from tandem.protocol.events import EVENTS, fields
+from tandem.server.connection import AFTER_EVENTS_WAIT
 from tandem.server.table import build_table, reply_of
 
 HEADER = """# tandem — protocol
@@ -92,7 +93,12 @@ def _fields(model: type[BaseModel]) -> list[str]:
 def _events() -> list[str]:
     out = ["## Events\n",
            "Each event is a plist `(:session ID :seq N :kind KIND …)` plus the fields of"
-           " its kind (models in `tandem.protocol.events`).\n"]
+           " its kind (models in `tandem.protocol.events`).\n",
+           "Events go out in batches, each a call to `tandem--events` that waits for its"
+           " return before the next. A reply goes out as soon as it is ready, so it may"
+           " overtake events published before it, except the reply of a method marked"
+           " *after events* below: that one follows them (for at most"
+           f" {AFTER_EVENTS_WAIT:g} s, for a client that holds its batches back).\n"]
     for kind, model in EVENTS.items():
         out.append(f"### `{kind}`\n\n{_oneline(model.__doc__)}\n")
         props = fields(kind)
@@ -130,6 +136,8 @@ def render(methods: dict[str, MethodSpec]) -> str:
     for name in sorted(methods):
         spec = methods[name]
         out.append(f"### `{name}`\n\n{spec.doc}\n")
+        if spec.after_events:
+            out.append("After events: the reply follows every event published before it.\n")
         doc = (spec.params.__doc__ or "").strip().splitlines()
         if doc and doc[0] != spec.doc:
             out.append(doc[0] + "\n")

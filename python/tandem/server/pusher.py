@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tandem.protocol import sexp
@@ -94,17 +96,37 @@ class EventPusher:
         """Each session's last queued delta, while nothing else of it follows."""
         self._last = float("-inf")
         """Loop time of the last distribution (deltas wait for INTERVAL after it)."""
+        self._distributed: list[asyncio.Future[None]] = []
+        """Resolved by the next distribution: it takes every event queued before."""
 
     @property
     def connections(self) -> list[Any]:
         """The connections events go to (each with its own outbox)."""
         return [o.conn for o in self.outboxes if not o.closed]
 
-    def attach(self, conn: Any) -> None:
-        """Deliver events to CONN (an authenticated `Connection`) from now on."""
-        self.outboxes.append(Outbox(conn))
+    def attach(self, conn: Any) -> Callable[[], Awaitable[None]]:
+        """Deliver events to CONN (an authenticated `Connection`) from now on.
+
+        Return what awaits, for CONN, every event published so far: a reply
+        that must not overtake them (`MethodSpec.after_events`) waits on it.
+        """
+        outbox = Outbox(conn)
+        self.outboxes.append(outbox)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
+        return functools.partial(self.delivered, outbox)
+
+    async def delivered(self, outbox: Outbox) -> None:
+        """Return once every event published so far has been pushed through OUTBOX
+        (or failed to be: the client then sees a gap)."""
+        if self._queue:
+            future = asyncio.get_running_loop().create_future()
+            self._distributed.append(future)
+            self._urgent = True  # a reply is waiting: the deltas wait no longer
+            self._wake.set()
+            self._flush.set()
+            await future
+        await outbox.sent()
 
     def publish(self, session: str, event: AnyEvent) -> None:
         """Queue EVENT; consecutive deltas of one stream merge, long ones are cut."""
@@ -154,11 +176,13 @@ class EventPusher:
             self._urgent = False
             self._last = loop.time()
             queue, self._queue = self._queue, []
+            waiting, self._distributed = self._distributed, []
             self._open = {}
             self.outboxes = [o for o in self.outboxes if not o.closed]
-            if not self.outboxes:
-                continue
-            for pending in queue:
+            for pending in queue if self.outboxes else ():
                 event = pending.encode()
                 for outbox in self.outboxes:
                     outbox.put(pending.session, event)
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
