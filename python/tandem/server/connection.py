@@ -256,11 +256,6 @@ class Connection:
         CURRENT.set(self)
         try:
             value = await self._invoke(name, args)
-            spec = self.methods.get(name)
-            if spec is not None and spec.after_events and self.events_delivered is not None:
-                # Bounded: a peer that stops taking events still gets its reply.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.events_delivered(), AFTER_EVENTS_WAIT)
             try:
                 payload = framing.encode_payload([_sym("return"), uid, value])
             except sexp.SexpError as e:
@@ -297,7 +292,12 @@ class Connection:
             params = spec.params.model_validate(raw)
         except ValidationError as e:
             raise TandemError("invalid", f"{name}: {describe_validation(e)}") from e
-        return await spec.handler(self.app, params)
+        value = await spec.handler(self.app, params)
+        if spec.after_events and self.events_delivered is not None:
+            # Bounded: a peer that stops taking events still gets its reply.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.events_delivered(), AFTER_EVENTS_WAIT)
+        return value
 
     async def _reply_error(self, uid: int, code: str, message: str, data: Any = None,
                            command: str | None = None) -> None:

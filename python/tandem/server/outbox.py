@@ -54,7 +54,8 @@ class Outbox:
         """Events put so far (a lost one counts: its gap is what the client sees)."""
         self._sent = 0
         """Of those, how many have been pushed (or failed to be): they go in order."""
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        """(puts it waits for, future), in put order: settled from the left."""
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     @property
@@ -117,14 +118,10 @@ class Outbox:
 
     def _settle(self, upto: int) -> None:
         self._sent = max(self._sent, upto)
-        waiting = []
-        for serial, future in self._waiters:
-            if serial <= self._sent or self.closed:
-                if not future.done():
-                    future.set_result(None)
-            else:
-                waiting.append((serial, future))
-        self._waiters = waiting
+        while self._waiters and self._waiters[0][0] <= self._sent:
+            future = self._waiters.popleft()[1]
+            if not future.done():  # a reply that gave up waiting cancelled it
+                future.set_result(None)
 
     async def _run(self) -> None:
         try:

@@ -122,9 +122,7 @@ class EventPusher:
         if self._queue:
             future = asyncio.get_running_loop().create_future()
             self._distributed.append(future)
-            self._urgent = True  # a reply is waiting: the deltas wait no longer
-            self._wake.set()
-            self._flush.set()
+            self._distribute_now()  # a reply is waiting: the deltas wait no longer
             await future
         await outbox.sent()
 
@@ -137,9 +135,7 @@ class EventPusher:
             # Nothing queued before an event merges with a delta after it: every
             # session's order is kept (across sessions too, for any event).
             self._open.clear()
-            self._urgent = True  # only deltas gain by waiting
-            self._wake.set()
-            self._flush.set()
+            self._distribute_now()  # only deltas gain by waiting
             return
         text = event["text"]
         last = self._open.get(session)
@@ -156,6 +152,12 @@ class EventPusher:
             if not text:
                 break
         self._wake.set()
+
+    def _distribute_now(self) -> None:
+        """Distribute at once, ending a wait for more deltas already begun."""
+        self._urgent = True
+        self._wake.set()
+        self._flush.set()
 
     def pending(self) -> int:
         """Number of events not yet handed to the connections."""
@@ -179,10 +181,11 @@ class EventPusher:
             waiting, self._distributed = self._distributed, []
             self._open = {}
             self.outboxes = [o for o in self.outboxes if not o.closed]
-            for pending in queue if self.outboxes else ():
-                event = pending.encode()
-                for outbox in self.outboxes:
-                    outbox.put(pending.session, event)
+            if self.outboxes:
+                for pending in queue:
+                    event = pending.encode()
+                    for outbox in self.outboxes:
+                        outbox.put(pending.session, event)
             for future in waiting:
                 if not future.done():
                     future.set_result(None)
